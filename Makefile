@@ -9,6 +9,8 @@
 #   tests/unit/test_*.c    -> build/tests/test_*           (one Check binary each)
 #   bench/NAME/*.c         -> build/bench/NAME
 #   tests/gpu/NAME/*.c,*.cu-> build/tests/gpu/NAME          (needs nvcc; skips at run time without a GPU)
+#   tests/plugins/ID/*.c   -> build/tests/plugins/ID/libID.so + manifest.json (test-only engine fixtures)
+#   tests/fuzz/fuzz_NAME.c -> build/fuzz/fuzz_NAME          (`make fuzz`, clang libFuzzer + ASan/UBSan)
 # `make test` builds everything and runs tests/run_all.sh (unit, then e2e).
 
 BUILD     ?= build
@@ -62,10 +64,15 @@ cuda_engine   = $(if $(wildcard engines/$(1)/*.cu),yes,)
 ENGINES_BUILT := $(foreach e,$(ENGINE_IDS),$(if $(call cuda_engine,$(e)),$(if $(NVCC),$(e),),$(e)))
 ENGINE_LIBS   := $(foreach e,$(ENGINES_BUILT),$(BUILD)/engines/$(e)/lib$(e).so $(BUILD)/engines/$(e)/manifest.json)
 
+TEST_PLUGIN_IDS := $(sort $(notdir $(patsubst %/manifest.json,%,$(wildcard tests/plugins/*/manifest.json))))
+TEST_PLUGINS    := $(foreach e,$(TEST_PLUGIN_IDS),$(BUILD)/tests/plugins/$(e)/lib$(e).so $(BUILD)/tests/plugins/$(e)/manifest.json)
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
 GPU_TESTS := $(if $(NVCC),$(foreach t,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/gpu/*/*.c tests/gpu/*/*.cu))))),$(BUILD)/tests/gpu/$(t)),)
 
-.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help
-all: check-deps $(BINS) $(ENGINE_LIBS) $(UNIT_TESTS) $(BENCH_BINS) $(GPU_TESTS)
+.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help fuzz
+all: check-deps $(BINS) $(ENGINE_LIBS) $(TEST_PLUGINS) $(UNIT_TESTS) $(BENCH_BINS) $(GPU_TESTS)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found: CUDA engines and GPU tests were not built"
 endif
@@ -160,6 +167,27 @@ $(BUILD)/engines/$(1)/manifest.json: engines/$(1)/manifest.json
 	cp $$< $$@
 endef
 $(foreach e,$(ENGINES_BUILT),$(eval $(call engine_rule,$(e))))
+
+# Test-only plugins (fixtures for the engine host): never installed with the real engines.
+define test_plugin_rule
+$(BUILD)/tests/plugins/$(1)/lib$(1).so: $(call obj,$(wildcard tests/plugins/$(1)/*.c)) $(LIB_COMMON)
+	@mkdir -p $$(dir $$@)
+	$$(CC) -shared -o $$@ $(call obj,$(wildcard tests/plugins/$(1)/*.c)) $(LIB_COMMON) $$(LDLIBS)
+$(BUILD)/tests/plugins/$(1)/manifest.json: tests/plugins/$(1)/manifest.json
+	@mkdir -p $$(dir $$@)
+	cp $$< $$@
+endef
+$(foreach e,$(TEST_PLUGIN_IDS),$(eval $(call test_plugin_rule,$(e))))
+
+# Fuzz targets: each tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput and is linked with the
+# sources it names in a "// fuzz-sources: a.c b.c" line (compiled together with clang sanitizers).
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -I. -Iengines/include \
+               $(if $(HAVE_PKGS),$(shell pkg-config --cflags $(PKGS)),)
+fuzz: $(FUZZ_BINS)
+$(BUILD)/fuzz/%: tests/fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $$(sed -n 's,^// fuzz-sources: *,,p' $<) $(LDLIBS)
 
 # GPU tests: every .c/.cu in tests/gpu/NAME/ plus the common library, linked with nvcc.
 define gpu_test_rule
