@@ -1,6 +1,9 @@
-// Cross-checks llmr-tokenize against @lenml/tokenizers (transformers.js port) on the committed
-// corpus, in both special-token modes, and checks the cases where the two are known to disagree
-// against Hugging Face semantics (tests/data/tokenizer/hf_semantics.jsonl).
+// Cross-checks llmr-tokenize on the committed corpus, in both special-token modes, against
+//  - Hugging Face `tokenizers` itself (the Rust library through its npm binding `tokenizers`),
+//    when installed: the authority, llmr must match it exactly;
+//  - @lenml/tokenizers (transformers.js port, JavaScript regex): must match except where it is
+//    known to split differently from HF (tests/data/tokenizer/hf_semantics.jsonl says which was
+//    right and why; with HF present those cases are also checked against HF directly).
 //   node conformance.js LLMR_TOKENIZE TOKENIZER_DIR DATA_DIR [EXTRA_TEXT_FILE...]
 // Exit 0 when everything agrees (or disagrees only as documented), 1 otherwise.
 "use strict";
@@ -27,6 +30,21 @@ const lenmlPlain = TokenizerLoader.fromPreTrained({ tokenizerJSON: plainJSON, to
 const bpeOnlyJSON = { ...plainJSON, pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: false } };
 const lenmlBpeOnly = TokenizerLoader.fromPreTrained({ tokenizerJSON: bpeOnlyJSON, tokenizerConfig: {} });
 
+// The HF binding is optional (npm package `tokenizers`, installed by tools/fixtures.sh).
+let hf = null;
+try {
+  const { Tokenizer } = require("tokenizers");
+  hf = { full: Tokenizer.fromFile(path.join(tokDir, "tokenizer.json")) };
+  const tmp = path.join(require("os").tmpdir(), `llmr-plain-${process.pid}.json`);
+  fs.writeFileSync(tmp, JSON.stringify(plainJSON));
+  hf.plain = Tokenizer.fromFile(tmp);
+  fs.unlinkSync(tmp);
+  console.log("reference: HF tokenizers (Rust, npm binding) and @lenml/tokenizers");
+} catch (e) {
+  console.log(`reference: @lenml/tokenizers only (HF tokenizers binding unavailable: ${String(e.message).split("\n")[0]})`);
+}
+const hfEncode = async (t, text) => Array.from((await t.encode(text, null, { addSpecialTokens: false })).getIds());
+
 function llmr(texts, noSpecial) {
   const args = ["--tokenizer", path.join(tokDir, "tokenizer.json"), "--jsonl"];
   if (noSpecial) args.push("--no-special");
@@ -49,6 +67,7 @@ const eq = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
 const show = (s) => JSON.stringify(s.length > 70 ? s.slice(0, 70) + "…" : s);
 let failures = 0;
 
+async function main() {
 // 1. The corpus: files, one-line cases, extra texts (e.g. a generated mixed corpus).
 const texts = [], names = [];
 for (const f of fs.readdirSync(dataDir).filter((f) => f.endsWith(".txt")).sort()) {
@@ -59,23 +78,33 @@ fs.readFileSync(path.join(dataDir, "cases.jsonl"), "utf8").split("\n").filter((l
 });
 for (const f of extra) { texts.push(fs.readFileSync(f, "utf8")); names.push(path.basename(f)); }
 
-let ids = 0, bytes = 0;
+function mismatch(what, name, mode, ours, theirs, t) {
+  const k = ours.findIndex((x, j) => x !== theirs[j]);
+  console.log(`MISMATCH vs ${what} ${name} (${mode}) at id ${k}: ` +
+              `llmr ${JSON.stringify(ours.slice(Math.max(0, k - 2), k + 4))} ` +
+              `${what} ${JSON.stringify(theirs.slice(Math.max(0, k - 2), k + 4))} text ${show(t)}`);
+  failures++;
+}
+
+let ids = 0, bytes = 0, hfChecked = 0;
 for (const noSpecial of [false, true]) {
   const ours = llmr(texts, noSpecial);
   const ref = noSpecial ? lenmlPlain : lenml;
-  texts.forEach((t, i) => {
+  const mode = noSpecial ? "--no-special" : "specials";
+  for (let i = 0; i < texts.length; i++) {
+    const t = texts[i];
     const theirs = Array.from(ref.encode(t, { add_special_tokens: false }));
     ids += theirs.length; bytes += Buffer.byteLength(t);
-    if (!eq(ours[i], theirs)) {
-      const k = ours[i].findIndex((x, j) => x !== theirs[j]);
-      console.log(`MISMATCH ${names[i]} (${noSpecial ? "--no-special" : "specials"}) at id ${k}: ` +
-                  `llmr ${JSON.stringify(ours[i].slice(Math.max(0, k - 2), k + 4))} ` +
-                  `lenml ${JSON.stringify(theirs.slice(Math.max(0, k - 2), k + 4))} text ${show(t)}`);
-      failures++;
+    if (!eq(ours[i], theirs)) mismatch("lenml", names[i], mode, ours[i], theirs, t);
+    if (hf) {
+      const h = await hfEncode(noSpecial ? hf.plain : hf.full, t);
+      if (!eq(ours[i], h)) mismatch("HF", names[i], mode, ours[i], h, t);
+      hfChecked++;
     }
-  });
+  }
 }
-console.log(`corpus: ${texts.length} texts x 2 modes, ${bytes} bytes, ${ids} ids compared`);
+console.log(`corpus: ${texts.length} texts x 2 modes, ${bytes} bytes, ${ids} ids compared` +
+            (hf ? ` (with HF tokenizers too: ${hfChecked} encodings)` : ""));
 
 // 2. Decoding: llmr-tokenize --decode of lenml's ids gives the original bytes (files only).
 for (let i = 0; i < texts.length; i++) {
@@ -89,7 +118,8 @@ for (let i = 0; i < texts.length; i++) {
 const sem = fs.readFileSync(path.join(dataDir, "hf_semantics.jsonl"), "utf8").split("\n").filter((l) => l).map((l) => JSON.parse(l));
 const full = llmr(sem.map((c) => c.text), false);
 let lenmlWrong = 0;
-sem.forEach((c, i) => {
+for (let i = 0; i < sem.length; i++) {
+  const c = sem[i];
   if (c.hf_pieces.join("") !== c.text) throw new Error(`hf_semantics: pieces do not spell ${show(c.text)}`);
   const want = c.hf_pieces.flatMap((piece) => Array.from(lenmlBpeOnly.encode(piece, { add_special_tokens: false })));
   const theirs = Array.from(lenml.encode(c.text, { add_special_tokens: false }));
@@ -98,8 +128,17 @@ sem.forEach((c, i) => {
     failures++;
   }
   if (!eq(theirs, want)) lenmlWrong++;
-  console.log(`hf-semantics ${show(c.text)}: llmr=HF ${eq(full[i], want) ? "yes" : "NO"}, lenml=HF ${eq(theirs, want) ? "yes" : "no (lenml is wrong here)"}`);
-});
+  let real = "";
+  if (hf) {
+    const h = await hfEncode(hf.full, c.text);
+    real = `, HF tokenizers itself ${eq(h, want) ? "agrees" : "DISAGREES " + JSON.stringify(h)}`;
+    if (!eq(h, want) || !eq(full[i], h)) { console.log(`HF-SEMANTICS: the data file is wrong for ${show(c.text)}`); failures++; }
+  }
+  console.log(`hf-semantics ${show(c.text)}: llmr=HF ${eq(full[i], want) ? "yes" : "NO"}, lenml=HF ${eq(theirs, want) ? "yes" : "no (lenml is wrong here)"}${real}`);
+}
 console.log(`hf-semantics: ${sem.length} cases, lenml differs from HF on ${lenmlWrong}`);
 console.log(failures ? `FAIL: ${failures} mismatches` : "PASS");
-process.exit(failures ? 1 : 0);
+return failures;
+}
+
+main().then((f) => process.exit(f ? 1 : 0), (e) => { console.error(e); process.exit(1); });
