@@ -625,11 +625,6 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     }
 
     /* Merges: rank = position in the list; the merged token must be in the vocab (as in HF). */
-    size_t mcap = pow2_at_least(r->n_merges * 2);
-    t->mmap = big_alloc(mcap * sizeof *t->mmap);
-    if (!t->mmap) goto oom;
-    for (size_t i = 0; i < mcap; i++) t->mmap[i].key = TOK_MERGE_EMPTY;
-    t->mmap_mask = mcap - 1;
     free(scratch);
     scratch = NULL;
     if ((rc = build_merges(t, r, err, err_size)) != 0) goto fail;
