@@ -158,17 +158,28 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
     return m;
 }
 
-/* BPE of a short piece through the per-call memo. */
-static int bpe_small_cached(enc_ctx *c, const uint8_t *p, size_t n) {
+/* Emits the ids of a piece of 2..BPE_SMALL bytes: from the per-call memo when the piece was seen
+ * before in this call, else the whole piece if it is a vocab entry (ignore_merges), else BPE. The
+ * memo comes first because repeated words are the common case and it sits in L1/L2, while the
+ * vocab table is megabytes away. One hash serves both tables. */
+static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
+    const tokenizer *t = c->t;
     int32_t ids[BPE_SMALL];
     uint64_t h = tok_hash_bytes(p, n);
     if (!c->cache) c->cache = calloc(1, sizeof *c->cache); /* NULL: work without a memo */
     const pcache_slot *hit = c->cache ? pcache_find(c->cache, p, n, h) : NULL;
-    const int32_t *out = hit ? c->cache->pool + hit->off : ids;
-    size_t m = hit ? hit->n : bpe_small(c->t, p, n, ids);
-    if (!hit && c->cache) pcache_add(c->cache, p, n, h, ids, m);
+    if (hit) {
+        for (uint32_t i = 0; i < hit->n; i++)
+            if (emit(c, c->cache->pool[hit->off + i]) < 0) return TOKENIZER_ENOMEM;
+        return 0;
+    }
+    size_t m;
+    int32_t whole = t->ignore_merges ? tok_bytes_lookup_h(t, p, n, h) : -1;
+    if (whole >= 0) { ids[0] = whole; m = 1; }
+    else m = bpe_small(t, p, n, ids);
+    if (c->cache) pcache_add(c->cache, p, n, h, ids, m);
     for (size_t i = 0; i < m; i++)
-        if (emit(c, out[i]) < 0) return TOKENIZER_ENOMEM;
+        if (emit(c, ids[i]) < 0) return TOKENIZER_ENOMEM;
     return 0;
 }
 
@@ -176,11 +187,11 @@ static int bpe_small_cached(enc_ctx *c, const uint8_t *p, size_t n) {
 static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
     if (n == 1) return emit(c, t->byte_id[p[0]]);
+    if (n <= BPE_SMALL) return bpe_short(c, p, n);
     if (t->ignore_merges) {
         int32_t whole = tok_bytes_lookup(t, p, n);
         if (whole >= 0) return emit(c, whole);
     }
-    if (n <= BPE_SMALL) return bpe_small_cached(c, p, n);
     /* Long pieces (whitespace runs, unspaced CJK paragraphs): HF's algorithm, a heap of candidate
      * merges ordered by (rank, position) over a linked list of symbols: O(n log n). */
     if (grow_scratch(c, n) < 0) return TOKENIZER_ENOMEM;

@@ -19,10 +19,19 @@
 #define TOK_F_SPECIAL 0x4u /* added token with "special": true */
 #define TOK_F_ENCODABLE 0x8u /* its bytes are reachable by the byte-level encoder (in bytes_map) */
 
-/* One entry of the bytes -> id table; id < 0 marks an empty slot. tag: high bits of the hash. The
- * token's bytes (off, len into bytes_blob) are kept in the slot so a probe touches one cache line
- * before the final comparison. */
-typedef struct tok_bslot { uint32_t tag; int32_t id; uint32_t off, len; } tok_bslot;
+/* One entry of the bytes -> id table; id < 0 marks an empty slot. The first 8 bytes of the token
+ * (zero padded), its length and 16 bits of its hash live in the slot, so a lookup of a token of up
+ * to 8 bytes -- most of them -- touches one cache line; longer ones compare the rest in bytes_blob. */
+typedef struct tok_bslot { uint64_t head; int32_t id; uint16_t len, tag; } tok_bslot;
+#define TOK_BSLOT_MAX_LEN 0xFFFFu /* longer tokens are kept out of the table (never seen in practice) */
+
+/* The first min(n, 8) bytes of p as a zero-padded little-endian word. */
+static inline uint64_t tok_head(const uint8_t *p, size_t n) {
+    uint64_t w = 0;
+    if (n >= 8) __builtin_memcpy(&w, p, 8);
+    else for (size_t i = 0; i < n; i++) w |= (uint64_t)p[i] << (8 * i);
+    return w;
+}
 
 /* One entry of the merge table; key = (uint64)left << 32 | right; key == TOK_MERGE_EMPTY is empty. */
 typedef struct tok_mslot { uint64_t key; uint32_t rank; int32_t new_id; } tok_mslot;
@@ -82,16 +91,23 @@ static inline uint64_t tok_hash_pair(uint64_t key) {
     return key;
 }
 
-/* Id whose decoded bytes are exactly p[0..n) and that the encoder may produce, or -1. */
-static inline int32_t tok_bytes_lookup(const struct tokenizer *t, const uint8_t *p, size_t n) {
-    uint64_t h = tok_hash_bytes(p, n);
-    uint32_t tag = (uint32_t)(h >> 32);
+/* Id whose decoded bytes are exactly p[0..n) and that the encoder may produce, or -1; h is
+ * tok_hash_bytes(p, n). */
+static inline int32_t tok_bytes_lookup_h(const struct tokenizer *t, const uint8_t *p, size_t n,
+                                         uint64_t h) {
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = tok_head(p, n);
     for (size_t i = (size_t)h & t->bmap_mask;; i = (i + 1) & t->bmap_mask) {
         const tok_bslot *s = &t->bmap[i];
         if (s->id < 0) return -1;
-        if (s->tag == tag && s->len == n && __builtin_memcmp(t->bytes_blob + s->off, p, n) == 0)
+        if (s->head == head && s->len == n && s->tag == tag &&
+            (n <= 8 || __builtin_memcmp(t->bytes_blob + t->bytes_off[s->id] + 8, p + 8, n - 8) == 0))
             return s->id;
     }
+}
+
+static inline int32_t tok_bytes_lookup(const struct tokenizer *t, const uint8_t *p, size_t n) {
+    return tok_bytes_lookup_h(t, p, n, tok_hash_bytes(p, n));
 }
 
 /* Merge of (left, right): returns 1 and sets rank/new_id, or 0 when the pair does not merge. */

@@ -396,9 +396,9 @@ static void bmap_insert(tokenizer *t, int32_t id) {
     size_t i = (size_t)h & t->bmap_mask;
     while (t->bmap[i].id >= 0) i = (i + 1) & t->bmap_mask;
     t->bmap[i].id = id;
-    t->bmap[i].tag = (uint32_t)(h >> 32);
-    t->bmap[i].off = t->bytes_off[id];
-    t->bmap[i].len = t->bytes_len[id];
+    t->bmap[i].tag = (uint16_t)(h >> 48);
+    t->bmap[i].head = tok_head(p, t->bytes_len[id]);
+    t->bmap[i].len = (uint16_t)t->bytes_len[id];
 }
 
 static void mmap_put(tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
@@ -468,20 +468,21 @@ typedef struct merge_job {
     size_t slot[3];            /* candidate bmap slot (tag and length match), or SIZE_MAX */
 } merge_job;
 
-static size_t candidate_slot(const tokenizer *t, uint64_t h, size_t n) {
-    uint32_t tag = (uint32_t)(h >> 32);
+static size_t candidate_slot(const tokenizer *t, uint64_t h, const uint8_t *p, size_t n) {
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = tok_head(p, n);
     for (size_t i = (size_t)h & t->bmap_mask;; i = (i + 1) & t->bmap_mask) {
         const tok_bslot *s = &t->bmap[i];
         if (s->id < 0) return SIZE_MAX;
-        if (s->tag == tag && s->len == n) return i;
+        if (s->tag == tag && s->len == n && s->head == head) return i;
     }
 }
 
 static int32_t confirm_slot(const tokenizer *t, size_t slot, const uint8_t *p, size_t n) {
     if (slot == SIZE_MAX) return -1;
     const tok_bslot *s = &t->bmap[slot];
-    if (memcmp(t->bytes_blob + s->off, p, n) == 0) return s->id;
-    return tok_bytes_lookup(t, p, n); /* a tag collision: do the full probe */
+    if (n <= 8 || memcmp(t->bytes_blob + t->bytes_off[s->id], p, n) == 0) return s->id;
+    return tok_bytes_lookup(t, p, n); /* a collision on the first 8 bytes: do the full probe */
 }
 
 static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
@@ -519,8 +520,8 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
             if (!m->mapped) continue;
             size_t len[3] = {m->la, m->lb, m->la + m->lb};
             for (int x = 0; x < 3; x++) {
-                m->slot[x] = candidate_slot(t, m->h[x], len[x]);
-                if (m->slot[x] != SIZE_MAX) __builtin_prefetch(t->bytes_blob + t->bmap[m->slot[x]].off);
+                const uint8_t *start = x == 1 ? m->bytes + m->la : m->bytes;
+                m->slot[x] = candidate_slot(t, m->h[x], start, len[x]);
             }
         }
         for (size_t j = 0; j < k; j++) {
@@ -612,7 +613,8 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     t->bmap_mask = bcap - 1;
     for (size_t i = 0; i < r->n_vocab; i++) {
         int32_t id = r->vocab_ids[i];
-        if ((t->flags[id] & TOK_F_ENCODABLE) && tok_bytes_lookup(t, (const uint8_t *)t->bytes_blob + t->bytes_off[id], t->bytes_len[id]) < 0)
+        if ((t->flags[id] & TOK_F_ENCODABLE) && t->bytes_len[id] <= TOK_BSLOT_MAX_LEN &&
+            tok_bytes_lookup(t, (const uint8_t *)t->bytes_blob + t->bytes_off[id], t->bytes_len[id]) < 0)
             bmap_insert(t, id);
     }
     for (int b = 0; b < 256; b++) {
