@@ -133,10 +133,7 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
     uint32_t rank[BPE_SMALL];
     size_t m = n;
     for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[p[i]];
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t key = (uint64_t)(uint32_t)ids[i] << 32 | (uint32_t)ids[i + 1];
-        __builtin_prefetch(&t->mmap[tok_hash_pair(key) & t->mmap_mask]);
-    }
+    for (size_t i = 0; i + 1 < n; i++) tok_merge_prefetch(t, ids[i], ids[i + 1]);
     for (size_t i = 0; i + 1 < n; i++)
         if (!tok_merge_lookup(t, ids[i], ids[i + 1], &rank[i], &nid[i])) rank[i] = NO_MERGE;
     while (m > 1) {
@@ -150,6 +147,9 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
         memmove(&ids[best + 1], &ids[best + 2], (m - best - 1) * sizeof ids[0]);
         memmove(&rank[best + 1], &rank[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof rank[0]);
         memmove(&nid[best + 1], &nid[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof nid[0]);
+        /* Both new pairs' slots are fetched at once: two overlapping misses, not two in a row. */
+        if (best > 0) tok_merge_prefetch(t, ids[best - 1], ids[best]);
+        if (best + 1 < m) tok_merge_prefetch(t, ids[best], ids[best + 1]);
         if (best > 0 && !tok_merge_lookup(t, ids[best - 1], ids[best], &rank[best - 1], &nid[best - 1]))
             rank[best - 1] = NO_MERGE;
         if (best + 1 < m && !tok_merge_lookup(t, ids[best], ids[best + 1], &rank[best], &nid[best]))

@@ -121,6 +121,12 @@ static inline int tok_merge_lookup(const struct tokenizer *t, int32_t left, int3
     }
 }
 
+/* Starts loading the merge-table slot of (left, right) into the cache. */
+static inline void tok_merge_prefetch(const struct tokenizer *t, int32_t left, int32_t right) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
+    __builtin_prefetch(&t->mmap[tok_hash_pair(key) & t->mmap_mask]);
+}
+
 /* Writes a formatted message into err (if err_size > 0) and returns status. */
 int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
