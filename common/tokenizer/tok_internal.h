@@ -61,8 +61,14 @@ struct tokenizer {
     tok_added *added; size_t n_added;    /* sorted by first byte, then length descending */
     uint32_t added_first[257];           /* added[added_first[c] .. added_first[c+1]) start with c */
 
-    pcre2_code *re;                      /* pre-tokenizer split regex; NULL = whole segment */
+    char *pattern; size_t pattern_len;   /* the split regex as compiled (\s rewritten); NULL: none */
+    int pattern_literal;                 /* Split with a String pattern: literal text */
+    pcre2_code *re;                      /* compiled pattern; NULL = whole segment */
     int re_jit;                          /* JIT compiled */
+
+    void *cache_buf;                     /* when loaded from the binary cache: the one allocation the
+                                          * arrays above point into (tok_cache.c) */
+    int from_cache;
 };
 
 /* Hash used by the bytes map (also by tok_load.c when building it). */
@@ -135,6 +141,16 @@ int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
  * ByteLevel decoder does: if every character is in the alphabet, the mapped bytes (returns 1: the
  * encoder can produce this piece); otherwise the piece's own bytes (returns 0). out holds len bytes. */
 int tok_piece_to_bytes(const char *piece, size_t len, char *out, size_t *out_len);
+
+/* Compiles t->pattern into t->re (JIT when possible). */
+int tok_compile_pattern(struct tokenizer *t, const char *where, char *err, size_t err_size);
+
+/* Binary cache of loaded tokenizers, keyed by the sha256 of the tokenizer.json (tok_cache.c).
+ * tok_cache_load returns 0 and a tokenizer on a valid cache hit, -1 otherwise (no message: a miss
+ * or a damaged cache only means the JSON is read). tok_cache_store writes the cache atomically and
+ * ignores failures (the cache is an optimization). */
+int tok_cache_load(const uint8_t sha256[32], struct tokenizer **out);
+void tok_cache_store(const struct tokenizer *t, const uint8_t sha256[32]);
 
 /* Builds a tokenizer from a tokenizer.json buffer (tok_load.c). */
 int tok_load(const char *json, size_t len, const char *name, struct tokenizer **out, char *err,

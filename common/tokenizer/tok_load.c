@@ -691,27 +691,36 @@ static char *rewrite_pattern(const char *p, size_t n, int *unsup) {
     return out;
 }
 
-static int compile_regex(tokenizer *t, const pretok_cfg *c, char *err, size_t err_size) {
-    if (!c->pattern) return TOKENIZER_OK;
-    int unsup = 0;
-    char *pat = c->literal ? NULL : rewrite_pattern(c->pattern, c->pattern_len, &unsup);
-    if (!c->literal && !pat)
-        return unsup ? UNSUP("unsupported component: %s uses \\S inside a character class", c->where)
-                     : tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory compiling the regex");
+int tok_compile_pattern(tokenizer *t, const char *where, char *err, size_t err_size) {
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | (c->literal ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
-    t->re = pcre2_compile((PCRE2_SPTR)(c->literal ? c->pattern : pat),
-                          c->literal ? c->pattern_len : PCRE2_ZERO_TERMINATED, opts, &ec, &eo, NULL);
-    free(pat);
+    uint32_t opts = PCRE2_UTF | (t->pattern_literal ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
+    t->re = pcre2_compile((PCRE2_SPTR)t->pattern, t->pattern_len, opts, &ec, &eo, NULL);
     if (!t->re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
         return UNSUP("unsupported component: %s: PCRE2 cannot compile it (%s, at pattern offset %zu)",
-                     c->where, (char *)msg, (size_t)eo);
+                     where, (char *)msg, (size_t)eo);
     }
     t->re_jit = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE) == 0;
     return TOKENIZER_OK;
+}
+
+static int compile_regex(tokenizer *t, const pretok_cfg *c, char *err, size_t err_size) {
+    if (!c->pattern) return TOKENIZER_OK;
+    int unsup = 0;
+    if (c->literal) {
+        t->pattern = malloc(c->pattern_len + 1);
+        if (t->pattern) { memcpy(t->pattern, c->pattern, c->pattern_len); t->pattern[c->pattern_len] = 0; }
+    } else {
+        t->pattern = rewrite_pattern(c->pattern, c->pattern_len, &unsup);
+    }
+    if (!t->pattern)
+        return unsup ? UNSUP("unsupported component: %s uses \\S inside a character class", c->where)
+                     : tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory compiling the regex");
+    t->pattern_len = c->literal ? c->pattern_len : strlen(t->pattern);
+    t->pattern_literal = c->literal;
+    return tok_compile_pattern(t, c->where, err, err_size);
 }
 
 int tok_load(const char *json, size_t len, const char *name, tokenizer **out, char *err,
