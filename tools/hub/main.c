@@ -356,6 +356,7 @@ static void resolve(hub_app *app, llmr_http_request *req, const char *after_slas
     if (open_revision(app, req, repo, rev, &r) != 0) return;
     const hub_entry *found = hub_repo_find(&r, path);
     if (!found) {
+        llmr_http_add_header(req, "X-Repo-Commit", r.commit); /* huggingface_hub caches the miss by commit */
         hub_repo_free(&r);
         hub_error(req, 404, "EntryNotFound", "%s does not exist on \"%s\"", path, rev);
         return;
