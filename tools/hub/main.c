@@ -551,7 +551,12 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    for (int i = 0; i < app.faults.n; i++) log_warn("fault injection active: %s", app.faults.v[i].glob);
+    static const char *kinds[] = {"corrupt", "drop", "hide", "ignore-range", "status"};
+    for (int i = 0; i < app.faults.n; i++) {
+        const hub_fault *f = &app.faults.v[i];
+        log_warn("fault injection active: %s%s%.0d %s (%s)", kinds[f->kind], f->kind == FAULT_STATUS ? "=" : "",
+                 f->kind == FAULT_STATUS ? f->status : 0, f->glob, f->remaining < 0 ? "always" : "limited count");
+    }
     if (!no_prehash) prehash(&app);
     llmr_loop *loop = llmr_loop_create();
     llmr_http_server_opts so = {.listen = listen, .max_body = 64 << 10, .timeout_s = 300};
