@@ -111,13 +111,13 @@ static const char *const LIST_METHODS[] = { "count", "index", "copy", NULL };
 static const char *const LIST_UNSAFE[] = { "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear", NULL };
 
 static bool in_names(const char *const *names, const char *s, size_t n) {
-    for (; *names; names++) if (strlen(*names) == n && memcmp(*names, s, n) == 0) return true;
+    for (; *names; names++) if ((*names)[0] == s[0] && strlen(*names) == n && memcmp(*names, s, n) == 0) return true;
     return false;
 }
 
 static jv bound(jrender *r, jv self, const char *const *names, const char *s, size_t n, int line) {
     for (; *names; names++)
-        if (strlen(*names) == n && memcmp(*names, s, n) == 0) {
+        if ((*names)[0] == s[0] && strlen(*names) == n && memcmp(*names, s, n) == 0) {
             jfunc *fn = jarena_alloc(r->ar, sizeof *fn);
             if (!fn) { nomem(r, line); return jv_undef(); }
             fn->kind = FN_METHOD; fn->self = self; fn->name = *names;
@@ -151,7 +151,8 @@ static const char *obj_repr(jv o) {
 }
 
 static jv no_attr(jrender *r, jv obj, const char *s, size_t n) {
-    return jr_undef(r, "'%s' has no attribute '%.*s'", obj_repr(obj), (int)n, s);
+    (void)r;
+    return jr_undef_attr(obj, s, n);
 }
 
 static jv loop_attr(jrender *r, jv lv, const char *s, size_t n, int line) {
@@ -174,7 +175,7 @@ static jv loop_attr(jrender *r, jv lv, const char *s, size_t n, int line) {
 }
 
 jv jb_getattr(jrender *r, jv obj, const char *s, size_t n, int line) {
-    if (n && s[0] == '_') return no_attr(r, obj, s, n);   /* sandbox: no private/dunder attributes */
+    if (n == 0 || s[0] == '_') return no_attr(r, obj, s, n);   /* sandbox: no private/dunder attributes */
     switch (obj.t) {
     case JT_UNDEF: return jr_undef_error(r, obj, line);
     case JT_DICT: {

@@ -44,13 +44,16 @@ typedef enum {
 } jtype;
 
 enum { JL_LIST = 0, JL_TUPLE = 1, JL_GEN = 2 };   /* jlist.kind: how it prints / what it allows */
-enum { JU_UNSAFE = 1,   /* jv.flags on an undefined: a refused method */
-       JS_SAFE = 2 };    /* jv.flags on a string: markupsafe.Markup (from |safe / |escape) */
+enum { JU_UNSAFE = 1,   /* jv.flags on an undefined: a refused method (u.s = message) */
+       JS_SAFE = 2,      /* jv.flags on a string: markupsafe.Markup (from |safe / |escape) */
+       JU_NAME = 4,      /* undefined variable: u.s/n = its name (message built only if needed) */
+       JU_ATTR = 8 };    /* missing attribute: u.s/n = attribute, aux = type of the object */
 
 struct jlist; struct jdict; struct jfunc; struct jloop;
 typedef struct jv {
     uint8_t t;        /* jtype */
     uint8_t flags;
+    uint16_t aux;     /* JU_ATTR: jtype | list kind << 8 of the object */
     uint32_t n;       /* string length (JT_STR), hint length (JT_UNDEF) */
     union {
         int64_t i;            /* JT_BOOL, JT_INT */
@@ -189,6 +192,11 @@ static inline bool jr_failed(const jrender *r) { return r->status != JINJA_OK; }
 bool jr_step(jrender *r, int line);             /* counts one step; false once over the limit */
 /* An undefined carrying the UndefinedError message used if it is later misused. */
 jv jr_undef(jrender *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Cheap undefineds whose message is only formatted when an error needs it. */
+jv jr_undef_name(const char *s, size_t n);
+jv jr_undef_attr(jv obj, const char *s, size_t n);
+/* The UndefinedError message of u, into buf. */
+const char *jr_undef_message(jv u, char *buf, size_t size);
 /* Fails with the undefined's message (UndefinedError) . */
 jv jr_undef_error(jrender *r, jv u, int line);
 

@@ -54,10 +54,50 @@ jv jr_undef(jrender *r, const char *fmt, ...) {
     return u;
 }
 
+jv jr_undef_name(const char *s, size_t n) {
+    jv u = jv_undef();
+    u.flags = JU_NAME; u.u.s = s; u.n = (uint32_t)n;
+    return u;
+}
+
+jv jr_undef_attr(jv obj, const char *s, size_t n) {
+    jv u = jv_undef();
+    u.flags = JU_ATTR; u.u.s = s; u.n = (uint32_t)n;
+    u.aux = (uint16_t)(obj.t | (obj.t == JT_LIST ? obj.u.l->kind << 8 : 0));
+    return u;
+}
+
+static const char *type_repr(uint16_t aux) {
+    int t = aux & 0xFF, kind = aux >> 8;
+    switch (t) {
+    case JT_NONE: return "None";
+    case JT_DICT: return "dict object";
+    case JT_LIST: return kind == JL_TUPLE ? "tuple object" : kind == JL_GEN ? "generator object" : "list object";
+    case JT_STR: return "str object";
+    case JT_INT: return "int object";
+    case JT_FLOAT: return "float object";
+    case JT_BOOL: return "bool object";
+    case JT_NS: return "Namespace object";
+    case JT_FUNC: return "function object";
+    case JT_LOOP: return "LoopContext object";
+    default: return "object";
+    }
+}
+
+const char *jr_undef_message(jv u, char *buf, size_t size) {
+    const char *s = u.u.s ? u.u.s : "";
+    if (u.flags & JU_NAME) snprintf(buf, size, "'%.*s' is undefined", (int)u.n, s);
+    else if (u.flags & JU_ATTR) snprintf(buf, size, "'%s' has no attribute '%.*s'", type_repr(u.aux), (int)u.n, s);
+    else if (u.u.s) snprintf(buf, size, "%.*s", (int)u.n, s);
+    else snprintf(buf, size, "value is undefined");
+    return buf;
+}
+
 jv jr_undef_error(jrender *r, jv u, int line) {
-    if (u.flags & JU_UNSAFE) return jr_fail(r, JINJA_ERENDER, line, "SecurityError: %.*s", (int)u.n, u.u.s ? u.u.s : "");
-    if (u.u.s) return jr_fail(r, JINJA_ERENDER, line, "UndefinedError: %.*s", (int)u.n, u.u.s);
-    return jr_fail(r, JINJA_ERENDER, line, "UndefinedError: value is undefined");
+    char msg[600];
+    jr_undef_message(u, msg, sizeof msg);
+    if (u.flags & JU_UNSAFE) return jr_fail(r, JINJA_ERENDER, line, "SecurityError: %s", msg);
+    return jr_fail(r, JINJA_ERENDER, line, "UndefinedError: %s", msg);
 }
 
 static bool oom(jrender *r, int line) {
@@ -109,7 +149,7 @@ static jv lookup(jrender *r, jframe *f, jv name) {
     }
     jv g = jb_global(r, name.u.s, name.n);
     if (g.t != JT_UNDEF) return g;
-    return jr_undef(r, "'%.*s' is undefined", (int)name.n, name.u.s);
+    return jr_undef_name(name.u.s, name.n);
 }
 
 /* ---- expressions ---------------------------------------------------------------------------- */
