@@ -4,6 +4,7 @@
 #ifndef LLMR_ENGINE_FIXTURE_H
 #define LLMR_ENGINE_FIXTURE_H
 
+#include "llmr_engine.h"
 #include "tests/unit/testutil.h"
 
 #include <fcntl.h>

@@ -6,6 +6,7 @@
 #include "tests/unit/engine_fixture.h"
 
 #include <dlfcn.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -137,7 +138,7 @@ START_TEST(malformed_plugins_are_refused_with_the_field_named) {
     fixture f;
     fx_open(&f);
     fx_install(f.engines, "good", "1.0.0");
-    char text[2048], libc_path[4096] = "";
+    char text[2048], lib_path[4096] = "";
     bad_plugin(&f, "badjson", "{\"id\": ", NULL);
     bad_plugin(&f, "unknownfield", "{\"id\":\"x\",\"versoin\":\"1.0.0\"}", NULL);
     snprintf(text, sizeof text, FX_MANIFEST_FMT, "1.0.0");
@@ -151,11 +152,11 @@ START_TEST(malformed_plugins_are_refused_with_the_field_named) {
     char p[4400];
     snprintf(p, sizeof p, "%s/notelf/libtestengine.so", f.engines);
     fx_write(p, "this is not a shared library\n");
-    /* a real library without the entry point: the C library itself */
+    /* a real library without the entry point: libjansson (harmless to load twice) */
     Dl_info di;
-    ck_assert(dladdr((void *)&dlopen, &di) && di.dli_fname);
-    snprintf(libc_path, sizeof libc_path, "%s", di.dli_fname);
-    bad_plugin(&f, "nosymbol", text, libc_path);
+    ck_assert(dladdr((void *)&json_object, &di) && di.dli_fname);
+    snprintf(lib_path, sizeof lib_path, "%s", di.dli_fname);
+    bad_plugin(&f, "nosymbol", text, lib_path);
     /* a second folder claiming the same id */
     bad_plugin(&f, "zz_duplicate", text, fx_testengine_so());
 
