@@ -31,8 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Size of a v1.0 function table: every entry up to and including stats. */
-#define API_V1_0_SIZE (offsetof(llmr_engine_api, stats) + sizeof(void *))
+#define API_V1_0_SIZE LLMR_ENGINE_API_V1_0_SIZE
 
 typedef struct fingerprint {
     dev_t mdev, ldev;
