@@ -44,4 +44,21 @@ check "fake NVML" 0 "gpu 0 GPU-fake-0000 Fake GPU 0 cc 9.0" -- env LLMR_NVML_LIB
 check "metrics" 0 'llmr_engine_plugin_info{engine="testengine",version="1.0.0",abi="1.0",state="active"} 1' -- "$TOOL" metrics --engines-dir "$tmp/engines"
 check "metrics vram via NVML" 0 "llmr_node_vram_used_bytes 123" -- env LLMR_NVML_LIB="$PLUGIN/libtestengine.so" FAKE_NVML_USED=123 "$TOOL" metrics --engines-dir "$tmp/engines"
 check "metrics alert" 0 'llmr_node_memory_alert{resource="vram"} 1' -- env LLMR_NVML_LIB="$PLUGIN/libtestengine.so" FAKE_NVML_TOTAL=100 FAKE_NVML_USED=95 "$TOOL" metrics --engines-dir "$tmp/engines"
+# the heartbeat part, completed with what the node adds, matches schema/node-heartbeat.schema.json
+CACHE="${LLMR_CACHE:-$HOME/.cache/llmr}"
+if command -v node >/dev/null && [ -d "$CACHE/npm/node_modules/ajv" ]; then
+  env LLMR_NVML_LIB="$PLUGIN/libtestengine.so" FAKE_NVML_TOTAL=100 FAKE_NVML_USED=95 \
+    "$TOOL" heartbeat --engines-dir "$tmp/engines" > "$tmp/hb.json" || { echo "FAIL heartbeat: rc=$?"; fail=1; }
+  if NODE_PATH="$CACHE/npm/node_modules" node -e '
+    const Ajv = require("ajv"); const fs = require("fs");
+    const hb = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    hb.node_id = "n1"; hb.active_requests = 0;
+    const v = new Ajv({strict: false}).compile(JSON.parse(fs.readFileSync("schema/node-heartbeat.schema.json", "utf8")));
+    if (!v(hb)) { console.log(JSON.stringify(v.errors)); process.exit(1); }
+    if (hb.alerts[0] !== "vram_high: VRAM use 95.0% >= 90%" || hb.gpus[0].memory_free_bytes !== 5) process.exit(2);' "$tmp/hb.json"
+  then echo "ok   heartbeat matches node-heartbeat schema"
+  else echo "FAIL heartbeat:"; cat "$tmp/hb.json"; fail=1; fi
+else
+  echo "note: node/ajv missing: heartbeat schema check not run"
+fi
 exit $fail

@@ -5,6 +5,7 @@
  *   llmr-engines select [options] --id ID --architecture A [--format F] [--runtime R]
  *                       [--artifact NAME=PATH]...   which engine would run a model, or why none
  *   llmr-engines metrics [options]          the engine part of the node's /metrics
+ *   llmr-engines heartbeat [options]        the engine part of the node's heartbeat (JSON)
  *   llmr-engines gpus                       GPU inventory through NVML (dlopened)
  * options: --engines-dir DIR (default: build/engines beside this binary), --backend B (cuda),
  *          --cc MAJOR.MINOR
@@ -15,6 +16,7 @@
 #include "node/engine/engine_manifest.h"
 #include "node/gpu/nvml.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ static void usage(FILE *f) {
           "  select --id ID --architecture ARCH [--format safetensors] [--runtime RT]\n"
           "         [--artifact NAME=PATH]...  which engine would run the model (FR-008), or why none\n"
           "  metrics                 print the engine host's Prometheus metrics\n"
+          "  heartbeat               print the engine host's part of the node heartbeat (JSON)\n"
           "  gpus                    list GPUs through NVML (no NVML: says why)\n"
           "options:\n"
           "  --engines-dir DIR       plugin folder (default: ../engines beside this binary)\n"
@@ -178,7 +181,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "validate") == 0) return cmd_validate(argc - 2, argv + 2);
     if (strcmp(cmd, "gpus") == 0) return cmd_gpus();
-    if (strcmp(cmd, "list") && strcmp(cmd, "select") && strcmp(cmd, "metrics")) {
+    if (strcmp(cmd, "list") && strcmp(cmd, "select") && strcmp(cmd, "metrics") && strcmp(cmd, "heartbeat")) {
         fprintf(stderr, "llmr-engines: unknown command %s\n", cmd);
         usage(stderr);
         return 2;
@@ -191,9 +194,15 @@ int main(int argc, char **argv) {
     int rc = 0;
     if (strcmp(cmd, "list") == 0) rc = cmd_list(h);
     else if (strcmp(cmd, "select") == 0) rc = cmd_select(h, &o);
-    else {
+    else if (strcmp(cmd, "metrics") == 0) {
         llmr_engine_host_poll(h, NULL, NULL, 0);
         rc = llmr_engine_host_write_metrics(h, stdout) == 0 ? 0 : 1;
+    } else {
+        llmr_engine_host_poll(h, NULL, NULL, 0);
+        json_t *hb = llmr_engine_host_heartbeat_json(h);
+        rc = hb && json_dumpf(hb, stdout, JSON_INDENT(2) | JSON_SORT_KEYS) == 0 ? 0 : 1;
+        putchar('\n');
+        json_decref(hb);
     }
     llmr_engine_host_destroy(h);
     return rc;
