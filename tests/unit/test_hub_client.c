@@ -3,6 +3,7 @@
  * errors (401 RepoNotFound for unknown repos), and also hostile answers (unsafe names, pagination
  * loops, links to another host, non-JSON). llmr-hub itself is exercised by e2e/test_hub.sh. */
 #include "common/hub_client.h"
+#include "common/path_safety.h"
 #include "common/sha256.h"
 #include "tests/unit/scripted_server.h"
 #include "tests/unit/testutil.h"
@@ -68,6 +69,17 @@ static void h_hub(tsrv *s, int fd, const ts_req *r) {
         reply_json(fd, 200, "Link: </api/models/org/loop/tree/main?recursive=true>; rel=\"next\"\r\n", "[]");
     } else if (starts(p, "/api/models/org/offsite/tree/")) {
         reply_json(fd, 200, "Link: <http://evil.example/steal?recursive=true>; rel=\"next\"\r\n", "[]");
+    } else if (starts(p, "/api/models/org/fuzz/tree/")) {
+        /* a valid page with a few bytes flipped (seeded per request), to shake the parser */
+        char page[sizeof PAGE3 + sizeof PAGE2];
+        snprintf(page, sizeof page, "%s", r->n % 2 ? PAGE3 : PAGE2);
+        unsigned seed = (unsigned)r->n * 2654435761u;
+        size_t len = strlen(page);
+        for (int k = 0; k < 1 + (int)(seed % 4); k++) {
+            seed = seed * 1103515245u + 12345u;
+            page[(seed >> 8) % len] = (char)(seed >> 20);
+        }
+        ts_reply(fd, 200, "Content-Type: application/json\r\n", page, strlen(page)); /* may stop at a NUL */
     } else if (starts(p, "/api/models/org/notjson/")) {
         reply_json(fd, 200, NULL, "<html>hi</html>");
     } else if (strcmp(p, "/api/models/org/snap/revision/main") == 0) {
@@ -179,6 +191,32 @@ START_TEST(hostile_listings) {
     ck_assert_int_eq(llmr_hub_list_files(h, "org/notjson", "main", &f, &n, err, sizeof err), LLMR_HUB_EPROTO);
     ck_assert_int_eq(llmr_hub_list_files(h, "org/missing", "main", &f, &n, err, sizeof err), LLMR_HUB_ENOREPO);
     ck_assert_int_eq(llmr_hub_list_files(h, "../x", "main", &f, &n, err, sizeof err), LLMR_HUB_EINVAL);
+    llmr_hub_destroy(h);
+    ts_stop(s);
+}
+END_TEST
+
+START_TEST(mutated_listings_never_crash) {
+    tsrv *s = ts_start(h_hub, NULL);
+    llmr_hub *h = hub_for(s);
+    int ok = 0, proto = 0;
+    for (int i = 0; i < 300; i++) {
+        llmr_hub_file *f;
+        size_t n;
+        char err[1024];
+        llmr_hub_status st = llmr_hub_list_files(h, "org/fuzz", "main", &f, &n, err, sizeof err);
+        ck_assert_msg(st == LLMR_HUB_OK || st == LLMR_HUB_EPROTO, "status %d: %s", st, err);
+        if (st == LLMR_HUB_OK) {
+            ok++;
+            for (size_t k = 0; k < n; k++) ck_assert(llmr_path_is_safe(f[k].path, err, sizeof err));
+        } else {
+            proto++;
+            ck_assert_ptr_null(f);
+            ck_assert(strlen(err) > 0);
+        }
+        llmr_hub_files_free(f, n);
+    }
+    ck_assert_int_gt(proto, 0);
     llmr_hub_destroy(h);
     ts_stop(s);
 }
@@ -379,6 +417,7 @@ static Suite *suite(void) {
     tcase_add_test(t, list_follows_pagination);
     tcase_add_test(t, revision_and_errors);
     tcase_add_test(t, hostile_listings);
+    tcase_add_test(t, mutated_listings_never_crash);
     tcase_add_test(t, fetch_and_download);
     tcase_add_test(t, snapshot_download);
     tcase_add_test(t, resolve_urls);
