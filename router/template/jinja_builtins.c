@@ -73,7 +73,9 @@ jlist *jb_iter(jrender *r, jv v, int line) {
         if (v.u.l->kind == JL_LIST) return v.u.l;
         { jlist *l = jlist_new(r->ar, v.u.l->n, JL_LIST);
           if (!l) { nomem(r, line); return NULL; }
-          if (v.u.l->n) memcpy(l->it, v.u.l->it, v.u.l->n * sizeof(jv)); l->n = v.u.l->n; return l; }
+          if (v.u.l->n) memcpy(l->it, v.u.l->it, v.u.l->n * sizeof(jv));
+          l->n = v.u.l->n;
+          return l; }
     case JT_UNDEF: { jlist *l = jlist_new(r->ar, 0, JL_LIST); if (!l) nomem(r, line); return l; }
     case JT_DICT: {
         jlist *l = jlist_new(r->ar, v.u.d->n, JL_LIST);
@@ -691,7 +693,8 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
         /* changed(*values) */
         jlist *cur = jlist_new(r->ar, a->nargs, JL_LIST);
         if (!cur) { nomem(r, line); return jv_undef(); }
-        if (a->nargs) memcpy(cur->it, a->args, a->nargs * sizeof(jv)); cur->n = a->nargs;
+        if (a->nargs) memcpy(cur->it, a->args, a->nargs * sizeof(jv));
+        cur->n = a->nargs;
         jv cv = jv_list(cur);
         bool changed = !lp->changed_set || !jv_equal(lp->changed_last, cv);
         lp->changed_last = cv; lp->changed_set = true;
