@@ -1341,8 +1341,9 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         return e;
     }
     if (F("center")) {
+        jv eighty = jv_int(80);
         jargs ca = { a->args, a->nargs, a->kwnames, a->kwargs, a->nkw };
-        if (!a->nargs) { static jv eighty; eighty = jv_int(80); ca.args = &eighty; ca.nargs = 1; }
+        if (!a->nargs) { ca.args = &eighty; ca.nargs = 1; }
         return str_method(r, s, "center", &ca, line);
     }
     return jr_fail(r, JINJA_ERENDER, line, "TemplateAssertionError: no filter named '%.*s'", (int)n, name);
