@@ -424,6 +424,47 @@ static plugin *choose_locked(llmr_engine_host *h, const entry *e, const char **a
     return chosen;
 }
 
+/* The least-recently-used current instance without sessions, other than `except`'s (caller holds mu). */
+static instance *lru_idle_locked(llmr_engine_host *h, const entry *except) {
+    instance *victim = NULL;
+    for (entry *x = h->entries; x; x = x->next) {
+        instance *in = current_instance(x);
+        if (in && x != except && in->sessions == 0 && (!victim || x->last_used_ns < victim->e->last_used_ns)) victim = in;
+    }
+    return victim;
+}
+
+/* When `need` bytes do not fit in `free_b` but unloading idle models would free enough (by their
+ * estimates), unloads them least-recently-used first until the model fits. Returns the free VRAM
+ * after that (re-sampled; unchanged when nothing could help). Caller holds load_mu, not mu. */
+static uint64_t make_room(llmr_engine_host *h, entry *e, uint64_t need, uint64_t free_b, llmr_resource_state *rs) {
+    uint64_t idle = 0;
+    pthread_mutex_lock(&h->mu);
+    for (entry *x = h->entries; x; x = x->next) {
+        instance *in = current_instance(x);
+        if (in && x != e && in->sessions == 0) idle += in->estimate;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (free_b + idle < need) return free_b;
+    while (need > free_b) {
+        pthread_mutex_lock(&h->mu);
+        instance *victim = lru_idle_locked(h, e);
+        if (victim) {
+            unlink_instance_locked(victim);
+            victim->e->lru_unloads++;
+            h->lru_unloads++;
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (!victim) break;
+        char why[320];
+        snprintf(why, sizeof why, "LRU: making room for model %.200s", e->id);
+        instance_unload(h, victim, why);
+        if (llmr_resource_monitor_poll(h->monitor, rs, NULL, 0) != 0) break;
+        free_b = rs->last.vram_total > rs->last.vram_used ? rs->last.vram_total - rs->last.vram_used : 0;
+    }
+    return free_b;
+}
+
 /* Loads entry e on a freshly chosen engine and makes the result its current instance (the previous
  * current one, if any, starts draining). Caller holds load_mu, not mu. */
 static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
@@ -470,10 +511,11 @@ static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err
     int polled = llmr_resource_monitor_poll(h->monitor, &rs, perr, sizeof perr) == 0;
     if (polled && rs.last.has_vram && p->info.uses_gpu != 0 && strcmp(h->backend, "cpu") != 0) {
         uint64_t free_b = rs.last.vram_total > rs.last.vram_used ? rs.last.vram_total - rs.last.vram_used : 0;
+        if (need > free_b) free_b = make_room(h, e, need, free_b, &rs);
         if (need > free_b) {
             st = LLMR_ENGINE_OOM_VRAM;
             set_err(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, %llu bytes are free "
-                    "(GPU %d: %llu used of %llu)", e->id, eid, (unsigned long long)need, (unsigned long long)free_b,
+                    "(GPU %d: %llu used of %llu; idle models cannot free enough)", e->id, eid, (unsigned long long)need, (unsigned long long)free_b,
                     h->device, (unsigned long long)rs.last.vram_used, (unsigned long long)rs.last.vram_total);
             goto refuse;
         }
@@ -1046,12 +1088,8 @@ static int poll_impl(llmr_engine_host *h, int wait, llmr_resource_state *out, ch
     int stuck_logged = 0;
     /* T105: while at or above the threshold, unload the least-recently-used idle model */
     while (rc == 0 && (rs.vram_alert || rs.ram_alert)) {
-        instance *victim = NULL;
         pthread_mutex_lock(&h->mu);
-        for (entry *e = h->entries; e; e = e->next) {
-            instance *in = current_instance(e);
-            if (in && in->sessions == 0 && (!victim || e->last_used_ns < victim->e->last_used_ns)) victim = in;
-        }
+        instance *victim = lru_idle_locked(h, NULL);
         if (victim) {
             unlink_instance_locked(victim);
             victim->e->lru_unloads++;

@@ -7,8 +7,9 @@
  *     it returns is checked in turn (ABI major, table size, every entry, the id). A rejected plugin is
  *     logged with the field at fault and listed by llmr_engine_host_rejections;
  *   - chooses an engine per model (engine_registry.h) and loads it: estimate_vram first, then the
- *     per-engine VRAM budget and the device's free VRAM; a model that does not fit is refused with
- *     OOM_VRAM naming bytes needed and free before the engine allocates anything (T106, T107);
+ *     per-engine VRAM budget and the device's free VRAM (idle models are unloaded, LRU first, when
+ *     that makes it fit); a model that does not fit is refused with OOM_VRAM naming bytes needed and
+ *     free before the engine allocates anything (T106, T107);
  *   - creates sessions on the model's current instance, runs generate with a stall watchdog: a
  *     generation that yields no token for stall_timeout_ms (default 30 s, prompt evaluation included)
  *     is cancelled, its session freed (VRAM returned) and TIMEOUT returned (T112). Tokens keep the

@@ -487,6 +487,44 @@ START_TEST(threshold_alert_and_lru_unload) {
 }
 END_TEST
 
+START_TEST(load_unloads_idle_models_to_make_room) {
+    fixture f;
+    fx_open(&f);
+    fx_install(f.engines, "testengine", "1.0.0");
+    llmr_engine_host_config cfg = {0};
+    cfg.no_thread = 1;
+    fx_host(&f, &cfg);
+    llmr_resource_fake_set(f.fake, 10 * MiB, 0, 64ull << 30, 1ull << 30);
+    llmr_resource_fake_set_vram_fn(f.fake, models_vram, &f);
+    char err[1024], beh[256];
+    snprintf(beh, sizeof beh, "{\"weights_bytes\":%llu,\"kv_bytes\":0}", 4 * MiB);
+    ck_assert_int_eq(load(&f, "a", beh, err, sizeof err), LLMR_ENGINE_OK);
+    fx_sleep_ms(2);
+    ck_assert_int_eq(load(&f, "b", beh, err, sizeof err), LLMR_ENGINE_OK);
+    fx_capture_begin();
+    llmr_engine_status st = load(&f, "c", beh, err, sizeof err);
+    char *log = fx_capture_end();
+    ck_assert_msg(st == LLMR_ENGINE_OK, "%s", err);
+    ck_assert_msg(strstr(log, "unloading model a from engine testengine 1.0.0 (LRU: making room for model c)"), "%s", log);
+    free(log);
+    ck_assert_int_eq(model_info(&f, "a").loaded, 0);
+    ck_assert_int_eq(model_info(&f, "b").loaded, 1);
+    /* busy models are never unloaded to make room: the load is refused instead */
+    llmr_host_session *sb, *sc;
+    ck_assert_int_eq(llmr_engine_host_session_create(f.h, "b", NULL, &sb, err, sizeof err), LLMR_ENGINE_OK);
+    ck_assert_int_eq(llmr_engine_host_session_create(f.h, "c", NULL, &sc, err, sizeof err), LLMR_ENGINE_OK);
+    ck_assert_int_eq(load(&f, "d", beh, err, sizeof err), LLMR_ENGINE_OOM_VRAM);
+    char want[200];
+    snprintf(want, sizeof want, "needs %llu bytes of VRAM, %llu bytes are free", 4 * MiB, 2 * MiB);
+    ck_assert_msg(strstr(err, want) && strstr(err, "idle models cannot free enough"), "%s", err);
+    ck_assert_int_eq(model_info(&f, "b").loaded, 1);
+    ck_assert_int_eq(model_info(&f, "c").loaded, 1);
+    llmr_engine_host_session_destroy(sb);
+    llmr_engine_host_session_destroy(sc);
+    fx_close(&f);
+}
+END_TEST
+
 START_TEST(maintenance_thread_polls_every_interval) {
     fixture f;
     fx_open(&f);
@@ -802,6 +840,7 @@ static Suite *host_suite(void) {
     tcase_add_test(tc, vram_short_load_is_refused_before_any_allocation);
     tcase_add_test(tc, per_engine_budget_is_enforced);
     tcase_add_test(tc, threshold_alert_and_lru_unload);
+    tcase_add_test(tc, load_unloads_idle_models_to_make_room);
     tcase_add_test(tc, maintenance_thread_polls_every_interval);
     tcase_add_test(tc, stall_watchdog_cancels_and_frees_the_session);
     tcase_add_test(tc, long_generation_that_keeps_producing_is_not_cut);
