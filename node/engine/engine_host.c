@@ -86,6 +86,7 @@ struct llmr_host_session {
     llmr_token_cb cb;
     void *user;
     uint32_t tokens;          /* this generate */
+    char engine_id[65], engine_version[65]; /* copies: the instance may be gone after a timeout */
     llmr_host_session *wd_prev, *wd_next;
 };
 
@@ -880,6 +881,8 @@ llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const ch
             if (s) {
                 s->h = h;
                 s->inst = in;
+                snprintf(s->engine_id, sizeof s->engine_id, "%s", in->pl->m->id);
+                snprintf(s->engine_version, sizeof s->engine_version, "%s", in->pl->m->version);
                 pthread_mutex_lock(&in->mu);
                 st = in->pl->api->session_create(in->em, params, &s->es, eerr, sizeof eerr);
                 pthread_mutex_unlock(&in->mu);
@@ -943,8 +946,8 @@ void llmr_engine_host_session_destroy(llmr_host_session *s) {
     free(s);
 }
 
-const char *llmr_host_session_engine_id(const llmr_host_session *s) { return s->inst->pl->m->id; }
-const char *llmr_host_session_engine_version(const llmr_host_session *s) { return s->inst->pl->m->version; }
+const char *llmr_host_session_engine_id(const llmr_host_session *s) { return s->engine_id; }
+const char *llmr_host_session_engine_version(const llmr_host_session *s) { return s->engine_version; }
 
 /* Forwards each token to the caller, feeding the watchdog. Returns non-zero to stop after a cancel. */
 static int on_token_trampoline(void *user, int32_t token) {
@@ -1002,15 +1005,16 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
     pthread_mutex_unlock(&h->mu);
 
     if (atomic_load(&s->timed_out)) {
-        /* T112: free the session (its KV memory) now; the client gets a timeout */
+        /* T112: free the session (its KV memory) now; the client gets a timeout. The message is
+         * written first: once released, the instance may be unloaded by another thread. */
+        set_err(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
+                "cancelled it and freed the session after %u token(s)", in->e->id, in->pl->m->id, h->stall_ms, s->tokens);
         release_engine_session(s);
         pthread_mutex_lock(&h->mu);
         h->timeouts++;
         pthread_mutex_unlock(&h->mu);
         st = LLMR_ENGINE_TIMEOUT;
         res.finish = LLMR_FINISH_CANCELLED;
-        set_err(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
-                "cancelled it and freed the session after %u token(s)", in->e->id, in->pl->m->id, h->stall_ms, s->tokens);
     } else if (atomic_load(&s->cancel_req) && (st == LLMR_ENGINE_OK || st == LLMR_ENGINE_CANCELLED)) {
         st = LLMR_ENGINE_CANCELLED;
         res.finish = LLMR_FINISH_CANCELLED;
