@@ -94,7 +94,7 @@ struct llmr_engine_host {
     char *engines_dir, *backend, *tmpdir;
     int device, cc_major, cc_minor;
     uint32_t poll_ms, stall_ms, watch_ms, max_context, max_sessions;
-    int watch;
+    int watch, keep_libraries;
     uint64_t default_budget;
     llmr_engine_budget *budgets;
     size_t n_budgets;
@@ -237,7 +237,7 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
         goto fail;
     }
     dlerror();
-    p->dl = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    p->dl = dlopen(copy, RTLD_NOW | RTLD_LOCAL | (h->keep_libraries ? RTLD_NODELETE : 0));
     unlink(copy); /* the mapping stays; nothing is left behind */
     if (!p->dl) {
         const char *de = dlerror();
@@ -1233,6 +1233,7 @@ llmr_engine_status llmr_engine_host_create(const llmr_engine_host_config *cfg, l
     h->stall_ms = cfg->stall_timeout_ms ? cfg->stall_timeout_ms : 30000;
     h->watch_ms = cfg->watch_interval_ms ? cfg->watch_interval_ms : 2000;
     h->watch = !cfg->no_watch;
+    h->keep_libraries = cfg->keep_libraries;
     h->max_context = cfg->max_context;
     h->max_sessions = cfg->max_sessions;
     h->default_budget = cfg->default_vram_budget;

@@ -65,6 +65,9 @@ typedef struct llmr_engine_host_config {
     size_t n_budgets;
     uint32_t max_context;             /* passed to engines in llmr_load_params; 0 = engine default */
     uint32_t max_sessions;            /* idem */
+    int keep_libraries;               /* 1: dlopen with RTLD_NODELETE, so a replaced version's library
+                                         stays mapped after its models are unloaded (for runtimes
+                                         that cannot be unloaded safely); 0: dlclose it */
 } llmr_engine_host_config;
 
 /* Creates the host and scans cfg->engines_dir (plugins that fail are logged and skipped; zero plugins

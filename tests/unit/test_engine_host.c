@@ -707,6 +707,23 @@ static void plugin_versions(fixture *f, char *active, char *draining, size_t siz
 
 /* Requests in flight on 1.0.0 while 1.1.0 is installed: none fails, none is cut, new sessions go to
  * 1.1.0, and 1.0.0 is unloaded once its sessions end. `how`: 0 explicit reload, 1 file watch, 2 SIGHUP. */
+/* Distinct private library copies (the host's /tmp/llmr-engines-* snapshots) mapped in this process. */
+static int mapped_copies(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096], seen[16][512];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "/tmp/llmr-engines-");
+        if (!p) continue;
+        p[strcspn(p, " \n")] = 0;
+        int dup = 0;
+        for (int i = 0; i < n; i++) dup |= strcmp(seen[i], p) == 0;
+        if (!dup && n < 16) snprintf(seen[n++], sizeof seen[0], "%s", p);
+    }
+    if (f) fclose(f);
+    return n;
+}
+
 static llmr_engine_host *g_sighup_host;
 static void on_sighup(int sig) { (void)sig; llmr_engine_host_request_reload(g_sighup_host); }
 
@@ -716,6 +733,7 @@ static void hot_reload_case(int how) {
     fx_install(f.engines, "testengine", "1.0.0");
     llmr_engine_host_config cfg = {0};
     if (how == 1) cfg.watch_interval_ms = 50;
+    cfg.keep_libraries = how == 3;
     fx_host(&f, &cfg);
     g_sighup_host = f.h;
     char err[1024], beh[4400], events[4200];
@@ -733,7 +751,7 @@ static void hot_reload_case(int how) {
     }
     fx_sleep_ms(100);
     fx_install(f.engines, "testengine", "1.1.0");
-    if (how == 0) ck_assert_int_eq(llmr_engine_host_reload(f.h), 1);
+    if (how == 0 || how == 3) ck_assert_int_eq(llmr_engine_host_reload(f.h), 1);
     if (how == 2) {
         signal(SIGHUP, on_sighup);
         raise(SIGHUP);
@@ -763,6 +781,8 @@ static void hot_reload_case(int how) {
     while (draining[0] && fx_now() - t0 < 5);
     ck_assert_str_eq(draining, "");
     ck_assert_uint_eq(model_info(&f, "m").draining, 0);
+    /* the old library is really unmapped (dlclose), unless keep_libraries asked to keep it */
+    ck_assert_int_eq(mapped_copies(), how == 3 ? 2 : 1);
     char *ev = fx_read(events);
     ck_assert_int_eq(count_lines(ev, "load "), 2);
     ck_assert_int_eq(count_lines(ev, "unload "), 1);
@@ -779,6 +799,8 @@ END_TEST
 START_TEST(hot_reload_on_file_change) { hot_reload_case(1); }
 END_TEST
 START_TEST(hot_reload_on_sighup) { hot_reload_case(2); }
+END_TEST
+START_TEST(hot_reload_keeping_libraries) { hot_reload_case(3); }
 END_TEST
 
 START_TEST(broken_new_version_keeps_the_old_one_serving) {
@@ -851,6 +873,7 @@ static Suite *host_suite(void) {
     tcase_add_test(tc, hot_reload_explicit);
     tcase_add_test(tc, hot_reload_on_file_change);
     tcase_add_test(tc, hot_reload_on_sighup);
+    tcase_add_test(tc, hot_reload_keeping_libraries);
     tcase_add_test(tc, broken_new_version_keeps_the_old_one_serving);
     tcase_add_test(tc, default_dir_is_beside_bin);
     suite_add_tcase(s, tc);
