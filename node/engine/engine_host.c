@@ -59,6 +59,9 @@ typedef struct entry {
     llmr_artifact *artifacts;
     size_t n_artifacts;
     int wanted;               /* 0 after llmr_engine_host_unload */
+    int loading;              /* a load is in progress (under mu) */
+    llmr_engine_status last_status; /* of the latest load attempt (under mu) */
+    char last_error[512];
     instance *insts;          /* current (if any) first, then draining */
     uint64_t last_used_ns;
     atomic_ullong tokens;
@@ -468,7 +471,7 @@ static uint64_t make_room(llmr_engine_host *h, entry *e, uint64_t need, uint64_t
 
 /* Loads entry e on a freshly chosen engine and makes the result its current instance (the previous
  * current one, if any, starts draining). Caller holds load_mu, not mu. */
-static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
+static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
     const char *artifact_path = NULL;
     char why[2048];
     pthread_mutex_lock(&h->mu);
@@ -563,6 +566,22 @@ unpin:
     plugin *dead = plugin_unref_locked(h, p);
     pthread_mutex_unlock(&h->mu);
     plugin_free(dead);
+    return st;
+}
+
+/* load_instance_impl, recording the attempt in the entry (for heartbeats: loading, failed + why). */
+static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
+    char msg[2048] = "";
+    pthread_mutex_lock(&h->mu);
+    e->loading = 1;
+    pthread_mutex_unlock(&h->mu);
+    llmr_engine_status st = load_instance_impl(h, e, msg, sizeof msg);
+    pthread_mutex_lock(&h->mu);
+    e->loading = 0;
+    e->last_status = st;
+    snprintf(e->last_error, sizeof e->last_error, "%s", st == LLMR_ENGINE_OK ? "" : msg);
+    pthread_mutex_unlock(&h->mu);
+    if (err && err_size) snprintf(err, err_size, "%s", msg);
     return st;
 }
 
@@ -802,9 +821,18 @@ llmr_engine_status llmr_engine_host_load(llmr_engine_host *h, const llmr_model_d
                                          const llmr_artifact *artifacts, size_t n_artifacts, char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
     if (!h || !desc || !desc->id || !*desc->id) { set_err(err, err_size, "invalid arguments: no model id"); return LLMR_ENGINE_INTERNAL; }
-    pthread_mutex_lock(&h->load_mu);
+    /* fast path: already loaded (does not wait behind another model's load) */
     pthread_mutex_lock(&h->mu);
     entry *e = find_entry_locked(h, desc->id);
+    if (e && current_instance(e) && e->wanted) {
+        e->last_used_ns = now_ns();
+        pthread_mutex_unlock(&h->mu);
+        return LLMR_ENGINE_OK;
+    }
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&h->load_mu);
+    pthread_mutex_lock(&h->mu);
+    e = find_entry_locked(h, desc->id);
     if (e && current_instance(e)) {
         e->wanted = 1;
         e->last_used_ns = now_ns();
@@ -1386,6 +1414,9 @@ int llmr_engine_host_models(llmr_engine_host *h, llmr_host_model_info **out, siz
         i->tokens_generated = atomic_load(&e->tokens);
         i->idle_seconds = now > e->last_used_ns ? (double)(now - e->last_used_ns) / 1e9 : 0;
         i->lru_unloads = e->lru_unloads;
+        i->loading = e->loading;
+        i->last_status = e->last_status;
+        snprintf(i->last_error, sizeof i->last_error, "%s", e->last_error);
     }
     pthread_mutex_unlock(&h->mu);
     *out = v;

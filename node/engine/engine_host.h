@@ -143,6 +143,9 @@ typedef struct llmr_host_model_info {
     uint64_t tokens_generated;        /* through this host, since the model was first loaded */
     double idle_seconds;              /* since the last session ended or started */
     uint64_t lru_unloads;
+    int loading;                      /* a load is in progress */
+    llmr_engine_status last_status;   /* of the latest load attempt */
+    char last_error[512];             /* its message when it failed, else "" */
 } llmr_host_model_info;
 
 /* A malloc'd snapshot of every known model; caller frees *out. 0 or -1 (OOM). */
@@ -214,7 +217,8 @@ char *llmr_engine_host_metrics_text(llmr_engine_host *h, size_t *len_out);
  * object (caller json_decref's it; NULL when out of memory): "gpus" [{index, memory_total_bytes,
  * memory_free_bytes}] (empty when VRAM is unknown), "ram_total_bytes", "ram_free_bytes", "alerts"
  * (strings such as "vram_high: VRAM use 93.0% >= 90%", "ram_high: …", "engine_over_budget: <id>"),
- * and "models" [{id, state "ready" (loaded) | "pending" (LRU-unloaded), engine, loaded}]. The node
+ * and "models" [{id, state, engine, loaded, reason}]: state "ready" (loaded), "loading", "unsupported"
+ * or "failed" (the latest load failed; reason says why), else "pending" (e.g. LRU-unloaded). The node
  * adds node_id and active_requests and merges model states it owns (downloads, unsupported). */
 struct json_t;
 struct json_t *llmr_engine_host_heartbeat_json(llmr_engine_host *h);

@@ -315,6 +315,15 @@ START_TEST(load_failures_carry_the_engine_message) {
     char err[1024];
     ck_assert_int_eq(load(&f, "corrupt", "{\"load_status\":\"model_corrupt\"}", err, sizeof err), LLMR_ENGINE_MODEL_CORRUPT);
     ck_assert_msg(strstr(err, "model corrupt: engine testengine 1.0.0 load failed: model_corrupt"), "%s", err);
+    llmr_host_model_info mi = model_info(&f, "corrupt");
+    ck_assert_int_eq(mi.loaded, 0);
+    ck_assert_int_eq(mi.last_status, LLMR_ENGINE_MODEL_CORRUPT);
+    ck_assert_msg(strstr(mi.last_error, "load told to fail with model_corrupt"), "%s", mi.last_error);
+    json_t *hb = llmr_engine_host_heartbeat_json(f.h);
+    json_t *m0 = json_array_get(json_object_get(hb, "models"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(m0, "state")), "failed");
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(m0, "reason")), "model_corrupt"));
+    json_decref(hb);
     ck_assert_int_eq(load(&f, "badjson", "{oops", err, sizeof err), LLMR_ENGINE_MODEL_CORRUPT);
     ck_assert_msg(strstr(err, "estimate_vram") && strstr(err, "testengine.json"), "%s", err);
     ck_assert_int_eq(load(&f, "nosession", "{\"session_status\":\"oom_vram\"}", err, sizeof err), LLMR_ENGINE_OK);
@@ -322,6 +331,49 @@ START_TEST(load_failures_carry_the_engine_message) {
     ck_assert_int_eq(llmr_engine_host_session_create(f.h, "nosession", NULL, &s, err, sizeof err), LLMR_ENGINE_OOM_VRAM);
     ck_assert_ptr_null(s);
     ck_assert_uint_eq(model_info(&f, "nosession").sessions, 0);
+    fx_close(&f);
+}
+END_TEST
+
+static void *load_thread(void *arg) {
+    fixture *f = arg;
+    char err[512];
+    load(f, "slow", "{\"load_delay_ms\":400}", err, sizeof err);
+    return NULL;
+}
+
+START_TEST(loading_state_is_visible_and_does_not_block_others) {
+    fixture f;
+    fx_open(&f);
+    fx_install(f.engines, "testengine", "1.0.0");
+    fx_host(&f, NULL);
+    char err[1024];
+    ck_assert_int_eq(load(&f, "fast", "{}", err, sizeof err), LLMR_ENGINE_OK);
+    pthread_t t;
+    pthread_create(&t, NULL, load_thread, &f);
+    double t0 = fx_now();
+    while (!model_info(&f, "slow").loading && fx_now() - t0 < 5) fx_sleep_ms(5);
+    ck_assert_int_eq(model_info(&f, "slow").loading, 1);
+    /* sessions and generation on another model go on during the load */
+    llmr_host_session *s;
+    ck_assert_int_eq(llmr_engine_host_session_create(f.h, "fast", NULL, &s, err, sizeof err), LLMR_ENGINE_OK);
+    llmr_generate_request r = request(NULL, 0, 3);
+    ck_assert_int_eq(llmr_engine_host_generate(s, &r, NULL, NULL, NULL, err, sizeof err), LLMR_ENGINE_OK);
+    ck_assert_int_eq(load(&f, "fast", "{}", err, sizeof err), LLMR_ENGINE_OK); /* already loaded: no wait */
+    ck_assert_int_eq(model_info(&f, "slow").loading, 1);
+    json_t *hb = llmr_engine_host_heartbeat_json(f.h);
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(json_object_get(hb, "models")); i++) {
+        json_t *m = json_array_get(json_object_get(hb, "models"), i);
+        if (strcmp(json_string_value(json_object_get(m, "id")), "slow") == 0)
+            seen = strcmp(json_string_value(json_object_get(m, "state")), "loading") == 0;
+    }
+    json_decref(hb);
+    ck_assert_int_eq(seen, 1);
+    llmr_engine_host_session_destroy(s);
+    pthread_join(t, NULL);
+    ck_assert_int_eq(model_info(&f, "slow").loaded, 1);
+    ck_assert_int_eq(model_info(&f, "slow").loading, 0);
     fx_close(&f);
 }
 END_TEST
@@ -860,6 +912,7 @@ static Suite *host_suite(void) {
     tcase_add_test(tc, missing_engines_dir_is_an_error);
     tcase_add_test(tc, load_and_stream_tokens);
     tcase_add_test(tc, load_failures_carry_the_engine_message);
+    tcase_add_test(tc, loading_state_is_visible_and_does_not_block_others);
     tcase_add_test(tc, unsupported_model_names_the_reason);
     tcase_add_test(tc, vram_short_load_is_refused_before_any_allocation);
     tcase_add_test(tc, per_engine_budget_is_enforced);
