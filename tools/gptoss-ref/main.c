@@ -135,6 +135,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (strcmp(a, "--model") && strcmp(a, "--tokens") && strcmp(a, "--compare") && strcmp(a, "--greedy") && strcmp(a, "--threads") &&
+            strcmp(a, "--tol")) {
+            fprintf(stderr, "llmr-gptoss-ref: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
         if (!v) { fprintf(stderr, "llmr-gptoss-ref: %s needs a value (see --help)\n", a); return 2; }
         if (!strcmp(a, "--model")) model_dir = v;
         else if (!strcmp(a, "--tokens")) tokens_path = v;
