@@ -52,9 +52,9 @@ static void h_register(llmr_http_request *req, void *user) {
     if (who.role == ROUTER_ROLE_NODE) {
         const char *claimed = json_string_value(json_object_get(body, "node_id"));
         if (claimed && strcmp(claimed, who.id)) {
-            json_decref(body);
             llmr_http_reply_error(req, 403, NULL, "wrong_node", "node_id", NULL,
                                   "this token belongs to node '%s', not '%.63s'", who.id, claimed);
+            json_decref(body);
             return;
         }
         json_object_set_new(body, "node_id", json_string(who.id));
