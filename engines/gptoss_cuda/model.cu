@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern "C" {
 #include "common/checkpoint.h"
+}
 #include "engines/gptoss_cuda/kernels.h"
 
 /* ---------------------------------------------------------------- small helpers */
@@ -565,10 +567,8 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
                                       T, I, H, m->dn, st), what);
         CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         if (dbg && dbg->router) {
-            llmr_engine_status r = LLMR_ENGINE_OK;
-            for (int t = 0; t < T && r == LLMR_ENGINE_OK; t++) /* rows are (layer, position) */
-                r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0 + t) * E, m->rl + (size_t)t * E,
-                              (size_t)E * sizeof(float), st, err, es);
+            llmr_engine_status r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0) * E, m->rl,
+                                             (size_t)T * E * sizeof(float), st, err, es);
             if (r != LLMR_ENGINE_OK) return r;
         }
         if (dbg && dbg->hidden) {

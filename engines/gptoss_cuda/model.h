@@ -17,8 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/gptoss/config.h"
 #include "llmr_engine.h"
+#ifdef __cplusplus
+extern "C" { /* the common library is C */
+#endif
+#include "common/gptoss/config.h"
+#ifdef __cplusplus
+}
+#endif
 
 #define GPTOSS_CHUNK 256            /* tokens per prefill step (bounds the workspace) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
