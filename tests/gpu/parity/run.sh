@@ -9,7 +9,7 @@
 # (build/tests/gpu/gptoss_parity); (2) for each preset and checkpoint seed: llmr-mkmodel writes the
 # checkpoint, hf_reference.py runs transformers on each prompt length (one Python process per checkpoint,
 # the model loaded once), then gptoss_parity compares our engine layer by layer and greedy step by step.
-# Prompts are deterministic random token ids. Full reports go to OUT/parity-*.txt; stdout ends with the
+# Prompts are deterministic random token ids. Full reports go to OUT/reports.txt; stdout ends with the
 # parity table and the acceptance verdicts. Exit 0 when every verdict passes, 1 otherwise, 0 with
 # "SKIP" when there is no GPU or no torch.
 set -uo pipefail
@@ -37,7 +37,8 @@ fi
 if ! python3 -c 'import torch, transformers, numpy' 2>/dev/null; then
   echo "SKIP: python3 lacks torch/transformers/numpy"; exit 0
 fi
-mkdir -p "$OUTDIR" "$WORK"
+mkdir -p "$OUTDIR" "$WORK/logs"
+LOGS=$WORK/logs   # one file per step; concatenated into OUT/reports.txt at the end
 SUMMARY=$OUTDIR/summary.jsonl
 : >"$SUMMARY"
 fail=0
@@ -55,8 +56,8 @@ for preset in $PRESETS; do
   for seed in $SEEDS; do
     model=$WORK/$preset-$seed
     t0=$(date +%s)
-    "$BUILD/bin/llmr-mkmodel" --preset "$preset" --seed "$seed" --out "$model" >"$OUTDIR/mkmodel-$preset-$seed.txt" 2>&1 \
-      || { echo "mkmodel $preset seed $seed failed"; tail -5 "$OUTDIR/mkmodel-$preset-$seed.txt"; fail=1; continue; }
+    "$BUILD/bin/llmr-mkmodel" --preset "$preset" --seed "$seed" --out "$model" >"$LOGS/mkmodel-$preset-$seed.txt" 2>&1 \
+      || { echo "mkmodel $preset seed $seed failed"; tail -5 "$LOGS/mkmodel-$preset-$seed.txt"; fail=1; continue; }
     jobs=()
     for len in $LENGTHS; do
       python3 - "$WORK/prompt-$len.json" "$len" <<'PY'
@@ -69,7 +70,7 @@ PY
     done
     t1=$(date +%s)
     # One Python process per checkpoint: hf_reference.main() per prompt, the model loaded once.
-    PYTHONUNBUFFERED=1 python3 - "$HERE" "$GREEDY" "$DTYPE" "${jobs[@]}" >"$OUTDIR/hf-$preset-$seed.txt" 2>&1 <<'PY'
+    PYTHONUNBUFFERED=1 python3 - "$HERE" "$GREEDY" "$DTYPE" "${jobs[@]}" >"$LOGS/hf-$preset-$seed.txt" 2>&1 <<'PY'
 import importlib.util, sys
 here, greedy, dtype, jobs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 spec = importlib.util.spec_from_file_location("hf_reference", here + "/hf_reference.py")
@@ -83,6 +84,19 @@ def cached(args, torch, transformers):
         cache[key] = orig(args, torch, transformers)
     return cache[key]
 h.load_model = cached
+# Load straight onto the GPU (transformers then dequantizes MXFP4 there): the fp32 20b is ~84 GB, too
+# much to stage in host memory first. Falls back to the script's own loading if that fails.
+import torch, transformers
+auto = transformers.AutoModelForCausalLM
+orig_fp = auto.from_pretrained
+def on_gpu(*a, **k):
+    if torch.cuda.is_available() and "device_map" not in k:
+        try:
+            return orig_fp(*a, device_map="cuda", **k)
+        except Exception as e:  # noqa: BLE001 - report and retry the plain way
+            print(f"run.sh: device_map=cuda load failed ({e}); loading on the host", flush=True)
+    return orig_fp(*a, **k)
+auto.from_pretrained = on_gpu
 for job in jobs:
     model, tokens, out = job.split("|")
     sys.argv = ["hf_reference.py", "--model", model, "--tokens", tokens, "--out", out, "--greedy", greedy, "--dtype", dtype]
@@ -90,19 +104,21 @@ for job in jobs:
     if rc:
         sys.exit(rc)
 PY
-    [ $? -eq 0 ] || { echo "hf_reference $preset seed $seed failed:"; tail -15 "$OUTDIR/hf-$preset-$seed.txt"; fail=1; continue; }
+    [ $? -eq 0 ] || { echo "hf_reference $preset seed $seed failed:"; tail -15 "$LOGS/hf-$preset-$seed.txt"; fail=1; continue; }
     t2=$(date +%s)
     for len in $LENGTHS; do
       label="$preset/seed$seed/len$len"
       "$BUILD/tests/gpu/gptoss_parity" --model "$model" --ref "$WORK/ref-$preset-$seed-$len" --greedy "$GREEDY" \
-        --label "$label" --json "$SUMMARY" >"$OUTDIR/parity-$preset-$seed-$len.txt" 2>&1 || fail=1
-      grep -E '^VERDICT' "$OUTDIR/parity-$preset-$seed-$len.txt" || { echo "$label: no verdict"; tail -5 "$OUTDIR/parity-$preset-$seed-$len.txt"; }
+        --label "$label" --json "$SUMMARY" >"$LOGS/parity-$preset-$seed-$len.txt" 2>&1 || fail=1
+      grep -E '^(VERDICT|timing)' "$LOGS/parity-$preset-$seed-$len.txt" || { echo "$label: no verdict"; tail -5 "$LOGS/parity-$preset-$seed-$len.txt"; }
     done
     echo "  ($preset seed $seed: mkmodel $((t1-t0))s, transformers $((t2-t1))s, engine $(( $(date +%s)-t2 ))s)"
-    rm -rf "$model"
+    rm -rf "$model" "$WORK"/ref-"$preset"-"$seed"-*
   done
 done
 
+for f in "$LOGS"/*.txt; do echo "===== $(basename "$f")"; cat "$f"; done >"$OUTDIR/reports.txt" 2>/dev/null
+rm -f "$LOGS"/*.txt
 python3 - "$SUMMARY" "$GPU" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
