@@ -117,7 +117,8 @@ extern "C" LLMR_ENGINE_EXPORT const llmr_engine_api *llmr_engine_get_api(uint32_
 
 extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_debug_eval(llmr_engine_session *s, const int32_t *tokens,
                                                                        size_t n, float *logits, float *hidden,
-                                                                       float *router_logits, char *err, size_t es) {
+                                                                       float *router_logits, const int32_t *force_topk,
+                                                                       char *err, size_t es) {
     if (!s) return bad_args(err, es, "debug_eval: session required");
-    return gptoss_session_eval_debug(S(s), tokens, n, logits, hidden, router_logits, err, es);
+    return gptoss_session_eval_debug(S(s), tokens, n, logits, hidden, router_logits, force_topk, err, es);
 }

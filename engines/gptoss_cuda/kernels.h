@@ -57,6 +57,10 @@ cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, c
  * ids [T, 4] int32 in descending logit order, w [T, 4] fp32. */
 cudaError_t gptoss_router_topk(const float *logits, int T, int E, int32_t *ids, float *w, cudaStream_t stream);
 
+/* Router weights for given expert ids (parity runs that force the reference's choices):
+ * w[t, k] = softmax over k of logits[t, ids[t, k]]. */
+cudaError_t gptoss_router_weights(const float *logits, int T, int E, const int32_t *ids, float *w, cudaStream_t stream);
+
 /* Groups the T*4 (token, slot) pairs by expert: counts[E], offsets[E] (exclusive prefix sum),
  * pair_token[T*4] (token of each grouped pair) and pair_of[T*4] (grouped position of pair t*4+k).
  * One block; order inside an expert's group is arbitrary (results do not depend on it). */

@@ -513,6 +513,7 @@ static int cancelled(gptoss_session *s) { return __atomic_load_n(&s->cancel, __A
 /* Host destinations of the parity/debug outputs for the rows of one chunk. */
 typedef struct debug_out {
     float *hidden, *router, *logits; /* see gptoss_session_eval_debug; NULL = not wanted */
+    const int32_t *force_topk;       /* [layers, n_total, 4] or NULL */
     float *logits_dev;               /* [GPTOSS_CHUNK, vocab] device scratch when logits are wanted */
     size_t n_total, row0;            /* rows of the whole request, first row of this chunk */
 } debug_out;
@@ -558,7 +559,13 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         snprintf(what, sizeof what, "layer %d experts", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->mlp_norm, T, H, c->rms_norm_eps, m->h, st), what);
         CUDA_TRY(gptoss_linear(m->h, H, w->router_w, w->router_b, T, H, E, m->rl, E, 0, st), what);
-        CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
+        if (dbg && dbg->force_topk) {
+            CUDA_TRY(cudaMemcpyAsync(m->ids, dbg->force_topk + ((size_t)l * dbg->n_total + dbg->row0) * GPTOSS_TOPK,
+                                     (size_t)T * GPTOSS_TOPK * sizeof(int32_t), cudaMemcpyHostToDevice, st), what);
+            CUDA_TRY(gptoss_router_weights(m->rl, T, E, m->ids, m->rw, st), what);
+        } else {
+            CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
+        }
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
         CUDA_TRY(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
                                       m->offsets, E, T, H, 2 * I, m->gu, st), what);
@@ -623,12 +630,16 @@ static llmr_engine_status check_tokens(const gptoss_session *s, const int32_t *t
 }
 
 llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *tokens, size_t n, float *logits,
-                                             float *hidden, float *router_logits, char *err, size_t es) {
+                                             float *hidden, float *router_logits, const int32_t *force_topk,
+                                             char *err, size_t es) {
     gptoss_model *m = s->m;
     pthread_mutex_lock(&m->mu);
     cudaSetDevice(m->device);
-    debug_out dbg = {hidden, router_logits, logits, NULL, n, 0};
+    debug_out dbg = {hidden, router_logits, logits, force_topk, NULL, n, 0};
     llmr_engine_status st = check_tokens(s, tokens, n, err, es);
+    for (size_t i = 0; st == LLMR_ENGINE_OK && force_topk && i < n * GPTOSS_TOPK * (size_t)m->cfg.num_layers; i++)
+        if (force_topk[i] < 0 || force_topk[i] >= m->cfg.num_experts)
+            st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk[%zu] = %d is not an expert id", i, force_topk[i]);
     if (st == LLMR_ENGINE_OK && logits &&
         cudaMalloc((void **)&dbg.logits_dev, (size_t)GPTOSS_CHUNK * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", GPTOSS_CHUNK);

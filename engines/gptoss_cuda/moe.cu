@@ -37,6 +37,25 @@ cudaError_t gptoss_router_topk(const float *logits, int T, int E, int32_t *ids, 
     return cudaGetLastError();
 }
 
+__global__ void router_weights_kernel(const float *logits, int T, int E, const int32_t *ids, float *w) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    float v[GPTOSS_TOPK], mx = -INFINITY, sum = 0.0f;
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        const int e = ids[(size_t)t * GPTOSS_TOPK + k];
+        v[k] = (e >= 0 && e < E) ? logits[(size_t)t * E + e] : -INFINITY;
+        mx = fmaxf(mx, v[k]);
+    }
+    for (int k = 0; k < GPTOSS_TOPK; k++) { v[k] = expf(v[k] - mx); sum += v[k]; }
+    for (int k = 0; k < GPTOSS_TOPK; k++) w[(size_t)t * GPTOSS_TOPK + k] = v[k] / sum;
+}
+
+cudaError_t gptoss_router_weights(const float *logits, int T, int E, const int32_t *ids, float *w, cudaStream_t s) {
+    if (T <= 0) return cudaSuccess;
+    router_weights_kernel<<<(T + 127) / 128, 128, 0, s>>>(logits, T, E, ids, w);
+    return cudaGetLastError();
+}
+
 __global__ void moe_route_kernel(const int32_t *ids, int T, int E, int32_t *counts, int32_t *offsets,
                                  int32_t *pair_token, int32_t *pair_of) {
     __shared__ int cnt[GPTOSS_MAX_EXPERTS], cur[GPTOSS_MAX_EXPERTS];

@@ -399,159 +399,261 @@ static int jint(json_t *o, const char *k) {
     return (int)json_integer_value(v);
 }
 
-typedef struct layer_err { double max_all, max_kept, sum_kept; int n_kept; } layer_err;
+/* What one run of the engine over the reference prompt measured. */
+typedef struct pass_stats {
+    double *layer_max_kept, *layer_sum_kept, *layer_max_all;
+    int *layer_n_kept;
+    double logit_max_kept, logit_max_all;
+    int top1, router_diff, router_diff_kept;
+    int greedy_n, greedy_agree, first_tie, greedy_ok;
+    double prefill_s, decode_s;
+} pass_stats;
 
-static int parity(const char *model, const char *refdir, int greedy_n, const char *label, const char *json_path) {
-    char path[4096], err[1024];
-    FMT(path, "%s/index.json", refdir);
-    json_error_t je;
-    json_t *ix = json_load_file(path, 0, &je);
-    if (!ix) die("%s: %s", path, je.text);
-    const int T = jint(ix, "n_tokens"), V = jint(ix, "vocab_size"), H = jint(ix, "hidden_size"), L = jint(ix, "num_layers"),
-              E = jint(ix, "num_experts");
-    json_t *jt = json_object_get(ix, "tokens"), *jp = json_object_get(ix, "positions"), *files = json_object_get(ix, "files");
-    json_t *jgap = json_object_get(ix, "min_router_gap");
-    const int P = (int)json_array_size(jp);
-    if ((int)json_array_size(jt) != T || P == 0 || (int)json_array_size(jgap) != T) die("index.json: tokens/positions/min_router_gap sizes");
-    int32_t *tok = xmalloc((size_t)T * 4);
-    int *pos = xmalloc((size_t)P * sizeof(int)), *row_of = xmalloc((size_t)T * sizeof(int));
-    char *excluded = xmalloc((size_t)T);
-    for (int i = 0; i < T; i++) {
-        tok[i] = (int32_t)json_integer_value(json_array_get(jt, (size_t)i));
-        row_of[i] = -1;
-        excluded[i] = json_real_value(json_array_get(jgap, (size_t)i)) < NEAR_TIE && json_is_real(json_array_get(jgap, (size_t)i));
+/* The reference dump (hf_reference.py's index.json and binaries). */
+typedef struct reference {
+    int T, V, H, L, E, P;
+    int32_t *tok, *topk; /* topk [L, T, 4] */
+    int *pos, *row_of;
+    char *excluded;
+    float *logits, *hidden, *router;
+    json_t *ix;
+} reference;
+
+static void top4(const float *v, int E, int out[4]) {
+    for (int k = 0; k < 4; k++) {
+        int b = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int j = 0; j < k; j++) taken |= out[j] == e;
+            if (!taken && (b < 0 || v[e] > v[b])) b = e;
+        }
+        out[k] = b;
     }
-    for (int i = 0; i < P; i++) { pos[i] = (int)json_integer_value(json_array_get(jp, (size_t)i)); row_of[pos[i]] = i; }
-    float *ref_logits = read_f32(refdir, files, "logits", (size_t)P * V);
-    float *ref_hidden = read_f32(refdir, files, "hidden", (size_t)L * P * H);
-    float *ref_router = read_f32(refdir, files, "router_logits", (size_t)L * T * E);
-    const char *ref_dtype = json_string_value(json_object_get(ix, "dtype"));
+}
 
-    llmr_engine_model *m = NULL;
-    const uint32_t ctx = (uint32_t)(T + greedy_n + 8);
-    llmr_engine_status st = load(api, model, ctx, 0, &m, err, sizeof err);
-    if (st != LLMR_ENGINE_OK) die("load %s: %s: %s", model, llmr_engine_status_name(st), err);
-    llmr_engine_session *s = new_session(api, m, 0);
+static int same_set(const int a[4], const int b[4]) {
+    for (int k = 0; k < 4; k++) {
+        int found = 0;
+        for (int j = 0; j < 4; j++) found |= a[k] == b[j];
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* Greedy continuation of session s (which holds the prompt) vs the reference's; sets the greedy fields. */
+static void greedy_compare(const reference *R, llmr_engine_session *s, int greedy_n, pass_stats *ps, int print) {
+    json_t *g = json_object_get(R->ix, "greedy");
+    ps->first_tie = -1;
+    ps->greedy_ok = 1;
+    if (greedy_n <= 0 || !g) return;
+    json_t *gt = json_object_get(g, "tokens"), *gm = json_object_get(g, "top2_margin");
+    int n = (int)json_array_size(gt);
+    if (n > greedy_n) n = greedy_n;
+    char err[1024];
+    collect c;
+    memset(&c, 0, sizeof c);
+    llmr_generate_result res;
+    const double t0 = now_s();
+    llmr_engine_status st = gen(api, s, NULL, 0, (uint32_t)n, greedy_params(), NULL, 0, NULL, &c, &res, err, sizeof err);
+    ps->decode_s = now_s() - t0;
+    if (st != LLMR_ENGINE_OK) die("generate: %s: %s", llmr_engine_status_name(st), err);
+    for (int i = 0; i < n; i++)
+        if (ps->first_tie < 0 && json_real_value(json_array_get(gm, (size_t)i)) <= NEAR_TIE) ps->first_tie = i;
+    const int must = ps->first_tie < 0 ? n : ps->first_tie; /* steps before the first near-tie must agree */
+    int agree = 0;
+    while (agree < n && agree < c.n && c.tok[agree] == (int32_t)json_integer_value(json_array_get(gt, (size_t)agree))) agree++;
+    ps->greedy_n = n;
+    ps->greedy_agree = agree;
+    ps->greedy_ok = agree >= must;
+    if (!print) return;
+    printf("step   reference     engine   ref margin\n");
+    for (int i = 0; i < n; i++) {
+        const int rt = (int)json_integer_value(json_array_get(gt, (size_t)i));
+        printf("%4d  %10d  %10d   %9.4f %s\n", i, rt, i < c.n ? c.tok[i] : -1, json_real_value(json_array_get(gm, (size_t)i)),
+               i < c.n && c.tok[i] == rt ? "" : "  <- differs");
+    }
+}
+
+/* One pass over the prompt through the debug path, comparing every saved position (force: route with
+ * the reference's expert choices). Then the greedy continuation from the same session. */
+static void run_pass(const reference *R, llmr_engine_model *m, int force, int greedy_n, pass_stats *ps) {
+    const int T = R->T, V = R->V, H = R->H, L = R->L, E = R->E, P = R->P;
+    char err[1024];
+    memset(ps, 0, sizeof *ps);
+    ps->layer_max_kept = calloc((size_t)L, sizeof(double));
+    ps->layer_sum_kept = calloc((size_t)L, sizeof(double));
+    ps->layer_max_all = calloc((size_t)L, sizeof(double));
+    ps->layer_n_kept = calloc((size_t)L, sizeof(int));
     float *lg = xmalloc((size_t)PIECE * V * 4), *hid = xmalloc((size_t)(L + 1) * PIECE * H * 4),
           *rl = xmalloc((size_t)L * PIECE * E * 4);
-    layer_err *le = calloc((size_t)L + 1, sizeof *le);
-    double logit_max_kept = 0, logit_max_all = 0;
-    int top1_agree = 0, n_excl_saved = 0, router_diff = 0, router_diff_kept = 0, n_excluded = 0;
-    for (int i = 0; i < T; i++) n_excluded += excluded[i];
+    int32_t *ft = force ? xmalloc((size_t)L * PIECE * 4 * sizeof(int32_t)) : NULL;
+    llmr_engine_session *s = new_session(api, m, 0);
+    const double t0 = now_s();
     for (int p0 = 0; p0 < T; p0 += PIECE) {
         const int n = T - p0 < PIECE ? T - p0 : PIECE;
-        st = debug_eval(s, tok + p0, (size_t)n, lg, hid, rl, err, sizeof err);
+        if (ft)
+            for (int l = 0; l < L; l++)
+                memcpy(ft + (size_t)l * n * 4, R->topk + ((size_t)l * T + p0) * 4, (size_t)n * 4 * sizeof(int32_t));
+        llmr_engine_status st = debug_eval(s, R->tok + p0, (size_t)n, lg, hid, rl, ft, err, sizeof err);
         if (st != LLMR_ENGINE_OK) die("debug_eval at %d: %s: %s", p0, llmr_engine_status_name(st), err);
         for (int t = 0; t < n; t++) {
             const int p = p0 + t;
             for (int l = 0; l < L; l++) { /* router top-4 sets, every position */
-                const float *a = rl + ((size_t)l * n + t) * E, *b = ref_router + ((size_t)l * T + p) * E;
-                int sa[4], sb[4], same = 1;
-                for (int k = 0; k < 4; k++) {
-                    int ba = -1, bb = -1;
-                    for (int e = 0; e < E; e++) {
-                        int ta = 0, tb = 0;
-                        for (int j = 0; j < k; j++) { ta |= sa[j] == e; tb |= sb[j] == e; }
-                        if (!ta && (ba < 0 || a[e] > a[ba])) ba = e;
-                        if (!tb && (bb < 0 || b[e] > b[bb])) bb = e;
-                    }
-                    sa[k] = ba; sb[k] = bb;
-                }
-                for (int k = 0; k < 4; k++) {
-                    int found = 0;
-                    for (int j = 0; j < 4; j++) found |= sa[k] == sb[j];
-                    same &= found;
-                }
-                if (!same) { router_diff++; if (!excluded[p]) router_diff_kept++; }
+                int sa[4], sb[4];
+                top4(rl + ((size_t)l * n + t) * E, E, sa);
+                top4(R->router + ((size_t)l * T + p) * E, E, sb);
+                if (!same_set(sa, sb)) { ps->router_diff++; if (!R->excluded[p]) ps->router_diff_kept++; }
             }
-            const int r = row_of[p];
+            const int r = R->row_of[p];
             if (r < 0) continue;
             for (int l = 0; l < L; l++) {
-                double e = rel_l2(hid + ((size_t)(l + 1) * n + t) * H, ref_hidden + ((size_t)l * P + r) * H, (size_t)H);
-                if (e > le[l].max_all) le[l].max_all = e;
-                if (!excluded[p]) { if (e > le[l].max_kept) le[l].max_kept = e; le[l].sum_kept += e; le[l].n_kept++; }
+                double e = rel_l2(hid + ((size_t)(l + 1) * n + t) * H, R->hidden + ((size_t)l * P + r) * H, (size_t)H);
+                if (e > ps->layer_max_all[l]) ps->layer_max_all[l] = e;
+                if (!R->excluded[p]) {
+                    if (e > ps->layer_max_kept[l]) ps->layer_max_kept[l] = e;
+                    ps->layer_sum_kept[l] += e;
+                    ps->layer_n_kept[l]++;
+                }
             }
-            const float *mine = lg + (size_t)t * V, *ref = ref_logits + (size_t)r * V;
+            const float *mine = lg + (size_t)t * V, *ref = R->logits + (size_t)r * V;
             double e = rel_l2(mine, ref, (size_t)V);
-            if (e > logit_max_all) logit_max_all = e;
-            if (excluded[p]) n_excl_saved++;
-            else if (e > logit_max_kept) logit_max_kept = e;
-            top1_agree += argmax(mine, (size_t)V) == argmax(ref, (size_t)V);
+            if (e > ps->logit_max_all) ps->logit_max_all = e;
+            if (!R->excluded[p] && e > ps->logit_max_kept) ps->logit_max_kept = e;
+            ps->top1 += argmax(mine, (size_t)V) == argmax(ref, (size_t)V);
         }
     }
+    ps->prefill_s = now_s() - t0;
+    greedy_compare(R, s, greedy_n, ps, 0);
     api->session_destroy(s);
+    free(lg); free(hid); free(rl); free(ft);
+}
 
-    printf("\n== %s: %d prompt tokens, reference %s (%s, transformers %s) ==\n", label, T, ref_dtype ? ref_dtype : "?",
-           json_string_value(json_object_get(ix, "device")) ? json_string_value(json_object_get(ix, "device")) : "?",
-           json_string_value(json_object_get(ix, "transformers")) ? json_string_value(json_object_get(ix, "transformers")) : "?");
-    printf("layer  max rel L2 (kept)  mean (kept)  max rel L2 (all saved)\n");
-    for (int l = 0; l < L; l++)
-        printf("%5d  %17.2e  %11.2e  %22.2e\n", l, le[l].max_kept, le[l].n_kept ? le[l].sum_kept / le[l].n_kept : 0.0,
-               le[l].max_all);
+static void print_pass(const reference *R, const pass_stats *ps, const char *title) {
+    printf("-- %s\nlayer  max rel L2 (kept)  mean (kept)  max rel L2 (all saved)\n", title);
+    for (int l = 0; l < R->L; l++)
+        printf("%5d  %17.2e  %11.2e  %22.2e\n", l, ps->layer_max_kept[l],
+               ps->layer_n_kept[l] ? ps->layer_sum_kept[l] / ps->layer_n_kept[l] : 0.0, ps->layer_max_all[l]);
     printf("final logits: max rel L2 %.2e at kept positions, %.2e over all %d saved; top-1 agreement %d/%d\n",
-           logit_max_kept, logit_max_all, P, top1_agree, P);
-    printf("router near-ties (4th/5th gap < %.0e in some layer): %d of %d positions excluded (%d of the saved)\n", NEAR_TIE,
-           n_excluded, T, n_excl_saved);
-    printf("router top-4 sets differing: %d of %d (layer, position) pairs; %d at kept positions\n", router_diff, L * T,
-           router_diff_kept);
-    const int logits_ok = logit_max_kept <= ACCEPT_REL;
+           ps->logit_max_kept, ps->logit_max_all, R->P, ps->top1, R->P);
+    printf("router top-4 sets differing from the reference's: %d of %d (layer, position) pairs; %d at kept positions\n",
+           ps->router_diff, R->L * R->T, ps->router_diff_kept);
+    printf("greedy %d steps after this prefill: identical for %d (needed: %d)\n", ps->greedy_n, ps->greedy_agree,
+           ps->first_tie < 0 ? ps->greedy_n : ps->first_tie);
+}
 
-    /* Greedy continuation through the ABI (prefill, then the decode path). */
-    int greedy_ok = 1, first_tie = -1, agree_until = 0, g_n = 0;
-    json_t *g = json_object_get(ix, "greedy");
-    if (greedy_n > 0 && g) {
-        json_t *gt = json_object_get(g, "tokens"), *gm = json_object_get(g, "top2_margin");
-        g_n = (int)json_array_size(gt);
-        if (g_n > greedy_n) g_n = greedy_n;
+static void free_pass(pass_stats *ps) {
+    free(ps->layer_max_kept); free(ps->layer_sum_kept); free(ps->layer_max_all); free(ps->layer_n_kept);
+}
+
+static void load_reference(const char *refdir, reference *R) {
+    char path[4096];
+    FMT(path, "%s/index.json", refdir);
+    json_error_t je;
+    json_t *ix = json_load_file(path, 0, &je);
+    if (!ix) die("%s: %s", path, je.text);
+    R->ix = ix;
+    R->T = jint(ix, "n_tokens"); R->V = jint(ix, "vocab_size"); R->H = jint(ix, "hidden_size");
+    R->L = jint(ix, "num_layers"); R->E = jint(ix, "num_experts");
+    if (jint(ix, "experts_per_token") != 4) die("%s: experts_per_token must be 4", path);
+    json_t *jt = json_object_get(ix, "tokens"), *jp = json_object_get(ix, "positions"), *files = json_object_get(ix, "files");
+    json_t *jgap = json_object_get(ix, "min_router_gap");
+    R->P = (int)json_array_size(jp);
+    if ((int)json_array_size(jt) != R->T || R->P == 0 || (int)json_array_size(jgap) != R->T)
+        die("index.json: tokens/positions/min_router_gap sizes");
+    R->tok = xmalloc((size_t)R->T * 4);
+    R->pos = xmalloc((size_t)R->P * sizeof(int));
+    R->row_of = xmalloc((size_t)R->T * sizeof(int));
+    R->excluded = xmalloc((size_t)R->T);
+    for (int i = 0; i < R->T; i++) {
+        json_t *g = json_array_get(jgap, (size_t)i);
+        R->tok[i] = (int32_t)json_integer_value(json_array_get(jt, (size_t)i));
+        R->row_of[i] = -1;
+        R->excluded[i] = json_is_number(g) && json_number_value(g) < NEAR_TIE;
+    }
+    for (int i = 0; i < R->P; i++) {
+        R->pos[i] = (int)json_integer_value(json_array_get(jp, (size_t)i));
+        if (R->pos[i] < 0 || R->pos[i] >= R->T) die("index.json: position %d out of range", R->pos[i]);
+        R->row_of[R->pos[i]] = i;
+    }
+    R->logits = read_f32(refdir, files, "logits", (size_t)R->P * R->V);
+    R->hidden = read_f32(refdir, files, "hidden", (size_t)R->L * R->P * R->H);
+    R->router = read_f32(refdir, files, "router_logits", (size_t)R->L * R->T * R->E);
+    R->topk = (int32_t *)read_f32(refdir, files, "router_topk", (size_t)R->L * R->T * 4); /* int32, same width */
+}
+
+static int parity(const char *model, const char *refdir, int greedy_n, const char *label, const char *json_path) {
+    char err[1024];
+    reference R;
+    memset(&R, 0, sizeof R);
+    load_reference(refdir, &R);
+    int n_excluded = 0, n_excl_saved = 0;
+    for (int i = 0; i < R.T; i++) n_excluded += R.excluded[i];
+    for (int i = 0; i < R.P; i++) n_excl_saved += R.excluded[R.pos[i]];
+    const char *ref_dtype = json_string_value(json_object_get(R.ix, "dtype"));
+    const char *dev = json_string_value(json_object_get(R.ix, "device"));
+    const char *tv = json_string_value(json_object_get(R.ix, "transformers"));
+
+    llmr_engine_model *m = NULL;
+    llmr_engine_status st = load(api, model, (uint32_t)(R.T + greedy_n + 8), 0, &m, err, sizeof err);
+    if (st != LLMR_ENGINE_OK) die("load %s: %s: %s", model, llmr_engine_status_name(st), err);
+    printf("\n== %s: %d prompt tokens, reference %s (%s, transformers %s) ==\n", label, R.T, ref_dtype ? ref_dtype : "?",
+           dev ? dev : "?", tv ? tv : "?");
+    printf("router near-ties (4th/5th gap < %.0e in some layer): %d of %d positions excluded (%d of the %d saved)\n",
+           NEAR_TIE, n_excluded, R.T, n_excl_saved, R.P);
+
+    /* 1. Free-running, exactly as served: prefill and decode through generate, timed. */
+    pass_stats fr, fo;
+    run_pass(&R, m, 0, 0, &fr);
+    {
         collect c;
         memset(&c, 0, sizeof c);
         llmr_generate_result res;
-        s = new_session(api, m, 0);
-        /* Prefill and decode as two calls, timed apart (the session keeps its KV between them). */
+        llmr_engine_session *s = new_session(api, m, 0);
         const double t0 = now_s();
-        st = gen(api, s, tok, (size_t)T, 0, greedy_params(), NULL, 0, NULL, &c, &res, err, sizeof err);
-        const double t1 = now_s();
-        if (st == LLMR_ENGINE_OK)
-            st = gen(api, s, NULL, 0, (uint32_t)g_n, greedy_params(), NULL, 0, NULL, &c, &res, err, sizeof err);
-        const double t2 = now_s();
-        api->session_destroy(s);
+        st = gen(api, s, R.tok, (size_t)R.T, 0, greedy_params(), NULL, 0, NULL, &c, &res, err, sizeof err);
         if (st != LLMR_ENGINE_OK) die("generate: %s: %s", llmr_engine_status_name(st), err);
-        printf("timing (correctness-first kernels): prefill %d tokens %.2f s (%.0f tok/s); decode %d tokens %.2f s "
-               "(%.1f tok/s)\n", T, t1 - t0, T / (t1 - t0), c.n, t2 - t1, c.n / (t2 - t1));
-        for (int i = 0; i < g_n; i++)
-            if (first_tie < 0 && json_real_value(json_array_get(gm, (size_t)i)) <= NEAR_TIE) first_tie = i;
-        const int must = first_tie < 0 ? g_n : first_tie; /* steps before the first near-tie must agree */
-        while (agree_until < g_n && agree_until < c.n &&
-               c.tok[agree_until] == (int32_t)json_integer_value(json_array_get(gt, (size_t)agree_until)))
-            agree_until++;
-        greedy_ok = agree_until >= must;
-        printf("greedy %d steps: identical for %d; first reference near-tie (top-2 margin <= %.0e) at step %s%d\n", g_n,
-               agree_until, NEAR_TIE, first_tie < 0 ? "none/" : "", first_tie < 0 ? g_n : first_tie);
-        printf("step   reference     engine   ref margin\n");
-        for (int i = 0; i < g_n; i++) {
-            const int rt = (int)json_integer_value(json_array_get(gt, (size_t)i));
-            printf("%4d  %10d  %10d   %9.4f %s\n", i, rt, i < c.n ? c.tok[i] : -1,
-                   json_real_value(json_array_get(gm, (size_t)i)), i < c.n && c.tok[i] == rt ? "" : "  <- differs");
-        }
+        fr.prefill_s = now_s() - t0;
+        printf("-- greedy continuation, free-running (generate: prefill, then decode)\n");
+        greedy_compare(&R, s, greedy_n, &fr, 1);
+        api->session_destroy(s);
     }
-    const int pass = logits_ok && greedy_ok;
-    printf("VERDICT %s: %s (logits %.2e <= %.0e: %s; greedy: %s)\n", label, pass ? "PASS" : "FAIL", logit_max_kept, ACCEPT_REL,
-           logits_ok ? "yes" : "no", greedy_ok ? "yes" : "no");
+    print_pass(&R, &fr, "free-running (the engine's own expert choices)");
+    printf("timing (correctness-first kernels): prefill %d tokens %.2f s (%.0f tok/s); decode %d tokens %.2f s (%.1f tok/s)\n",
+           R.T, fr.prefill_s, R.T / fr.prefill_s, fr.greedy_n, fr.decode_s, fr.greedy_n / (fr.decode_s > 0 ? fr.decode_s : 1));
+
+    /* 2. Routing forced to the reference's top-4 in the prompt: arithmetic only, no expert flips. */
+    run_pass(&R, m, 1, greedy_n, &fo);
+    print_pass(&R, &fo, "routing forced to the reference's top-4 over the prompt (decode free-running)");
+
+    const int free_ok = fr.logit_max_kept <= ACCEPT_REL && fr.greedy_ok;
+    const int forced_ok = fo.logit_max_all <= ACCEPT_REL && fo.greedy_ok;
+    /* Free-running failures are accepted only when expert flips explain them and the forced run passes. */
+    const int pass = forced_ok && (free_ok || fr.router_diff > 0);
+    printf("VERDICT %s: %s (free-running: logits %.2e, greedy %d/%d%s; forced routing: logits %.2e, greedy %d/%d%s)\n",
+           label, pass ? "PASS" : "FAIL", fr.logit_max_kept, fr.greedy_agree, fr.greedy_n,
+           free_ok ? " ok" : (fr.router_diff ? " - expert flips" : " FAIL"), fo.logit_max_all, fo.greedy_agree, fo.greedy_n,
+           forced_ok ? " ok" : " FAIL");
     if (json_path) {
         FILE *f = fopen(json_path, "a");
         if (f) {
-            fprintf(f, "{\"label\":\"%s\",\"tokens\":%d,\"ref_dtype\":\"%s\",\"logits_max_rel_kept\":%.4e,\"logits_max_rel_all\":%.4e,"
-                       "\"top1\":%d,\"saved\":%d,\"excluded\":%d,\"router_diff\":%d,\"greedy_n\":%d,\"greedy_agree\":%d,"
-                       "\"greedy_first_tie\":%d,\"last_layer_max_rel\":%.4e,\"pass\":%s}\n",
-                    label, T, ref_dtype ? ref_dtype : "?", logit_max_kept, logit_max_all, top1_agree, P, n_excluded,
-                    router_diff, g_n, agree_until, first_tie, le[L - 1].max_kept, pass ? "true" : "false");
+            fprintf(f, "{\"label\":\"%s\",\"tokens\":%d,\"ref_dtype\":\"%s\",\"saved\":%d,\"excluded\":%d,"
+                       "\"free_logits_kept\":%.4e,\"free_logits_all\":%.4e,\"free_top1\":%d,\"free_router_diff\":%d,"
+                       "\"free_greedy\":%d,\"free_ok\":%s,\"forced_logits_all\":%.4e,\"forced_top1\":%d,"
+                       "\"forced_greedy\":%d,\"forced_ok\":%s,\"greedy_n\":%d,\"first_tie\":%d,\"prefill_s\":%.3f,"
+                       "\"decode_tok_s\":%.2f,\"pass\":%s}\n",
+                    label, R.T, ref_dtype ? ref_dtype : "?", R.P, n_excluded, fr.logit_max_kept, fr.logit_max_all, fr.top1,
+                    fr.router_diff, fr.greedy_agree, free_ok ? "true" : "false", fo.logit_max_all, fo.top1,
+                    fo.greedy_agree, forced_ok ? "true" : "false", fr.greedy_n, fr.first_tie, fr.prefill_s,
+                    fr.decode_s > 0 ? fr.greedy_n / fr.decode_s : 0.0, pass ? "true" : "false");
             fclose(f);
         }
     }
     api->unload(m);
-    free(tok); free(pos); free(row_of); free(excluded); free(ref_logits); free(ref_hidden); free(ref_router);
-    free(lg); free(hid); free(rl); free(le);
-    json_decref(ix);
+    free_pass(&fr);
+    free_pass(&fo);
+    free(R.tok); free(R.pos); free(R.row_of); free(R.excluded); free(R.logits); free(R.hidden); free(R.router);
+    free(R.topk);
+    json_decref(R.ix);
     return pass ? 0 : 1;
 }
 
