@@ -251,7 +251,7 @@ int tok_cache_load(const uint8_t sha[32], tokenizer **out) {
     memcpy(t->added_first, h.added_first, sizeof t->added_first);
     t->ignore_merges = h.ignore_merges != 0;
     buf = NULL; /* owned by t from here */
-    if (validate(t) < 0) goto fail;
+    if (validate(t) < 0 || tok_build_pair_filter(t) < 0) goto fail;
     if (h.has_pattern) {
         t->pattern = malloc((size_t)h.pattern_len + 1);
         if (!t->pattern) goto fail;

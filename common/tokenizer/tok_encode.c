@@ -27,6 +27,7 @@ typedef struct enc_ctx {
  * memo cannot outlive the call (and no state is shared between calls or threads). */
 #define PCACHE_SLOTS 4096
 #define PCACHE_MAX_FILL (PCACHE_SLOTS / 4 * 3)
+#define PCACHE_MAX_PIECE 4096 /* longer pieces (huge whitespace runs) are not memoized */
 typedef struct pcache_slot { const uint8_t *key; uint32_t len, tag, off, n; } pcache_slot;
 typedef struct pcache {
     pcache_slot slot[PCACHE_SLOTS];
@@ -164,7 +165,6 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
  * vocab table is megabytes away. One hash serves both tables. */
 static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
-    int32_t ids[BPE_SMALL];
     uint64_t h = tok_hash_bytes(p, n);
     if (!c->cache) c->cache = calloc(1, sizeof *c->cache); /* NULL: work without a memo */
     const pcache_slot *hit = c->cache ? pcache_find(c->cache, p, n, h) : NULL;
@@ -174,6 +174,7 @@ static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
         return 0;
     }
     size_t m;
+    int32_t ids[BPE_SMALL] = {0}; /* (zeroed only to quiet GCC's maybe-uninitialized) */
     int32_t whole = t->ignore_merges ? tok_bytes_lookup_h(t, p, n, h) : -1;
     if (whole >= 0) { ids[0] = whole; m = 1; }
     else m = bpe_small(t, p, n, ids);
@@ -188,8 +189,17 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
     if (n == 1) return emit(c, t->byte_id[p[0]]);
     if (n <= BPE_SMALL) return bpe_short(c, p, n);
+    uint64_t ph = tok_hash_bytes(p, n);
+    int memo = n <= PCACHE_MAX_PIECE;
+    if (memo && !c->cache) c->cache = calloc(1, sizeof *c->cache);
+    const pcache_slot *hit = memo && c->cache ? pcache_find(c->cache, p, n, ph) : NULL;
+    if (hit) {
+        for (uint32_t i = 0; i < hit->n; i++)
+            if (emit(c, c->cache->pool[hit->off + i]) < 0) return TOKENIZER_ENOMEM;
+        return 0;
+    }
     if (t->ignore_merges) {
-        int32_t whole = tok_bytes_lookup(t, p, n);
+        int32_t whole = tok_bytes_lookup_h(t, p, n, ph);
         if (whole >= 0) return emit(c, whole);
     }
     /* Long pieces (whitespace runs, unspaced CJK paragraphs): HF's algorithm, a heap of candidate
@@ -225,8 +235,13 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
         if (l->next >= 0 && tok_merge_lookup(t, l->id, s[l->next].id, &rank, &nid))
             hpush(h, &hn, (hent){rank, top.pos, nid, l->id, s[l->next].id});
     }
-    for (int32_t i = 0; i >= 0; i = s[i].next)
-        if (emit(c, s[i].id) < 0) return TOKENIZER_ENOMEM;
+    /* The heap is spent: its memory holds the result for the memo (3n entries >= n ids). */
+    int32_t *out = (int32_t *)c->heap;
+    size_t k = 0;
+    for (int32_t i = 0; i >= 0; i = s[i].next) out[k++] = s[i].id;
+    if (memo && c->cache) pcache_add(c->cache, p, n, ph, out, k);
+    for (size_t i = 0; i < k; i++)
+        if (emit(c, out[i]) < 0) return TOKENIZER_ENOMEM;
     return 0;
 }
 

@@ -55,6 +55,7 @@ struct tokenizer {
 
     tok_bslot *bmap; size_t bmap_mask;   /* bytes -> id (vocab entries reachable by encoding) */
     tok_mslot *mmap; size_t mmap_mask;   /* (left, right) -> (rank, new id) */
+    uint64_t *pair_filter;               /* TOK_FILTER_BITS bits: 0 = the pair surely has no merge */
     int32_t byte_id[256];                /* id of each single byte */
     int ignore_merges;
 
@@ -116,11 +117,19 @@ static inline int32_t tok_bytes_lookup(const struct tokenizer *t, const uint8_t 
     return tok_bytes_lookup_h(t, p, n, tok_hash_bytes(p, n));
 }
 
+/* A 1 MiB bit filter in front of the merge table: about half the pairs BPE asks about have no
+ * merge, and the filter (which stays in L2) answers those without touching the 16 MiB table. Bit
+ * index: hash bits 40.. (the table index uses the low bits). */
+#define TOK_FILTER_BITS (1u << 23)
+static inline size_t tok_filter_bit(uint64_t hash) { return (size_t)(hash >> 40) & (TOK_FILTER_BITS - 1); }
+
 /* Merge of (left, right): returns 1 and sets rank/new_id, or 0 when the pair does not merge. */
 static inline int tok_merge_lookup(const struct tokenizer *t, int32_t left, int32_t right,
                                    uint32_t *rank, int32_t *new_id) {
-    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
-    for (size_t i = (size_t)tok_hash_pair(key) & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right, h = tok_hash_pair(key);
+    size_t fb = tok_filter_bit(h);
+    if (!((t->pair_filter[fb >> 6] >> (fb & 63)) & 1)) return 0;
+    for (size_t i = (size_t)h & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
         const tok_mslot *s = &t->mmap[i];
         if (s->key == TOK_MERGE_EMPTY) return 0;
         if (s->key == key) { *rank = s->rank; *new_id = s->new_id; return 1; }
@@ -129,9 +138,13 @@ static inline int tok_merge_lookup(const struct tokenizer *t, int32_t left, int3
 
 /* Starts loading the merge-table slot of (left, right) into the cache. */
 static inline void tok_merge_prefetch(const struct tokenizer *t, int32_t left, int32_t right) {
-    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
-    __builtin_prefetch(&t->mmap[tok_hash_pair(key) & t->mmap_mask]);
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right, h = tok_hash_pair(key);
+    size_t fb = tok_filter_bit(h);
+    if ((t->pair_filter[fb >> 6] >> (fb & 63)) & 1) __builtin_prefetch(&t->mmap[h & t->mmap_mask]);
 }
+
+/* Builds t->pair_filter from t->mmap. Returns 0, or -1 on out-of-memory. */
+int tok_build_pair_filter(struct tokenizer *t);
 
 /* Writes a formatted message into err (if err_size > 0) and returns status. */
 int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)

@@ -485,6 +485,17 @@ static int32_t confirm_slot(const tokenizer *t, size_t slot, const uint8_t *p, s
     return tok_bytes_lookup(t, p, n); /* a collision on the first 8 bytes: do the full probe */
 }
 
+int tok_build_pair_filter(tokenizer *t) {
+    t->pair_filter = calloc(TOK_FILTER_BITS / 64, sizeof *t->pair_filter);
+    if (!t->pair_filter) return -1;
+    for (size_t i = 0; i <= t->mmap_mask; i++) {
+        if (t->mmap[i].key == TOK_MERGE_EMPTY) continue;
+        size_t fb = tok_filter_bit(tok_hash_pair(t->mmap[i].key));
+        t->pair_filter[fb >> 6] |= (uint64_t)1 << (fb & 63);
+    }
+    return 0;
+}
+
 static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     size_t mcap = pow2_at_least(r->n_merges * 2), stride = 2 * r->max_merge_piece + 2;
     merge_job q[MERGE_BATCH];
@@ -542,6 +553,7 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
         }
     }
     free(scratch);
+    if (tok_build_pair_filter(t) < 0) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory building the merge filter");
     return TOKENIZER_OK;
 }
 

@@ -89,6 +89,7 @@ void tokenizer_destroy(tokenizer *t) {
     if (!t) return;
     pcre2_code_free(t->re);
     free(t->pattern);
+    free(t->pair_filter);
     if (t->cache_buf) { /* every table lives in the cache image */
         free(t->cache_buf);
         free(t);
