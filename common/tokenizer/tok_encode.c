@@ -174,10 +174,9 @@ static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
         return 0;
     }
     size_t m;
-    int32_t ids[BPE_SMALL] = {0}; /* (zeroed only to quiet GCC's maybe-uninitialized) */
-    int32_t whole = t->ignore_merges ? tok_bytes_lookup_h(t, p, n, h) : -1;
-    if (whole >= 0) { ids[0] = whole; m = 1; }
-    else m = bpe_small(t, p, n, ids);
+    int32_t ids[BPE_SMALL];
+    ids[0] = t->ignore_merges ? tok_bytes_lookup_h(t, p, n, h) : -1;
+    m = ids[0] >= 0 ? 1 : bpe_small(t, p, n, ids);
     if (c->cache) pcache_add(c->cache, p, n, h, ids, m);
     for (size_t i = 0; i < m; i++)
         if (emit(c, ids[i]) < 0) return TOKENIZER_ENOMEM;
