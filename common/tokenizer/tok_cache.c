@@ -26,13 +26,23 @@
 #include <unistd.h>
 
 #define CACHE_MAGIC "LLMRTOK"
+/* Bump when the table layout, the hash functions' use or the pattern rewrite in tok_load.c
+ * changes; the hash functions themselves are also fingerprinted (code_signature). */
 #define CACHE_VERSION 1u
+
+/* Changes whenever tok_hash_bytes / tok_hash_pair change, which would silently break every lookup
+ * in a cache built by another build of this code. */
+static uint64_t code_signature(void) {
+    static const uint8_t probe[] = "llmr tokenizer cache \xc4\xa0probe";
+    return tok_hash_pair(tok_hash_bytes(probe, sizeof probe - 1) ^ tok_hash_pair(0x0123456789abcdefull)) ^
+           ((uint64_t)TOK_FILTER_BITS << 1) ^ (uint64_t)TOK_BSLOT_MAX_LEN;
+}
 
 typedef struct cache_hdr {
     char magic[8];
     uint32_t version, hdr_size, sizeof_bslot, sizeof_mslot, sizeof_added, endian;
     uint8_t sha256[32];
-    uint64_t checksum, total_size;
+    uint64_t checksum, total_size, signature;
     uint64_t n_ids, piece_blob_len, bytes_blob_len, bmap_slots, mmap_slots, n_added, pattern_len;
     uint32_t ignore_merges, pattern_literal, has_pattern, pad;
     int32_t byte_id[256];
@@ -96,6 +106,7 @@ static void fill_header(cache_hdr *h, const tokenizer *t, const uint8_t sha[32])
     h->sizeof_mslot = sizeof(tok_mslot);
     h->sizeof_added = sizeof(tok_added);
     h->endian = 0x01020304u;
+    h->signature = code_signature();
     memcpy(h->sha256, sha, 32);
     h->n_ids = t->n_ids;
     h->piece_blob_len = t->piece_blob_len;
@@ -204,7 +215,7 @@ int tok_cache_load(const uint8_t sha[32], tokenizer **out) {
         goto fail;
     if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CACHE_VERSION || h.hdr_size != sizeof h ||
         h.sizeof_bslot != sizeof(tok_bslot) || h.sizeof_mslot != sizeof(tok_mslot) ||
-        h.sizeof_added != sizeof(tok_added) || h.endian != 0x01020304u || memcmp(h.sha256, sha, 32) ||
+        h.sizeof_added != sizeof(tok_added) || h.endian != 0x01020304u || h.signature != code_signature() || memcmp(h.sha256, sha, 32) ||
         h.total_size != (uint64_t)st.st_size || h.n_ids == 0 || h.n_ids > (1u << 24) ||
         h.bmap_slots < 16 || (h.bmap_slots & (h.bmap_slots - 1)) || h.bmap_slots > (1u << 28) ||
         h.mmap_slots < 16 || (h.mmap_slots & (h.mmap_slots - 1)) || h.mmap_slots > (1u << 28) ||

@@ -188,6 +188,8 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
     if (n == 1) return emit(c, t->byte_id[p[0]]);
     if (n <= BPE_SMALL) return bpe_short(c, p, n);
+    if (n > (size_t)INT32_MAX / 4) /* symbol links are int32 */
+        return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "a single pre-token of %zu bytes is over the limit of %d", n, INT32_MAX / 4);
     uint64_t ph = tok_hash_bytes(p, n);
     int memo = n <= PCACHE_MAX_PIECE;
     if (memo && !c->cache) c->cache = calloc(1, sizeof *c->cache);
