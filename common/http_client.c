@@ -430,6 +430,8 @@ static llmr_httpc_status xfer_perform(xfer *x, long total_timeout_ms, const char
         snprintf(detail, detail_size, "%s", x->io_msg);
     } else if (rc != CURLE_OK && !(x->range_mismatch && rc == CURLE_WRITE_ERROR)) {
         st = map_curl(rc, h);
+        /* a name lookup that times out (unreachable DNS server) is a DNS failure for the user */
+        if (st == LLMR_HTTPC_ETIMEOUT && strstr(errbuf, "Resolving timed out")) st = LLMR_HTTPC_EDNS;
         snprintf(detail, detail_size, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
     }
 out:
