@@ -734,7 +734,12 @@ llmr_httpc_status llmr_httpc_download(llmr_httpc *c, const char *url, const char
     }
 done:
     if (st != LLMR_HTTPC_OK) fail_msg(err, es, "GET", url, st, detail);
-    if (fd >= 0) close(fd);
+    if (fd >= 0) {
+        struct stat now;
+        /* an empty partial holds nothing to resume: do not leave it behind */
+        if (st != LLMR_HTTPC_OK && fstat(fd, &now) == 0 && now.st_size == 0) unlink(partial);
+        close(fd);
+    }
     llmr_httpc_resp_free(&resp);
     llmr_sha256_destroy(hash);
     free(partial);

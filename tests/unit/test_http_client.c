@@ -462,6 +462,7 @@ START_TEST(download_errors) {
     ck_assert_ptr_nonnull(strstr(err, "/missing"));
     ck_assert_int_eq(res.attempts, 1); /* 404 is not retried */
     ck_assert_int_ne(stat(dest, &sb), 0);
+    ck_assert_int_ne(stat(partial, &sb), 0); /* nothing was received: no empty partial left */
     ts_stop(s);
 
     dl_ctx d503 = {.status = 503};
