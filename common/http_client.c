@@ -515,9 +515,9 @@ static llmr_httpc_status run_with_retries(xfer *x, long timeout_ms, char *err, s
         x->resp->attempts = a;
         st = xfer_perform(x, timeout_ms, NULL, detail, sizeof detail);
         if (x->sink == SINK_STREAM && x->delivered > 0) break; /* bytes went out: never replay */
-        int again;
-        if (st == LLMR_HTTPC_OK) again = retryable_status(x->resp->status) && idempotent(x->method);
-        else again = transport_error(st) && (idempotent(x->method) || never_connected(st));
+        int again, safe = idempotent(x->method) || q->idempotent;
+        if (st == LLMR_HTTPC_OK) again = retryable_status(x->resp->status) && safe;
+        else again = transport_error(st) && (safe || never_connected(st));
         if (!again) break;
     }
     if (st != LLMR_HTTPC_OK) fail_msg(err, es, x->method, q->url, st, detail);

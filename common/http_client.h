@@ -78,6 +78,8 @@ typedef struct llmr_httpc_req {
     long timeout_ms;                 /* overrides the client's total timeout when > 0 */
     int no_retry;                    /* 1: a single attempt whatever the method */
     const atomic_int *cancel;        /* when non-NULL and set non-zero (any thread): abort (EABORTED) */
+    int idempotent;                  /* 1: retry like GET even for POST (the caller knows a replay is
+                                      * harmless, e.g. a registration keyed by node id) */
 } llmr_httpc_req;
 
 /* A response header (name as the server spelled it). */
