@@ -133,7 +133,7 @@ START_TEST(concurrent_sessions_match_serial) {
 END_TEST
 
 START_TEST(watchdog_cancels_a_real_generation_and_frees_its_memory) {
-    llmr_engine_host *h = open_host(150);
+    llmr_engine_host *h = open_host(1000); /* well above a tiny model's token time, even on a loaded machine */
     if (!h) LLMR_SKIP("gptoss_ref not built");
     char err[1024];
     llmr_host_model_info *mi;
@@ -141,15 +141,15 @@ START_TEST(watchdog_cancels_a_real_generation_and_frees_its_memory) {
     llmr_engine_host_models(h, &mi, &n);
     uint64_t idle_ram = mi[0].ram_bytes + mi[0].vram_bytes;
     free(mi);
-    run r = {.stall_at = 3, .stall_ms = 600};
+    run r = {.stall_at = 3, .stall_ms = 2000};
     ck_assert_int_eq(llmr_engine_host_session_create(h, "test/tiny", NULL, &r.s, err, sizeof err), LLMR_ENGINE_OK);
     llmr_engine_host_models(h, &mi, &n);
     ck_assert_uint_gt(mi[0].ram_bytes + mi[0].vram_bytes, idle_ram); /* the session holds KV memory */
     free(mi);
     generate(&r);
     ck_assert_msg(r.st == LLMR_ENGINE_TIMEOUT, "status %s: %s", llmr_engine_status_name(r.st), r.err);
-    ck_assert_msg(strstr(r.err, "no token for 150 ms") && strstr(r.err, "engine gptoss_ref"), "%s", r.err);
-    ck_assert_int_eq(r.n, 3);
+    ck_assert_msg(strstr(r.err, "no token for 1000 ms") && strstr(r.err, "engine gptoss_ref"), "%s", r.err);
+    ck_assert_int_le(r.n, 3); /* 3, or fewer on a very slow machine (sanitizers): then the prompt stalled */
     llmr_engine_host_models(h, &mi, &n);
     ck_assert_uint_eq(mi[0].sessions, 0);
     ck_assert_uint_eq(mi[0].ram_bytes + mi[0].vram_bytes, idle_ram); /* the session's KV is gone */
