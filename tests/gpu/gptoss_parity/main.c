@@ -599,6 +599,69 @@ static void load_reference(const char *refdir, reference *R) {
     R->topk = (int32_t *)read_f32(refdir, files, "router_topk", (size_t)R->L * R->T * 4); /* int32, same width */
 }
 
+/* Teacher forcing: the prompt, then the reference's own greedy tokens, through this engine. At each step i
+ * the engine's argmax given the reference's history is compared with the reference's token i (no
+ * compounding), and this engine's router gaps (4th - 5th logit) are measured at the generated positions:
+ * an expert flip at a decode-step near-tie (which hf_reference.py does not record) explains a later
+ * free-running divergence. */
+typedef struct teacher_stats {
+    int n, agree, first_miss, first_decode_tie; /* -1: none */
+    double miss_margin;                          /* reference margin at first_miss */
+} teacher_stats;
+
+static void teacher_forced(const reference *R, llmr_engine_model *m, int greedy_n, teacher_stats *ts) {
+    memset(ts, 0, sizeof *ts);
+    ts->first_miss = ts->first_decode_tie = -1;
+    json_t *g = json_object_get(R->ix, "greedy");
+    if (!g || greedy_n <= 0) return;
+    json_t *gt = json_object_get(g, "tokens"), *gm = json_object_get(g, "top2_margin");
+    int n = (int)json_array_size(gt);
+    if (n > greedy_n) n = greedy_n;
+    if (n < 1) return;
+    const int V = R->V, E = R->E, L = R->L;
+    char err[1024];
+    int32_t *cont = xmalloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++) cont[i] = (int32_t)json_integer_value(json_array_get(gt, (size_t)i));
+    float *lg = xmalloc((size_t)n * V * 4), *rl = xmalloc((size_t)L * n * E * 4);
+    llmr_engine_session *s = new_session(api, m, 0);
+    collect c;
+    memset(&c, 0, sizeof c);
+    llmr_generate_result res;
+    /* step 0: the distribution after the prompt */
+    llmr_engine_status st = gen(api, s, R->tok, (size_t)R->T, 0, greedy_params(), NULL, 0, lg, &c, &res, err, sizeof err);
+    /* steps 1..n-1: after each reference token (n-1 rows land at lg + V) */
+    if (st == LLMR_ENGINE_OK && n > 1) st = debug_eval(s, cont, (size_t)(n - 1), lg + V, NULL, rl, NULL, err, sizeof err);
+    api->session_destroy(s);
+    if (st != LLMR_ENGINE_OK) die("teacher forcing: %s: %s", llmr_engine_status_name(st), err);
+    ts->n = n;
+    for (int i = 0; i < n; i++) {
+        const int ok = argmax(lg + (size_t)i * V, (size_t)V) == cont[i];
+        ts->agree += ok;
+        if (!ok && ts->first_miss < 0) {
+            ts->first_miss = i;
+            ts->miss_margin = json_real_value(json_array_get(gm, (size_t)i));
+        }
+    }
+    /* rl rows are the positions of cont[0..n-2], i.e. the inputs of steps 1..n-1 */
+    for (int i = 0; i + 1 < n && ts->first_decode_tie < 0; i++)
+        for (int l = 0; l < L; l++) {
+            const float *v = rl + ((size_t)l * (n - 1) + i) * E;
+            int top[4];
+            top4(v, E, top);
+            float fifth = -INFINITY;
+            for (int e = 0; e < E; e++)
+                if (e != top[0] && e != top[1] && e != top[2] && e != top[3] && v[e] > fifth) fifth = v[e];
+            if (E > 4 && v[top[3]] - fifth < NEAR_TIE) { ts->first_decode_tie = i + 1; break; }
+        }
+    printf("-- teacher-forced continuation (the reference's greedy tokens fed back): engine argmax = reference token "
+           "at %d/%d steps", ts->agree, n);
+    if (ts->first_miss >= 0) printf("; first miss at step %d (reference margin %.4f)", ts->first_miss, ts->miss_margin);
+    printf("; first decode-step router near-tie (this engine's gap < %.0e): %s", NEAR_TIE, ts->first_decode_tie < 0 ? "none" : "");
+    if (ts->first_decode_tie >= 0) printf("step %d", ts->first_decode_tie);
+    printf("\n");
+    free(cont); free(lg); free(rl);
+}
+
 static int parity(const char *model, const char *refdir, int greedy_n, const char *label, const char *json_path) {
     char err[1024];
     reference R;
@@ -639,6 +702,9 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
     printf("timing (correctness-first kernels): prefill %d tokens %.2f s (%.0f tok/s); decode %d tokens %.2f s (%.1f tok/s)\n",
            R.T, fr.prefill_s, R.T / fr.prefill_s, fr.greedy_n, fr.decode_s, fr.greedy_n / (fr.decode_s > 0 ? fr.decode_s : 1));
 
+    teacher_stats ts;
+    teacher_forced(&R, m, greedy_n, &ts);
+
     /* 2. Routing forced to the reference's top-4 in the prompt: arithmetic only, no expert flips. */
     run_pass(&R, m, 1, greedy_n, &fo);
     print_pass(&R, &fo, "routing forced to the reference's top-4 over the prompt (decode free-running)");
@@ -648,11 +714,20 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
     /* The issue's criterion, literally: free-running logits at kept positions and greedy up to the first
      * reference near-tie. Then what explains a literal failure: expert flips at router near-ties (shown by
      * the forced-routing pass) or greedy divergence at a margin within the measured logit noise. */
-    const int free_explained = fr.logit_max_kept <= ACCEPT_REL || fr.router_diff > 0;
-    const int forced_explained = fo.logit_max_all <= ACCEPT_REL && (fo.greedy_ok || fo.greedy_noise);
-    const int greedy_explained = fr.greedy_ok || fr.greedy_noise || fr.router_diff > 0;
+    /* A greedy divergence is explained when the same engine, fed the reference's tokens, picks every
+     * reference token at the steps before the first near-tie (so only compounding noise separates the free
+     * runs), or when a router near-tie occurs during decode at or before the divergence, or when it lies
+     * within the measured logit noise. */
+    const int must_tf = fr.first_tie < 0 ? ts.n : fr.first_tie;
+    const int tf_ok = ts.first_miss < 0 || ts.first_miss >= must_tf;
+    const int free_div = fr.greedy_ok ? -1 : fr.greedy_agree, forced_div = fo.greedy_ok ? -1 : fo.greedy_agree;
+    const int free_g = fr.greedy_ok || fr.greedy_noise || tf_ok || (ts.first_decode_tie >= 0 && ts.first_decode_tie <= free_div);
+    const int forced_g = fo.greedy_ok || fo.greedy_noise || tf_ok ||
+                         (ts.first_decode_tie >= 0 && ts.first_decode_tie <= forced_div);
+    const int free_explained = (fr.logit_max_kept <= ACCEPT_REL || fr.router_diff > 0) && free_g;
+    const int forced_explained = fo.logit_max_all <= ACCEPT_REL && forced_g;
     const int literal = free_ok;
-    const int pass = literal || (forced_explained && free_explained && greedy_explained);
+    const int pass = literal || (forced_explained && free_explained);
     printf("VERDICT %s: %s (free-running: logits %.2e, greedy %d/%d%s; forced routing: logits %.2e, greedy %d/%d%s)\n",
            label, literal ? "PASS" : pass ? "PASS (explained: see above)" : "FAIL", fr.logit_max_kept, fr.greedy_agree,
            fr.greedy_n, fr.greedy_ok ? " ok" : fr.greedy_noise ? " noise" : (fr.router_diff ? " after expert flips" : " FAIL"),
@@ -665,13 +740,13 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
                        "\"free_greedy\":%d,\"free_ok\":%s,\"forced_logits_all\":%.4e,\"forced_top1\":%d,"
                        "\"forced_greedy\":%d,\"forced_ok\":%s,\"greedy_n\":%d,\"first_tie\":%d,\"prefill_s\":%.3f,"
                        "\"decode_tok_s\":%.2f,\"literal\":%s,\"free_noise\":%s,\"forced_noise\":%s,"
-                       "\"max_abs\":%.3e,\"pass\":%s}\n",
+                       "\"max_abs\":%.3e,\"tf_agree\":%d,\"tf_first_miss\":%d,\"decode_tie\":%d,\"pass\":%s}\n",
                     label, R.T, ref_dtype ? ref_dtype : "?", R.P, n_excluded, fr.logit_max_kept, fr.logit_max_all, fr.top1,
                     fr.router_diff, fr.greedy_agree, free_ok ? "true" : "false", fo.logit_max_all, fo.top1,
                     fo.greedy_agree, forced_ok ? "true" : "false", fr.greedy_n, fr.first_tie, fr.prefill_s,
                     fr.decode_s > 0 ? fr.greedy_n / fr.decode_s : 0.0, literal ? "true" : "false",
                     fr.greedy_noise ? "true" : "false", fo.greedy_noise ? "true" : "false", fr.logit_max_abs,
-                    pass ? "true" : "false");
+                    ts.agree, ts.first_miss, ts.first_decode_tie, pass ? "true" : "false");
             fclose(f);
         }
     }
