@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,74 @@ static void selftest_errors(const char *dir, const char *tmp) {
           "a shape mismatch gives MODEL_CORRUPT naming the tensor: %s", err);
 }
 
+/* ------------------------------------------------------------------ threads */
+
+typedef struct worker {
+    llmr_engine_model *m;
+    llmr_engine_session *s;
+    const int32_t *prompt;
+    size_t n;
+    uint32_t max_tokens;
+    collect c;
+    llmr_generate_result res;
+    llmr_engine_status st;
+    char err[512];
+} worker;
+
+static void *worker_main(void *arg) {
+    worker *w = (worker *)arg;
+    memset(&w->c, 0, sizeof w->c);
+    w->st = gen(api, w->s, w->prompt, w->n, w->max_tokens, greedy_params(), NULL, 0, NULL, &w->c, &w->res, w->err,
+                sizeof w->err);
+    return NULL;
+}
+
+/* Two generates at once on two sessions (serialized inside the engine) give the single-thread tokens;
+ * cancel from another thread stops a long generate with CANCELLED and leaves the session usable; stats
+ * answers while a generate runs. */
+static void selftest_threads(llmr_engine_model *m, const int32_t *prompt, const collect *expect) {
+    worker a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    a.m = b.m = m;
+    a.prompt = b.prompt = prompt;
+    a.n = b.n = 20;
+    a.max_tokens = b.max_tokens = 16;
+    a.s = new_session(api, m, 0);
+    b.s = new_session(api, m, 0);
+    pthread_t ta, tb;
+    if (pthread_create(&ta, NULL, worker_main, &a) || pthread_create(&tb, NULL, worker_main, &b)) die("pthread_create");
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    check(a.st == LLMR_ENGINE_OK && b.st == LLMR_ENGINE_OK && a.c.n == 16 && b.c.n == 16 &&
+              !memcmp(a.c.tok, expect->tok, 16 * sizeof(int32_t)) && !memcmp(b.c.tok, expect->tok, 16 * sizeof(int32_t)),
+          "two threads generating on two sessions at once get the single-thread tokens");
+    api->session_destroy(b.s);
+
+    /* a long generate (up to the 512-token context), cancelled from this thread */
+    a.max_tokens = 100000;
+    if (pthread_create(&ta, NULL, worker_main, &a)) die("pthread_create");
+    usleep(50 * 1000); /* tiny decodes ~1-3k tok/s: mid-generation, before the 512-token context fills */
+    llmr_engine_stats stats = {sizeof stats, 0, 0, 0, 0, 0, 0};
+    const double t0 = now_s();
+    api->stats(m, &stats);
+    const double stats_s = now_s() - t0;
+    api->cancel(a.s);
+    pthread_join(ta, NULL);
+    check(stats_s < 0.05, "stats answers in %.1f ms while a generate runs", stats_s * 1e3);
+    check(a.st == LLMR_ENGINE_CANCELLED && a.res.finish == LLMR_FINISH_CANCELLED && a.c.n > 0 &&
+              a.res.n_context < 512,
+          "cancel from another thread: %s after %d tokens, context %u", llmr_engine_status_name(a.st), a.c.n,
+          a.res.n_context);
+    collect c;
+    memset(&c, 0, sizeof c);
+    llmr_generate_result res;
+    char err[512];
+    llmr_engine_status st = gen(api, a.s, prompt, 3, 2, greedy_params(), NULL, 0, NULL, &c, &res, err, sizeof err);
+    check(st == LLMR_ENGINE_OK && c.n == 2, "the cancelled session keeps working: %s", llmr_engine_status_name(st));
+    api->session_destroy(a.s);
+}
+
 static void selftest_generate(const char *dir) {
     char err[1024];
     llmr_engine_info info = {sizeof info, NULL, NULL, NULL, 0, 0};
@@ -249,6 +318,8 @@ static void selftest_generate(const char *dir) {
               rel_l2(lb, la, (size_t)V) == 0.0,
           "a second session gives the same logits and tokens (a stale cancel is cleared)");
     api->session_destroy(s2);
+
+    selftest_threads(m, prompt, &c1);
 
     /* Split prefill (10 + 10) equals one call; then continuing s1's turn works. */
     s2 = new_session(api, m, 0);
