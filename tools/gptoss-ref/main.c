@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
     double tol = 1e-4;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cpus > 0 ? (int)cpus : 1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option but --help takes one value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         if (strcmp(a, "--model") && strcmp(a, "--tokens") && strcmp(a, "--compare") && strcmp(a, "--greedy") && strcmp(a, "--threads") &&
@@ -147,16 +147,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--greedy") || !strcmp(a, "--threads")) {
             char *end;
             long n = strtol(v, &end, 10);
-            if (*end || n < 0 || n > 1000000) { fprintf(stderr, "llmr-gptoss-ref: %s '%s' is not a count\n", a, v); return 2; }
+            if (end == v || *end || n < 0 || n > 1000000) { fprintf(stderr, "llmr-gptoss-ref: %s '%s' is not a count\n", a, v); return 2; }
             if (!strcmp(a, "--greedy")) greedy = (int)n;
             else threads = (int)n;
         } else if (!strcmp(a, "--tol")) {
             char *end;
             tol = strtod(v, &end);
-            if (*end || !(tol > 0)) { fprintf(stderr, "llmr-gptoss-ref: --tol '%s' must be a positive number\n", v); return 2; }
+            if (end == v || *end || !(tol > 0)) { fprintf(stderr, "llmr-gptoss-ref: --tol '%s' must be a positive number\n", v); return 2; }
         }
         else { fprintf(stderr, "llmr-gptoss-ref: unknown option '%s' (see --help)\n", a); return 2; }
-        i++;
     }
     if (threads < 1) { fprintf(stderr, "llmr-gptoss-ref: --threads must be at least 1\n"); return 2; }
     if (!model_dir || (!tokens_path && !cmp_dir)) {
