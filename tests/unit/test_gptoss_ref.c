@@ -182,8 +182,8 @@ static void check_fixture(const char *fixture) {
         float *ls = json_floats(json_object_get(pe, "logits_strided"), &n);
         ck_assert_uint_eq(n, ((size_t)V + stride - 1) / stride);
         double e_logits = rel_l2(logits, ls, n, stride);
-        double l2 = 0, sum = 0;
-        for (int i = 0; i < V; i++) { l2 += (double)logits[i] * logits[i]; sum += logits[i]; }
+        double l2 = 0;
+        for (int i = 0; i < V; i++) l2 += (double)logits[i] * logits[i];
         double ref_l2 = json_real_value(json_object_get(pe, "l2"));
         ck_assert_msg(e_hidden <= 1e-4 && e_logits <= 1e-4 && fabs(sqrt(l2) - ref_l2) <= 1e-4 * ref_l2,
                       "%s position %zu: hidden rel L2 %.3g, strided logits rel L2 %.3g, norm %.7g vs %.7g", fixture, t,
