@@ -71,7 +71,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 GPU_TESTS := $(if $(NVCC),$(foreach t,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/gpu/*/*.c tests/gpu/*/*.cu))))),$(BUILD)/tests/gpu/$(t)),)
 
-.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help fuzz asan asan-test
+.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help fuzz asan asan-test asan-targets
 all: check-deps $(BINS) $(ENGINE_LIBS) $(TEST_PLUGINS) $(UNIT_TESTS) $(BENCH_BINS) $(GPU_TESTS)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found: CUDA engines and GPU tests were not built"
@@ -107,11 +107,13 @@ demo: deps
 
 bench: all
 
-# ASan+UBSan build of everything into build-asan/ (docs/security.md). CUDA parts are left out: nvcc
-# links them without the sanitizer runtime. Flags travel by environment so the += lines above still apply.
+# ASan+UBSan build into build-asan/ (docs/security.md): binaries, engines, test plugins, unit tests.
+# Left out: CUDA parts (nvcc links without the sanitizer runtime) and benches (timings under ASan mean
+# nothing). Flags travel by environment so the += lines above still apply.
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 asan:
-	@CFLAGS="-O1 -g $(SAN_FLAGS)" LDLIBS="$(SAN_FLAGS)" $(MAKE) --no-print-directory BUILD=build-asan CC=clang NVCC= all
+	@CFLAGS="-O1 -g $(SAN_FLAGS)" LDLIBS="$(SAN_FLAGS)" $(MAKE) --no-print-directory BUILD=build-asan CC=clang NVCC= asan-targets
+asan-targets: check-deps $(BINS) $(ENGINE_LIBS) $(TEST_PLUGINS) $(UNIT_TESTS)
 asan-test: asan
 	@tests/run_all.sh build-asan unit
 
