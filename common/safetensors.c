@@ -4,13 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/errmsg.h"
 
 struct llmr_safetensors {
     llmr_st_tensor *tensors; /* sorted by begin */
@@ -69,18 +70,6 @@ const char *llmr_st_strerror(llmr_st_status s) {
     return "unknown safetensors error";
 }
 
-static llmr_st_status fail(char *err, size_t err_size, llmr_st_status s, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static llmr_st_status fail(char *err, size_t err_size, llmr_st_status s, const char *fmt, ...) {
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
 void llmr_st_destroy(llmr_safetensors *st) {
     if (!st) return;
     for (size_t i = 0; i < st->count; i++) free((char *)st->tensors[i].name);
@@ -126,38 +115,38 @@ static int json_u64(json_t *v, uint64_t *out) {
 
 /* Parses one tensor entry into t (name already set). */
 static llmr_st_status parse_tensor(const char *name, json_t *info, llmr_st_tensor *t, char *err, size_t es) {
-    if (!json_is_object(info)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': entry is not an object", name);
+    if (!json_is_object(info)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': entry is not an object", name);
     json_t *dt = json_object_get(info, "dtype"), *shape = json_object_get(info, "shape"),
            *offs = json_object_get(info, "data_offsets");
-    if (!json_is_string(dt)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': missing string field 'dtype'", name);
+    if (!json_is_string(dt)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': missing string field 'dtype'", name);
     int d = llmr_st_dtype_from_name(json_string_value(dt));
-    if (d < 0) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': unknown dtype '%s'", name, json_string_value(dt));
+    if (d < 0) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': unknown dtype '%s'", name, json_string_value(dt));
     t->dtype = (llmr_st_dtype)d;
-    if (!json_is_array(shape)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': missing array field 'shape'", name);
+    if (!json_is_array(shape)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': missing array field 'shape'", name);
     if (json_array_size(shape) > LLMR_ST_MAX_DIMS)
-        return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': %zu dimensions (at most %d)", name, json_array_size(shape), LLMR_ST_MAX_DIMS);
+        return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': %zu dimensions (at most %d)", name, json_array_size(shape), LLMR_ST_MAX_DIMS);
     t->ndim = (int)json_array_size(shape);
     for (int i = 0; i < t->ndim; i++)
         if (!json_u64(json_array_get(shape, (size_t)i), &t->shape[i]))
-            return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': shape[%d] is not a non-negative integer", name, i);
+            return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': shape[%d] is not a non-negative integer", name, i);
     if (!json_is_array(offs) || json_array_size(offs) != 2 || !json_u64(json_array_get(offs, 0), &t->begin) ||
         !json_u64(json_array_get(offs, 1), &t->end))
-        return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "tensor '%s': data_offsets must be two non-negative integers", name);
+        return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "tensor '%s': data_offsets must be two non-negative integers", name);
     if (t->end < t->begin)
-        return fail(err, es, LLMR_ST_ERR_OFFSET, "tensor '%s': data_offsets end %llu before begin %llu", name,
+        return llmr_errf_status(LLMR_ST_ERR_OFFSET, err, es, "tensor '%s': data_offsets end %llu before begin %llu", name,
                     (unsigned long long)t->end, (unsigned long long)t->begin);
     uint64_t n = 1;
     for (int i = 0; i < t->ndim; i++)
         if (__builtin_mul_overflow(n, t->shape[i], &n))
-            return fail(err, es, LLMR_ST_ERR_OVERFLOW, "tensor '%s': element count overflows 64 bits", name);
+            return llmr_errf_status(LLMR_ST_ERR_OVERFLOW, err, es, "tensor '%s': element count overflows 64 bits", name);
     uint64_t bits;
     if (__builtin_mul_overflow(n, (uint64_t)dtypes[t->dtype].bits, &bits))
-        return fail(err, es, LLMR_ST_ERR_OVERFLOW, "tensor '%s': size in bits overflows 64 bits", name);
+        return llmr_errf_status(LLMR_ST_ERR_OVERFLOW, err, es, "tensor '%s': size in bits overflows 64 bits", name);
     if (bits % 8)
-        return fail(err, es, LLMR_ST_ERR_MISALIGNED, "tensor '%s': %llu elements of %s are not a whole number of bytes",
+        return llmr_errf_status(LLMR_ST_ERR_MISALIGNED, err, es, "tensor '%s': %llu elements of %s are not a whole number of bytes",
                     name, (unsigned long long)n, dtypes[t->dtype].name);
     if (bits / 8 != t->end - t->begin)
-        return fail(err, es, LLMR_ST_ERR_TENSOR_INFO, "tensor '%s': shape x %s needs %llu bytes but data_offsets span %llu",
+        return llmr_errf_status(LLMR_ST_ERR_TENSOR_INFO, err, es, "tensor '%s': shape x %s needs %llu bytes but data_offsets span %llu",
                     name, dtypes[t->dtype].name, (unsigned long long)(bits / 8), (unsigned long long)(t->end - t->begin));
     return LLMR_ST_OK;
 }
@@ -169,20 +158,20 @@ static int by_begin(const void *a, const void *b) {
 }
 
 static llmr_st_status parse_metadata(llmr_safetensors *st, json_t *meta, char *err, size_t es) {
-    if (!json_is_object(meta)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "__metadata__ is not an object");
+    if (!json_is_object(meta)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "__metadata__ is not an object");
     size_t n = json_object_size(meta);
     st->meta_keys = calloc(n ? n : 1, sizeof(char *));
     st->meta_vals = calloc(n ? n : 1, sizeof(char *));
-    if (!st->meta_keys || !st->meta_vals) return fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory");
+    if (!st->meta_keys || !st->meta_vals) return llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory");
     const char *k;
     json_t *v;
     json_object_foreach(meta, k, v) {
-        if (!json_is_string(v)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "__metadata__ value of '%s' is not a string", k);
+        if (!json_is_string(v)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "__metadata__ value of '%s' is not a string", k);
         st->meta_keys[st->meta_count] = strdup(k);
         st->meta_vals[st->meta_count] = strdup(json_string_value(v));
         st->meta_count++;
         if (!st->meta_keys[st->meta_count - 1] || !st->meta_vals[st->meta_count - 1])
-            return fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory");
+            return llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory");
     }
     return LLMR_ST_OK;
 }
@@ -192,12 +181,12 @@ static llmr_st_status parse_json(llmr_safetensors *st, const char *text, size_t 
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         /* jansson stops at integers beyond int64: for sizes that is an overflow, not bad JSON. */
-        return fail(err, es, strstr(je.text, "too big integer") ? LLMR_ST_ERR_OVERFLOW : LLMR_ST_ERR_HEADER_JSON,
+        return llmr_errf_status(strstr(je.text, "too big integer") ? LLMR_ST_ERR_OVERFLOW : LLMR_ST_ERR_HEADER_JSON, err, es,
                     "header JSON: %s (line %d, column %d)", je.text, je.line, je.column);
     llmr_st_status s = LLMR_ST_OK;
-    if (!json_is_object(root)) { s = fail(err, es, LLMR_ST_ERR_HEADER_JSON, "header JSON is not an object"); goto out; }
+    if (!json_is_object(root)) { s = llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "header JSON is not an object"); goto out; }
     st->tensors = calloc(json_object_size(root) + 1, sizeof *st->tensors);
-    if (!st->tensors) { s = fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory"); goto out; }
+    if (!st->tensors) { s = llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory"); goto out; }
     const char *key;
     json_t *val;
     json_object_foreach(root, key, val) {
@@ -207,7 +196,7 @@ static llmr_st_status parse_json(llmr_safetensors *st, const char *text, size_t 
         }
         llmr_st_tensor *t = &st->tensors[st->count];
         t->name = strdup(key);
-        if (!t->name) { s = fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory"); goto out; }
+        if (!t->name) { s = llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory"); goto out; }
         st->count++;
         if ((s = parse_tensor(key, val, t, err, es)) != LLMR_ST_OK) goto out;
     }
@@ -223,12 +212,12 @@ static llmr_st_status check_layout(llmr_safetensors *st, char *err, size_t es) {
     for (size_t i = 0; i < st->count; i++) {
         const llmr_st_tensor *t = &st->tensors[i];
         if (t->begin != pos)
-            return fail(err, es, LLMR_ST_ERR_OFFSET, "tensor '%s' starts at data offset %llu, expected %llu (%s)", t->name,
+            return llmr_errf_status(LLMR_ST_ERR_OFFSET, err, es, "tensor '%s' starts at data offset %llu, expected %llu (%s)", t->name,
                         (unsigned long long)t->begin, (unsigned long long)pos, t->begin < pos ? "overlap" : "gap");
         pos = t->end;
     }
     if (pos != data_size)
-        return fail(err, es, LLMR_ST_ERR_INCOMPLETE, "tensors need %llu data bytes but the file holds %llu (%s)",
+        return llmr_errf_status(LLMR_ST_ERR_INCOMPLETE, err, es, "tensors need %llu data bytes but the file holds %llu (%s)",
                     (unsigned long long)pos, (unsigned long long)data_size, pos > data_size ? "truncated" : "trailing bytes");
     return LLMR_ST_OK;
 }
@@ -237,21 +226,21 @@ llmr_st_status llmr_st_parse(const uint8_t *buf, size_t buf_len, uint64_t file_s
                              char *err, size_t es) {
     if (err && es) err[0] = 0;
     if (buf_len < 8 || file_size < 8)
-        return fail(err, es, LLMR_ST_ERR_HEADER_TOO_SMALL, "file is %llu bytes, shorter than the 8-byte header length",
+        return llmr_errf_status(LLMR_ST_ERR_HEADER_TOO_SMALL, err, es, "file is %llu bytes, shorter than the 8-byte header length",
                     (unsigned long long)file_size);
     uint64_t n = 0;
     for (int i = 7; i >= 0; i--) n = (n << 8) | buf[i];
     if (n > LLMR_ST_MAX_HEADER)
-        return fail(err, es, LLMR_ST_ERR_HEADER_TOO_LARGE, "header length %llu exceeds the %u-byte bound",
+        return llmr_errf_status(LLMR_ST_ERR_HEADER_TOO_LARGE, err, es, "header length %llu exceeds the %u-byte bound",
                     (unsigned long long)n, LLMR_ST_MAX_HEADER);
     if (8 + n > file_size)
-        return fail(err, es, LLMR_ST_ERR_HEADER_LENGTH, "header length %llu runs past the end of the %llu-byte file",
+        return llmr_errf_status(LLMR_ST_ERR_HEADER_LENGTH, err, es, "header length %llu runs past the end of the %llu-byte file",
                     (unsigned long long)n, (unsigned long long)file_size);
-    if (8 + n > buf_len) return fail(err, es, LLMR_ST_ERR_IO, "buffer holds %zu bytes, header needs %llu", buf_len, (unsigned long long)(8 + n));
-    if (!utf8_valid(buf + 8, n)) return fail(err, es, LLMR_ST_ERR_HEADER_UTF8, "header is not valid UTF-8");
-    if (memchr(buf + 8, 0, n)) return fail(err, es, LLMR_ST_ERR_HEADER_JSON, "header contains a NUL byte");
+    if (8 + n > buf_len) return llmr_errf_status(LLMR_ST_ERR_IO, err, es, "buffer holds %zu bytes, header needs %llu", buf_len, (unsigned long long)(8 + n));
+    if (!utf8_valid(buf + 8, n)) return llmr_errf_status(LLMR_ST_ERR_HEADER_UTF8, err, es, "header is not valid UTF-8");
+    if (memchr(buf + 8, 0, n)) return llmr_errf_status(LLMR_ST_ERR_HEADER_JSON, err, es, "header contains a NUL byte");
     llmr_safetensors *st = calloc(1, sizeof *st);
-    if (!st) return fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory");
+    if (!st) return llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory");
     st->header_len = n;
     st->file_size = file_size;
     llmr_st_status s = parse_json(st, (const char *)buf + 8, n, err, es);
@@ -263,15 +252,15 @@ llmr_st_status llmr_st_parse(const uint8_t *buf, size_t buf_len, uint64_t file_s
 
 llmr_st_status llmr_st_open(const char *path, llmr_safetensors **out, char *err, size_t es) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fail(err, es, LLMR_ST_ERR_IO, "%s: %s", path, strerror(errno));
+    if (fd < 0) return llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: %s", path, strerror(errno));
     struct stat sb;
     uint8_t lenbuf[8];
     uint8_t *buf = NULL;
     llmr_st_status s;
-    if (fstat(fd, &sb) != 0) { s = fail(err, es, LLMR_ST_ERR_IO, "%s: %s", path, strerror(errno)); goto done; }
+    if (fstat(fd, &sb) != 0) { s = llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: %s", path, strerror(errno)); goto done; }
     ssize_t r = pread(fd, lenbuf, 8, 0);
     if (r < 8) {
-        s = fail(err, es, LLMR_ST_ERR_HEADER_TOO_SMALL, "%s: file is %lld bytes, shorter than the 8-byte header length",
+        s = llmr_errf_status(LLMR_ST_ERR_HEADER_TOO_SMALL, err, es, "%s: file is %lld bytes, shorter than the 8-byte header length",
                  path, (long long)sb.st_size);
         goto done;
     }
@@ -279,17 +268,17 @@ llmr_st_status llmr_st_open(const char *path, llmr_safetensors **out, char *err,
     for (int i = 7; i >= 0; i--) n = (n << 8) | lenbuf[i];
     size_t want = 8 + (size_t)(n > LLMR_ST_MAX_HEADER || 8 + n > (uint64_t)sb.st_size ? 0 : n);
     buf = malloc(want);
-    if (!buf) { s = fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory"); goto done; }
-    if (pread(fd, buf, want, 0) != (ssize_t)want) { s = fail(err, es, LLMR_ST_ERR_IO, "%s: short read", path); goto done; }
+    if (!buf) { s = llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory"); goto done; }
+    if (pread(fd, buf, want, 0) != (ssize_t)want) { s = llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: short read", path); goto done; }
     s = llmr_st_parse(buf, want, (uint64_t)sb.st_size, out, err, es);
     if (s != LLMR_ST_OK) {
         /* Prefix the path so the user knows which shard is bad. */
         char tmp[512];
         snprintf(tmp, sizeof tmp, "%s", err ? err : "");
-        fail(err, es, s, "%s: %s", path, tmp);
+        llmr_errf_status(s, err, es, "%s: %s", path, tmp);
     } else if (!((*out)->path = strdup(path))) {
         llmr_st_destroy(*out);
-        s = fail(err, es, LLMR_ST_ERR_NOMEM, "out of memory");
+        s = llmr_errf_status(LLMR_ST_ERR_NOMEM, err, es, "out of memory");
     }
 done:
     free(buf);
@@ -316,18 +305,18 @@ const char *llmr_st_metadata(const llmr_safetensors *st, const char *key) {
 
 const uint8_t *llmr_st_map_data(llmr_safetensors *st, char *err, size_t es) {
     if (st->map) return (const uint8_t *)st->map + 8 + st->header_len;
-    if (!st->path) { fail(err, es, LLMR_ST_ERR_IO, "not opened from a file"); return NULL; }
+    if (!st->path) { llmr_errf_status(LLMR_ST_ERR_IO, err, es, "not opened from a file"); return NULL; }
     int fd = open(st->path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) { fail(err, es, LLMR_ST_ERR_IO, "%s: %s", st->path, strerror(errno)); return NULL; }
+    if (fd < 0) { llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: %s", st->path, strerror(errno)); return NULL; }
     struct stat sb;
     if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != st->file_size) {
         close(fd);
-        fail(err, es, LLMR_ST_ERR_IO, "%s: file changed size since its header was read", st->path);
+        llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: file changed size since its header was read", st->path);
         return NULL;
     }
     void *m = mmap(NULL, st->file_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
-    if (m == MAP_FAILED) { fail(err, es, LLMR_ST_ERR_IO, "%s: mmap: %s", st->path, strerror(errno)); return NULL; }
+    if (m == MAP_FAILED) { llmr_errf_status(LLMR_ST_ERR_IO, err, es, "%s: mmap: %s", st->path, strerror(errno)); return NULL; }
     st->map = m;
     return (const uint8_t *)m + 8 + st->header_len;
 }

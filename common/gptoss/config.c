@@ -3,34 +3,25 @@
 
 #include <jansson.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int fail(char *err, size_t es, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "common/errmsg.h"
+
 
 static int get_int(json_t *o, const char *key, int *out, int required, char *err, size_t es) {
     json_t *v = json_object_get(o, key);
-    if (!v) return required ? fail(err, es, "config.json: missing field '%s'", key) : 0;
+    if (!v) return required ? llmr_errf(err, es, "config.json: missing field '%s'", key) : 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7fffffff)
-        return fail(err, es, "config.json: field '%s' must be a non-negative integer", key);
+        return llmr_errf(err, es, "config.json: field '%s' must be a non-negative integer", key);
     *out = (int)json_integer_value(v);
     return 0;
 }
 
 static int get_num(json_t *o, const char *key, float *out, int required, char *err, size_t es) {
     json_t *v = json_object_get(o, key);
-    if (!v) return required ? fail(err, es, "config.json: missing field '%s'", key) : 0;
-    if (!json_is_number(v)) return fail(err, es, "config.json: field '%s' must be a number", key);
+    if (!v) return required ? llmr_errf(err, es, "config.json: missing field '%s'", key) : 0;
+    if (!json_is_number(v)) return llmr_errf(err, es, "config.json: field '%s' must be a number", key);
     *out = (float)json_number_value(v);
     return 0;
 }
@@ -38,11 +29,11 @@ static int get_num(json_t *o, const char *key, float *out, int required, char *e
 static int parse_rope(json_t *root, gptoss_config *c, char *err, size_t es) {
     json_t *rs = json_object_get(root, "rope_scaling");
     if (!rs) rs = json_object_get(root, "rope_parameters"); /* transformers v5 spelling */
-    if (!json_is_object(rs)) return fail(err, es, "config.json: missing object 'rope_scaling'");
+    if (!json_is_object(rs)) return llmr_errf(err, es, "config.json: missing object 'rope_scaling'");
     json_t *type = json_object_get(rs, "rope_type");
     if (!type) type = json_object_get(rs, "type");
     if (!json_is_string(type) || strcmp(json_string_value(type), "yarn") != 0)
-        return fail(err, es, "config.json: rope_scaling.rope_type must be \"yarn\"");
+        return llmr_errf(err, es, "config.json: rope_scaling.rope_type must be \"yarn\"");
     if (get_num(rs, "factor", &c->rope_factor, 1, err, es) || get_num(rs, "beta_fast", &c->rope_beta_fast, 0, err, es) ||
         get_num(rs, "beta_slow", &c->rope_beta_slow, 0, err, es) ||
         get_int(rs, "original_max_position_embeddings", &c->rope_original_max_position, 1, err, es))
@@ -60,12 +51,12 @@ static int parse_layer_types(json_t *root, gptoss_config *c, char *err, size_t e
         return 0;
     }
     if (!json_is_array(lt) || (int)json_array_size(lt) != c->num_layers)
-        return fail(err, es, "config.json: layer_types must list %d entries", c->num_layers);
+        return llmr_errf(err, es, "config.json: layer_types must list %d entries", c->num_layers);
     for (int i = 0; i < c->num_layers; i++) {
         const char *s = json_string_value(json_array_get(lt, (size_t)i));
         if (s && strcmp(s, "sliding_attention") == 0) c->layer_sliding[i] = 1;
         else if (s && strcmp(s, "full_attention") == 0) c->layer_sliding[i] = 0;
-        else return fail(err, es, "config.json: layer_types[%d] is neither sliding_attention nor full_attention", i);
+        else return llmr_errf(err, es, "config.json: layer_types[%d] is neither sliding_attention nor full_attention", i);
     }
     return 0;
 }
@@ -73,7 +64,7 @@ static int parse_layer_types(json_t *root, gptoss_config *c, char *err, size_t e
 int gptoss_config_parse(const char *text, size_t len, gptoss_config *c, char *err, size_t es) {
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    if (!root) return fail(err, es, "config.json: %s (line %d)", je.text, je.line);
+    if (!root) return llmr_errf(err, es, "config.json: %s (line %d)", je.text, je.line);
     memset(c, 0, sizeof *c);
     c->rope_theta = 10000.0f;
     c->rope_beta_fast = 32.0f;
@@ -83,7 +74,7 @@ int gptoss_config_parse(const char *text, size_t len, gptoss_config *c, char *er
     c->rms_norm_eps = 1e-5f;
     c->eos_token_id = 200002;
     int rc = -1;
-    if (!json_is_object(root)) { fail(err, es, "config.json: not a JSON object"); goto out; }
+    if (!json_is_object(root)) { llmr_errf(err, es, "config.json: not a JSON object"); goto out; }
     if (get_int(root, "hidden_size", &c->hidden_size, 1, err, es) || get_int(root, "num_hidden_layers", &c->num_layers, 1, err, es) ||
         get_int(root, "num_attention_heads", &c->num_heads, 1, err, es) ||
         get_int(root, "num_key_value_heads", &c->num_kv_heads, 1, err, es) || get_int(root, "head_dim", &c->head_dim, 1, err, es) ||
@@ -97,14 +88,14 @@ int gptoss_config_parse(const char *text, size_t len, gptoss_config *c, char *er
         goto out;
     json_t *eos = json_object_get(root, "eos_token_id");
     if (json_is_integer(eos)) c->eos_token_id = (int)json_integer_value(eos);
-    if (c->num_layers <= 0 || c->num_layers > GPTOSS_MAX_LAYERS) { fail(err, es, "config.json: num_hidden_layers %d out of range 1..%d", c->num_layers, GPTOSS_MAX_LAYERS); goto out; }
-    if (c->num_kv_heads == 0 || c->num_heads % c->num_kv_heads) { fail(err, es, "config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d", c->num_heads, c->num_kv_heads); goto out; }
-    if (c->head_dim == 0 || c->head_dim % 2) { fail(err, es, "config.json: head_dim %d must be even and positive", c->head_dim); goto out; }
+    if (c->num_layers <= 0 || c->num_layers > GPTOSS_MAX_LAYERS) { llmr_errf(err, es, "config.json: num_hidden_layers %d out of range 1..%d", c->num_layers, GPTOSS_MAX_LAYERS); goto out; }
+    if (c->num_kv_heads == 0 || c->num_heads % c->num_kv_heads) { llmr_errf(err, es, "config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d", c->num_heads, c->num_kv_heads); goto out; }
+    if (c->head_dim == 0 || c->head_dim % 2) { llmr_errf(err, es, "config.json: head_dim %d must be even and positive", c->head_dim); goto out; }
     if (c->hidden_size % GPTOSS_MXFP4_BLOCK || c->intermediate_size % GPTOSS_MXFP4_BLOCK) {
-        fail(err, es, "config.json: hidden_size and intermediate_size must be multiples of %d (MXFP4 blocks)", GPTOSS_MXFP4_BLOCK);
+        llmr_errf(err, es, "config.json: hidden_size and intermediate_size must be multiples of %d (MXFP4 blocks)", GPTOSS_MXFP4_BLOCK);
         goto out;
     }
-    if (c->experts_per_token == 0 || c->experts_per_token > c->num_experts) { fail(err, es, "config.json: num_experts_per_tok %d out of range", c->experts_per_token); goto out; }
+    if (c->experts_per_token == 0 || c->experts_per_token > c->num_experts) { llmr_errf(err, es, "config.json: num_experts_per_tok %d out of range", c->experts_per_token); goto out; }
     if (parse_rope(root, c, err, es) || parse_layer_types(root, c, err, es)) goto out;
     rc = 0;
 out:
@@ -116,12 +107,12 @@ int gptoss_config_load(const char *dir, gptoss_config *out, char *err, size_t es
     char path[4096];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, es, "%s: cannot open", path);
+    if (!f) return llmr_errf(err, es, "%s: cannot open", path);
     char buf[1 << 16];
     size_t n = fread(buf, 1, sizeof buf, f);
     int big = !feof(f);
     fclose(f);
-    if (big) return fail(err, es, "%s: larger than 64 KB", path);
+    if (big) return llmr_errf(err, es, "%s: larger than 64 KB", path);
     return gptoss_config_parse(buf, n, out, err, es);
 }
 

@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/errmsg.h"
 #include "common/checkpoint.h"
 #include "common/gptoss/ref_math.h"
 #include "common/gptoss/synth.h" /* bf16 helpers */
@@ -45,16 +45,6 @@ struct gptoss_ref_model {
     uint64_t ram_bytes;
 };
 
-static int fail(int status, char *err, size_t es, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(int status, char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 uint64_t gptoss_ref_weight_bytes(const gptoss_config *c) {
     uint64_t H = (uint64_t)c->hidden_size, NH = (uint64_t)c->num_heads, KV = (uint64_t)c->num_kv_heads;
@@ -92,14 +82,14 @@ static const void *tensor(loader *ld, const char *name, llmr_st_dtype dt, int nd
     }
     char e2[512];
     const void *p = llmr_checkpoint_data(ld->m->ck, name, NULL, e2, sizeof e2);
-    if (!p) ld->status = fail(LLMR_ENGINE_MODEL_CORRUPT, ld->err, ld->es, "%s: %s", name, e2);
+    if (!p) ld->status = llmr_errf_status(LLMR_ENGINE_MODEL_CORRUPT, ld->err, ld->es, "%s: %s", name, e2);
     return p;
 }
 
 static float *alloc_f32(loader *ld, uint64_t n, const char *what) {
     if (ld->status != LLMR_ENGINE_OK) return NULL;
     float *p = malloc((size_t)n * sizeof *p);
-    if (!p) ld->status = fail(LLMR_ENGINE_OOM_RAM, ld->err, ld->es, "out of memory: %llu bytes for %s", (unsigned long long)(n * 4), what);
+    if (!p) ld->status = llmr_errf_status(LLMR_ENGINE_OOM_RAM, ld->err, ld->es, "out of memory: %llu bytes for %s", (unsigned long long)(n * 4), what);
     else ld->m->ram_bytes += n * 4;
     return p;
 }
@@ -178,17 +168,17 @@ void gptoss_ref_free(gptoss_ref_model *m) {
 static int check_config(const gptoss_config *c, char *err, size_t es) {
     if (c->head_dim / 2 > REF_MAX_HALF_DIM || c->num_experts > 256 || c->experts_per_token > 16 || c->vocab_size <= 0 ||
         c->hidden_size <= 0 || c->num_heads <= 0 || c->num_heads > 256)
-        return fail(LLMR_ENGINE_UNSUPPORTED, err, es,
+        return llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es,
                     "config.json: head_dim %d, num_local_experts %d, num_experts_per_tok %d, vocab %d: beyond this reference's "
                     "limits (head_dim <= 256, experts <= 256, top-k <= 16, heads <= 256)", c->head_dim, c->num_experts, c->experts_per_token,
                     c->vocab_size);
-    if (c->rope_factor <= 0 || c->rope_theta <= 0) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: rope factor/theta must be positive");
+    if (c->rope_factor <= 0 || c->rope_theta <= 0) return llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: rope factor/theta must be positive");
     return LLMR_ENGINE_OK;
 }
 
 int gptoss_ref_load(const char *dir, int threads, uint64_t ram_limit, gptoss_ref_model **out, char *err, size_t es) {
     gptoss_ref_model *m = calloc(1, sizeof *m);
-    if (!m) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
+    if (!m) return llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
     int st;
     if (gptoss_config_load(dir, &m->c, err, es)) {
         free(m);
@@ -198,7 +188,7 @@ int gptoss_ref_load(const char *dir, int threads, uint64_t ram_limit, gptoss_ref
     uint64_t need = gptoss_ref_weight_bytes(&m->c), avail = ram_limit ? ram_limit : mem_available();
     if (need > avail) {
         free(m);
-        return fail(LLMR_ENGINE_OOM_RAM, err, es, "%s: the fp32 reference needs %llu bytes of RAM for the weights, %llu available "
+        return llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "%s: the fp32 reference needs %llu bytes of RAM for the weights, %llu available "
                     "(it is meant for small synthetic checkpoints)", dir, (unsigned long long)need, (unsigned long long)avail);
     }
     if (llmr_checkpoint_open(dir, &m->ck, err, es)) {
@@ -213,7 +203,7 @@ int gptoss_ref_load(const char *dir, int threads, uint64_t ram_limit, gptoss_ref
     m->final_norm = bf16_tensor(&ld, "model.norm.weight", 1, (const uint64_t[]){H});
     m->lm_head = bf16_tensor(&ld, "lm_head.weight", 2, (const uint64_t[]){V, H});
     m->layers = ld.status == LLMR_ENGINE_OK ? calloc((size_t)m->c.num_layers, sizeof *m->layers) : NULL;
-    if (!m->layers && ld.status == LLMR_ENGINE_OK) ld.status = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
+    if (!m->layers && ld.status == LLMR_ENGINE_OK) ld.status = llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
     for (int l = 0; l < m->c.num_layers && ld.status == LLMR_ENGINE_OK; l++) load_layer(&ld, l, &m->layers[l]);
     if (ld.status != LLMR_ENGINE_OK) {
         gptoss_ref_free(m);
@@ -364,9 +354,9 @@ int gptoss_ref_forward(const gptoss_ref_model *m, gptoss_ref_state *s, int32_t t
                        gptoss_ref_trace *tr, char *err, size_t es) {
     const gptoss_config *c = &m->c;
     const int H = c->hidden_size;
-    if (token < 0 || token >= c->vocab_size) return fail(-1, err, es, "token id %d out of range 0..%d", (int)token, c->vocab_size - 1);
-    if (s->n >= s->max_context) return fail(-1, err, es, "context full: %d tokens (max_context)", s->max_context);
-    if (grow(s)) return fail(-1, err, es, "out of memory growing the KV cache past %d tokens", s->cap);
+    if (token < 0 || token >= c->vocab_size) return llmr_errf_status(-1, err, es, "token id %d out of range 0..%d", (int)token, c->vocab_size - 1);
+    if (s->n >= s->max_context) return llmr_errf_status(-1, err, es, "context full: %d tokens (max_context)", s->max_context);
+    if (grow(s)) return llmr_errf_status(-1, err, es, "out of memory growing the KV cache past %d tokens", s->cap);
     const int pos = s->n;
     const uint16_t *row = m->embed + (size_t)token * (size_t)H;
     for (int i = 0; i < H; i++) s->x[i] = gptoss_bf16_to_f32(row[i]);

@@ -7,7 +7,6 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/errmsg.h"
 #include "common/safetensors.h"
 
 #define SYNTH_CHUNK_BYTES (4u << 20) /* unit of work and of PRNG streams: 4 MiB of output */
@@ -34,16 +34,6 @@ const gptoss_synth_dims *gptoss_synth_preset(const char *name) {
     return NULL;
 }
 
-static int fail(char *err, size_t es, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 uint16_t gptoss_f32_to_bf16(float f) {
     union { float f; uint32_t u; } v = {f};
@@ -204,11 +194,11 @@ static int plan_build(plan *p, const gptoss_synth_dims *d, uint64_t cap, char *e
     p->d = d;
     const uint64_t H = (uint64_t)d->hidden_size, V = (uint64_t)d->vocab_size;
     for (int L = 0; L < d->num_layers; L++)
-        if (add_layer(p, L)) return fail(err, es, "out of memory planning tensors");
+        if (add_layer(p, L)) return llmr_errf(err, es, "out of memory planning tensors");
     if (!add_bf16(p, "model.embed_tokens.weight", "embedding.weight", 0, 2, SH(V, H), 0, 1.0f) ||
         !add_bf16(p, "model.norm.weight", "norm.scale", 0, 1, SH(H), 1.0f, 0.1f) ||
         !add_bf16(p, "lm_head.weight", "unembedding.weight", 0, 2, SH(V, H), 0, 2.0f / sqrtf((float)H)))
-        return fail(err, es, "out of memory planning tensors");
+        return llmr_errf(err, es, "out of memory planning tensors");
     qsort(p->t, (size_t)p->n, sizeof *p->t, cmp_orig);
     if (cap == 0) {
         if (strcmp(d->name, "20b") == 0) cap = CONVERTER_SHARD_CAP;
@@ -228,7 +218,7 @@ static int plan_build(plan *p, const gptoss_synth_dims *d, uint64_t cap, char *e
         while (j < p->n && strcmp(p->t[j].orig, p->t[i].orig) == 0) g += p->t[j++].bytes;
         if (cur > 0 && cur + g > cap) {
             p->shard_bytes[shard] = cur;
-            if (++shard >= SYNTH_MAX_SHARDS) return fail(err, es, "shard cap %llu bytes gives more than %d shards", (unsigned long long)cap, SYNTH_MAX_SHARDS);
+            if (++shard >= SYNTH_MAX_SHARDS) return llmr_errf(err, es, "shard cap %llu bytes gives more than %d shards", (unsigned long long)cap, SYNTH_MAX_SHARDS);
             cur = 0;
         }
         for (; i < j; i++) {
@@ -239,7 +229,7 @@ static int plan_build(plan *p, const gptoss_synth_dims *d, uint64_t cap, char *e
     }
     p->shard_bytes[shard] = cur;
     p->n_shards = shard + 1;
-    if (p->n_shards < 2) return fail(err, es, "shard cap %llu bytes leaves a single shard; the layout needs at least two", (unsigned long long)cap);
+    if (p->n_shards < 2) return llmr_errf(err, es, "shard cap %llu bytes leaves a single shard; the layout needs at least two", (unsigned long long)cap);
     return 0;
 }
 #undef SH
@@ -269,20 +259,20 @@ static int write_text(const char *dir, const char *name, const char *text, char 
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return fail(err, es, "%s: cannot create: %s", path, strerror(errno));
+    if (fd < 0) return llmr_errf(err, es, "%s: cannot create: %s", path, strerror(errno));
     int rc = write_all(fd, text, strlen(text), 0);
-    if (close(fd) || rc) return fail(err, es, "%s: write failed: %s", path, strerror(errno));
+    if (close(fd) || rc) return llmr_errf(err, es, "%s: write failed: %s", path, strerror(errno));
     return 0;
 }
 
 static int write_json(const char *dir, const char *name, json_t *j, char *err, size_t es) {
-    if (!j) return fail(err, es, "%s: out of memory", name);
+    if (!j) return llmr_errf(err, es, "%s: out of memory", name);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(j);
-    if (!s) return fail(err, es, "%s: out of memory", name);
+    if (!s) return llmr_errf(err, es, "%s: out of memory", name);
     size_t n = strlen(s);
     char *t = malloc(n + 2);
-    if (!t) { free(s); return fail(err, es, "%s: out of memory", name); }
+    if (!t) { free(s); return llmr_errf(err, es, "%s: out of memory", name); }
     memcpy(t, s, n);
     t[n] = '\n';
     t[n + 1] = 0;
@@ -295,24 +285,24 @@ static int write_json(const char *dir, const char *name, json_t *j, char *err, s
 /* Copies src to dir/name. Returns 1 if copied, 0 if src does not exist, -1 on error. */
 static int copy_file(const char *src, const char *dir, const char *name, char *err, size_t es) {
     int in = open(src, O_RDONLY);
-    if (in < 0) return errno == ENOENT ? 0 : fail(err, es, "%s: cannot open: %s", src, strerror(errno));
+    if (in < 0) return errno == ENOENT ? 0 : llmr_errf(err, es, "%s: cannot open: %s", src, strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (out < 0) { close(in); return fail(err, es, "%s: cannot create: %s", path, strerror(errno)); }
+    if (out < 0) { close(in); return llmr_errf(err, es, "%s: cannot create: %s", path, strerror(errno)); }
     char buf[1 << 16];
     uint64_t off = 0;
     int rc = 1;
     for (;;) {
         ssize_t r = read(in, buf, sizeof buf);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) { rc = fail(err, es, "%s: read failed: %s", src, strerror(errno)); break; }
+        if (r < 0) { rc = llmr_errf(err, es, "%s: read failed: %s", src, strerror(errno)); break; }
         if (r == 0) break;
-        if (write_all(out, buf, (size_t)r, off)) { rc = fail(err, es, "%s: write failed: %s", path, strerror(errno)); break; }
+        if (write_all(out, buf, (size_t)r, off)) { rc = llmr_errf(err, es, "%s: write failed: %s", path, strerror(errno)); break; }
         off += (uint64_t)r;
     }
     close(in);
-    if (close(out) && rc == 1) rc = fail(err, es, "%s: close failed: %s", path, strerror(errno));
+    if (close(out) && rc == 1) rc = llmr_errf(err, es, "%s: close failed: %s", path, strerror(errno));
     return rc;
 }
 
@@ -466,7 +456,7 @@ static int fill_all(const plan *p, uint64_t seed, const int *fds, const uint64_t
     for (int i = 0; i < p->n; i++) n_jobs += (size_t)((p->t[i].bytes + SYNTH_CHUNK_BYTES - 1) / SYNTH_CHUNK_BYTES);
     filler f = {.p = p, .seed = seed, .fds = fds, .data_off = data_off, .n_jobs = n_jobs};
     f.jobs = malloc((n_jobs ? n_jobs : 1) * sizeof *f.jobs);
-    if (!f.jobs) return fail(err, es, "out of memory for %zu jobs", n_jobs);
+    if (!f.jobs) return llmr_errf(err, es, "out of memory for %zu jobs", n_jobs);
     /* Largest tensors first would balance better, but plain order keeps writes mostly sequential. */
     size_t k = 0;
     for (int i = 0; i < p->n; i++)
@@ -484,7 +474,7 @@ static int fill_all(const plan *p, uint64_t seed, const int *fds, const uint64_t
     for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
     pthread_mutex_destroy(&f.mu);
     free(f.jobs);
-    if (atomic_load(&f.failed)) return fail(err, es, "%s", f.err);
+    if (atomic_load(&f.failed)) return llmr_errf(err, es, "%s", f.err);
     return 0;
 }
 
@@ -498,27 +488,27 @@ static int write_shards(const plan *p, const gptoss_synth_options *o, char *err,
         snprintf(path, sizeof path, "%s/%s", o->out_dir, fn);
         size_t hlen = 0;
         char *hdr = shard_header(p, opened, &hlen);
-        if (!hdr) { fail(err, es, "%s: out of memory for the header", path); goto out; }
+        if (!hdr) { llmr_errf(err, es, "%s: out of memory for the header", path); goto out; }
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) { free(hdr); fail(err, es, "%s: cannot create: %s", path, strerror(errno)); goto out; }
+        if (fd < 0) { free(hdr); llmr_errf(err, es, "%s: cannot create: %s", path, strerror(errno)); goto out; }
         fds[opened] = fd;
         data_off[opened] = hlen;
         int bad = write_all(fd, hdr, hlen, 0) || ftruncate(fd, (off_t)(hlen + p->shard_bytes[opened]));
         free(hdr);
-        if (bad) { opened++; fail(err, es, "%s: cannot write %llu bytes: %s", path, (unsigned long long)(hlen + p->shard_bytes[opened - 1]), strerror(errno)); goto out; }
+        if (bad) { opened++; llmr_errf(err, es, "%s: cannot write %llu bytes: %s", path, (unsigned long long)(hlen + p->shard_bytes[opened - 1]), strerror(errno)); goto out; }
     }
     rc = fill_all(p, o->seed, fds, data_off, o->threads, err, es);
 out:
     for (int i = 0; i < opened; i++)
-        if (close(fds[i]) && rc == 0) rc = fail(err, es, "shard %d: close failed: %s", i, strerror(errno));
+        if (close(fds[i]) && rc == 0) rc = llmr_errf(err, es, "shard %d: close failed: %s", i, strerror(errno));
     return rc;
 }
 
 int gptoss_synth_write(const gptoss_synth_options *o, gptoss_synth_report *rep, char *err, size_t es) {
-    if (!o) return fail(err, es, "no options given");
-    if (!o->dry_run && (!o->out_dir || !*o->out_dir)) return fail(err, es, "no output folder given");
+    if (!o) return llmr_errf(err, es, "no options given");
+    if (!o->dry_run && (!o->out_dir || !*o->out_dir)) return llmr_errf(err, es, "no output folder given");
     const gptoss_synth_dims *d = gptoss_synth_preset(o->preset);
-    if (!d) return fail(err, es, "unknown preset '%s' (tiny, small or 20b)", o->preset ? o->preset : "(null)");
+    if (!d) return llmr_errf(err, es, "unknown preset '%s' (tiny, small or 20b)", o->preset ? o->preset : "(null)");
     plan p;
     int rc = -1;
     if (plan_build(&p, d, o->shard_cap, err, es)) goto out;
@@ -532,7 +522,7 @@ int gptoss_synth_write(const gptoss_synth_options *o, gptoss_synth_report *rep, 
         for (int i = 0; i < p.n_shards && i < 64; i++) rep->shard_payload[i] = p.shard_bytes[i];
     }
     if (o->dry_run) { rc = 0; goto out; }
-    if (mkdir(o->out_dir, 0755) && errno != EEXIST) { fail(err, es, "%s: cannot create folder: %s", o->out_dir, strerror(errno)); goto out; }
+    if (mkdir(o->out_dir, 0755) && errno != EEXIST) { llmr_errf(err, es, "%s: cannot create folder: %s", o->out_dir, strerror(errno)); goto out; }
     if (write_json(o->out_dir, "config.json", config_json(d), err, es) ||
         write_json(o->out_dir, "generation_config.json", generation_config_json(), err, es) ||
         write_json(o->out_dir, "model.safetensors.index.json", index_json(&p, total), err, es) ||
@@ -541,7 +531,7 @@ int gptoss_synth_write(const gptoss_synth_options *o, gptoss_synth_report *rep, 
     if (o->chat_template_path) {
         int c = copy_file(o->chat_template_path, o->out_dir, "chat_template.jinja", err, es);
         if (c < 0) goto out;
-        if (c == 0) { fail(err, es, "%s: chat template not found", o->chat_template_path); goto out; }
+        if (c == 0) { llmr_errf(err, es, "%s: chat template not found", o->chat_template_path); goto out; }
         if (rep) rep->template_copied = 1;
     }
     if (o->tokenizer_dir) {

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/errmsg.h"
 #include "common/gptoss/config.h"
 #include "common/gptoss/ref_model.h"
 #include "common/sampling.h"
@@ -47,16 +48,6 @@ struct llmr_engine_session {
     uint64_t bytes_accounted;    /* what this session added to model->session_bytes */
 };
 
-static llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static void host_log(const llmr_engine_model *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void host_log(const llmr_engine_model *m, int level, const char *fmt, ...) {
@@ -90,11 +81,11 @@ static llmr_engine_status ref_describe(llmr_engine_info *out) {
 /* Checks the descriptor names a gpt-oss safetensors checkpoint this engine can run. */
 static llmr_engine_status check_desc(const llmr_model_descriptor *d, char *err, size_t es) {
     if (!d || !LLMR_HAS_FIELD(d, llmr_model_descriptor, model_dir) || !d->model_dir)
-        return fail(LLMR_ENGINE_LOAD_FAILED, err, es, "no model_dir in the model descriptor");
+        return llmr_errf_status(LLMR_ENGINE_LOAD_FAILED, err, es, "no model_dir in the model descriptor");
     if (LLMR_HAS_FIELD(d, llmr_model_descriptor, format) && d->format && strcmp(d->format, "safetensors") != 0)
-        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "format '%s' is not supported (safetensors only)", d->format);
+        return llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "format '%s' is not supported (safetensors only)", d->format);
     if (LLMR_HAS_FIELD(d, llmr_model_descriptor, architecture) && d->architecture && strcmp(d->architecture, "GptOssForCausalLM") != 0)
-        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "architecture '%s' is not supported (GptOssForCausalLM only)", d->architecture);
+        return llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "architecture '%s' is not supported (GptOssForCausalLM only)", d->architecture);
     return LLMR_ENGINE_OK;
 }
 
@@ -113,9 +104,9 @@ static llmr_engine_status ref_load(const llmr_model_descriptor *d, const llmr_lo
                                    size_t es) {
     llmr_engine_status st = check_desc(d, err, es);
     if (st != LLMR_ENGINE_OK) return st;
-    if (!out) return fail(LLMR_ENGINE_INTERNAL, err, es, "model_out is NULL");
+    if (!out) return llmr_errf_status(LLMR_ENGINE_INTERNAL, err, es, "model_out is NULL");
     llmr_engine_model *m = calloc(1, sizeof *m);
-    if (!m) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
+    if (!m) return llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "out of memory");
     if (p && LLMR_HAS_FIELD(p, llmr_load_params, host) && p->host && p->host->struct_size >= offsetof(llmr_host_api, log) + sizeof p->host->log) {
         m->host = *p->host;
         m->has_host = 1;
@@ -147,7 +138,7 @@ static void ref_unload(llmr_engine_model *m) {
 
 static llmr_engine_status ref_session_create(llmr_engine_model *m, const llmr_session_params *p, llmr_engine_session **out,
                                              char *err, size_t es) {
-    if (!m || !out) return fail(LLMR_ENGINE_INTERNAL, err, es, "model or session_out is NULL");
+    if (!m || !out) return llmr_errf_status(LLMR_ENGINE_INTERNAL, err, es, "model or session_out is NULL");
     uint32_t ctx = p && LLMR_HAS_FIELD(p, llmr_session_params, max_context) && p->max_context ? p->max_context : m->max_context;
     if (ctx > m->max_context) ctx = m->max_context;
     llmr_engine_session *s = calloc(1, sizeof *s);
@@ -157,7 +148,7 @@ static llmr_engine_status ref_session_create(llmr_engine_model *m, const llmr_se
     if (!s || !s->logits || !s->state) {
         if (s) free(s->logits);
         free(s);
-        return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory creating a session");
+        return llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "out of memory creating a session");
     }
     s->model = m;
     s->pending = -1;
@@ -182,7 +173,7 @@ static void ref_session_destroy(llmr_engine_session *s) {
 static llmr_engine_status eval_token(llmr_engine_session *s, int32_t tok, int want, char *err, size_t es) {
     char why[256];
     if (gptoss_ref_forward(s->model->ref, s->state, tok, want ? s->logits : NULL, NULL, why, sizeof why))
-        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "cannot evaluate token %d at position %d: %s", (int)tok,
+        return llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "cannot evaluate token %d at position %d: %s", (int)tok,
                     gptoss_ref_state_len(s->state), why);
     s->have_logits = want;
     return LLMR_ENGINE_OK;
@@ -203,7 +194,7 @@ static void account(llmr_engine_session *s) {
 static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_generate_request *req, llmr_token_cb on_token, void *user,
                                        llmr_generate_result *res, char *err, size_t es) {
     if (!s || !req || req->struct_size < offsetof(llmr_generate_request, sampling))
-        return fail(LLMR_ENGINE_INTERNAL, err, es, "session or request missing (or request struct_size too small)");
+        return llmr_errf_status(LLMR_ENGINE_INTERNAL, err, es, "session or request missing (or request struct_size too small)");
     atomic_store(&s->cancel, 0);
     const int V = gptoss_ref_config(s->model->ref)->vocab_size;
     const int cap = gptoss_ref_state_capacity(s->state);
@@ -218,11 +209,11 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
 
     /* check the whole input before touching the session */
     for (size_t i = 0; i < n_tok; i++)
-        if (req->tokens[i] < 0 || req->tokens[i] >= V) { st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "token %zu: id %d out of range 0..%d", i, (int)req->tokens[i], V - 1); goto out; }
+        if (req->tokens[i] < 0 || req->tokens[i] >= V) { st = llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "token %zu: id %d out of range 0..%d", i, (int)req->tokens[i], V - 1); goto out; }
     size_t need = (size_t)gptoss_ref_state_len(s->state) + (s->pending >= 0) + n_tok;
-    if (need > (size_t)cap) { st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "%zu tokens exceed the session's context of %d", need, cap); goto out; }
+    if (need > (size_t)cap) { st = llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "%zu tokens exceed the session's context of %d", need, cap); goto out; }
     if (n_tok == 0 && s->pending < 0 && !s->have_logits && (max_tokens > 0 || logits_out)) {
-        st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "nothing to generate from: the request has no tokens and the session holds no "
+        st = llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "nothing to generate from: the request has no tokens and the session holds no "
                   "logits (it is empty, or its last prompt was cancelled)");
         goto out;
     }
@@ -244,7 +235,7 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
     if (have_sampling) sp = req->sampling;
     sampler = llmr_sampler_create(&sp, V);
     scratch = malloc((size_t)V * sizeof *scratch);
-    if (!sampler || !scratch) { st = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory for sampling"); goto out; }
+    if (!sampler || !scratch) { st = llmr_errf_status(LLMR_ENGINE_OOM_RAM, err, es, "out of memory for sampling"); goto out; }
     for (uint32_t g = 0;; g++) {
         if (atomic_load(&s->cancel)) { st = LLMR_ENGINE_CANCELLED; r.finish = LLMR_FINISH_CANCELLED; break; }
         /* tokens held (evaluated + pending) never exceed the context: a new token needs a free slot */
@@ -270,7 +261,7 @@ out:
         memcpy(res, &r, n);
         if (keep && keep < sizeof r) res->struct_size = keep;
     }
-    if (st == LLMR_ENGINE_CANCELLED) fail(st, err, es, "cancelled after %u prompt and %u generated tokens", r.n_prompt, r.n_generated);
+    if (st == LLMR_ENGINE_CANCELLED) llmr_errf_status(st, err, es, "cancelled after %u prompt and %u generated tokens", r.n_prompt, r.n_generated);
     llmr_sampler_destroy(sampler);
     free(scratch);
     return st;
