@@ -331,7 +331,10 @@ static void dispatch(struct evhttp_request *req, void *arg) {
     snprintf(r->method, sizeof r->method, "%s", method_name(evhttp_request_get_command(req)));
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
-    r->path = evhttp_uridecode(raw_path && *raw_path ? raw_path : "/", 0, NULL);
+    size_t path_len = 0;
+    r->path = evhttp_uridecode(raw_path && *raw_path ? raw_path : "/", 0, &path_len);
+    /* "%00" decodes to a NUL that would cut the path short: "/f.json%00x" must not reach /f.json. */
+    int nul_in_path = r->path && strlen(r->path) != path_len;
     if (!r->path) r->path = strdup("/");
     const char *q = uri ? evhttp_uri_get_query(uri) : NULL;
     if (q) evhttp_parse_query_str(q, &r->query);
@@ -345,6 +348,17 @@ static void dispatch(struct evhttp_request *req, void *arg) {
                               r->body_len, srv->opts.max_body);
         return;
     }
+    if (nul_in_path) {
+        llmr_http_reply_error(r, 400, NULL, "invalid_path", NULL, NULL, "request path contains an encoded NUL byte (%%00)");
+        return;
+    }
+    /* Handlers echo the path in JSON (which must be UTF-8): "%ff" would otherwise end in a 500. */
+    json_t *probe = json_string(r->path);
+    if (!probe) {
+        llmr_http_reply_error(r, 400, NULL, "invalid_path", NULL, NULL, "request path is not valid UTF-8 once %%-decoded");
+        return;
+    }
+    json_decref(probe);
     r->body = malloc(r->body_len + 1);
     if (!r->body) { llmr_http_reply_error(r, 500, NULL, NULL, NULL, NULL, "out of memory"); return; }
     evbuffer_copyout(in, r->body, r->body_len);

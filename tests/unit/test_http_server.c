@@ -119,6 +119,14 @@ START_TEST(routes_and_errors) {
     ck_assert_ptr_nonnull(strstr(s.buf, "not valid JSON"));
     ck_assert_int_eq(do_req("POST", "/echo", "[1]", 3, &s, 5000), 400);
     ck_assert_int_eq(do_req("POST", "/echo", "", 0, &s, 5000), 400);
+    /* an encoded NUL must not truncate the path the handler sees */
+    ck_assert_int_eq(do_req("GET", "/items/config.json%00.evil", NULL, 0, &s, 5000), 400);
+    ck_assert_ptr_nonnull(strstr(s.buf, "\"code\":\"invalid_path\""));
+    ck_assert_int_eq(do_req("GET", "/items/%ff%fe", NULL, 0, &s, 5000), 400);
+    ck_assert_ptr_nonnull(strstr(s.buf, "not valid UTF-8"));
+    ck_assert_int_eq(do_req("GET", "/nope%C3", NULL, 0, &s, 5000), 400);
+    ck_assert_int_eq(do_req("GET", "/items/a%2Fb", NULL, 0, &s, 5000), 200);
+    ck_assert_ptr_nonnull(strstr(s.buf, "\"id\":\"a/b\""));
 }
 END_TEST
 
