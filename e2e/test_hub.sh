@@ -120,6 +120,8 @@ check "backslash -> 400" test "$(curl -s -o /dev/null -w '%{http_code}' "$U/a%5C
 check "empty segment -> 400" test "$(curl -s -o /dev/null -w '%{http_code}' "$U/sub%20dir//x")" = 400
 check "bad repo id -> 400" test "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "$HUB_URL/api/models/org/../tree/main")" = 400
 check "tree paginates with Link rel=next" bash -c "curl -sD - -o /dev/null '$HUB_URL/api/models/org/tiny/tree/main?recursive=true' | grep -qi '^Link: <http://127.0.0.1:$HUB_PORT/api/models/org/tiny/tree/main?recursive=true&cursor=3>; rel=\"next\"'"
+check "a cursor that is not an index is a 400, not page one" bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' '$HUB_URL/api/models/org/tiny/tree/main?cursor=%ff')\" = 400 && test \"\$(curl -s -o /dev/null -w '%{http_code}' '$HUB_URL/api/models/org/tiny/tree/main?cursor=-1')\" = 400"
+check "an encoded NUL in a path is a 400" bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' '$HUB_URL/org/tiny/resolve/main/config.json%00x')\" = 400"
 # every page of a listing, following the Link headers the way huggingface_hub does
 all_pages() {
   local url="$1" n=0

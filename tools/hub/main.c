@@ -183,8 +183,17 @@ static void tree(hub_app *app, llmr_http_request *req, const char *repo, const c
     }
     int recursive = query_true(req, "recursive");
     const char *cur = llmr_http_query(req, "cursor");
-    long start = cur ? strtol(cur, NULL, 10) : 0;
-    if (start < 0) start = 0;
+    long start = 0;
+    if (cur) { /* only the cursors our own Link headers hand out: a non-negative decimal index */
+        char *end;
+        errno = 0;
+        start = strtol(cur, &end, 10);
+        if (errno || end == cur || *end || start < 0) {
+            hub_repo_free(&r); /* the cursor is not echoed: it may not be UTF-8 */
+            hub_error(req, 400, NULL, "Invalid cursor: expected a non-negative index, as in a Link rel=\"next\" header");
+            return;
+        }
+    }
     json_t *arr = json_array();
     long idx = 0, emitted = 0;
     int more = 0;
