@@ -8,7 +8,6 @@
 
 #include "common/errmsg.h"
 
-
 static int get_int(json_t *o, const char *key, int *out, int required, char *err, size_t es) {
     json_t *v = json_object_get(o, key);
     if (!v) return required ? llmr_errf(err, es, "config.json: missing field '%s'", key) : 0;
@@ -61,6 +60,30 @@ static int parse_layer_types(json_t *root, gptoss_config *c, char *err, size_t e
     return 0;
 }
 
+/* Sizes that must be positive and scalars that must be finite and positive: a zero vocab or head
+ * count, or a rope_theta of 1 (log(base) = 0), would otherwise surface later as empty tensors,
+ * divisions by zero or NaN rotary tables instead of an error naming the field. */
+static int check_positive(const gptoss_config *c, char *err, size_t es) {
+    const struct { const char *name; int v; } ints[] = {
+        {"hidden_size", c->hidden_size}, {"num_attention_heads", c->num_heads}, {"head_dim", c->head_dim},
+        {"num_local_experts", c->num_experts}, {"intermediate_size", c->intermediate_size},
+        {"vocab_size", c->vocab_size}, {"max_position_embeddings", c->max_position_embeddings},
+        {"rope_scaling.original_max_position_embeddings", c->rope_original_max_position},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (ints[i].v <= 0) return llmr_errf(err, es, "config.json: %s must be positive, got %d", ints[i].name, ints[i].v);
+    const struct { const char *name; float v, min; } nums[] = {
+        {"rms_norm_eps", c->rms_norm_eps, 0}, {"rope_theta", c->rope_theta, 1}, {"rope_scaling.factor", c->rope_factor, 0},
+        {"rope_scaling.beta_fast", c->rope_beta_fast, 0}, {"rope_scaling.beta_slow", c->rope_beta_slow, 0},
+        {"swiglu_limit", c->swiglu_limit, 0}, {"swiglu_alpha", c->swiglu_alpha, 0},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        if (!isfinite(nums[i].v) || !(nums[i].v > nums[i].min))
+            return llmr_errf(err, es, "config.json: %s must be a finite number above %g, got %g", nums[i].name,
+                             (double)nums[i].min, (double)nums[i].v);
+    return 0;
+}
+
 int gptoss_config_parse(const char *text, size_t len, gptoss_config *c, char *err, size_t es) {
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
@@ -96,7 +119,7 @@ int gptoss_config_parse(const char *text, size_t len, gptoss_config *c, char *er
         goto out;
     }
     if (c->experts_per_token == 0 || c->experts_per_token > c->num_experts) { llmr_errf(err, es, "config.json: num_experts_per_tok %d out of range", c->experts_per_token); goto out; }
-    if (parse_rope(root, c, err, es) || parse_layer_types(root, c, err, es)) goto out;
+    if (parse_rope(root, c, err, es) || parse_layer_types(root, c, err, es) || check_positive(c, err, es)) goto out;
     rc = 0;
 out:
     json_decref(root);

@@ -44,6 +44,27 @@ START_TEST(bad_configs_named) {
     ck_assert_int_eq(gptoss_config_parse(missing, strlen(missing), &c, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "num_hidden_layers"));
     ck_assert_int_eq(gptoss_config_parse("[1", 2, &c, err, sizeof err), -1);
+    /* the real config with one value made degenerate: each is refused, naming the field */
+    static const struct { const char *from, *to, *named; } cases[] = {
+        {"\"vocab_size\": 201088", "\"vocab_size\": 0", "vocab_size must be positive"},
+        {"\"hidden_size\": 2880", "\"hidden_size\": 0", "hidden_size must be positive"},
+        {"\"num_attention_heads\": 64", "\"num_attention_heads\": 0", "num_attention_heads must be positive"},
+        {"\"rope_theta\": 150000", "\"rope_theta\": 1", "rope_theta must be"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": -1", "rms_norm_eps must be"},
+    };
+    FILE *f = fopen("tests/data/gptoss/20b/config.json", "rb");
+    ck_assert_ptr_nonnull(f);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *at = strstr(text, cases[i].from), bad[8300];
+        ck_assert_msg(at != NULL, "fixture lacks %s", cases[i].from);
+        int len = snprintf(bad, sizeof bad, "%.*s%s%s", (int)(at - text), text, cases[i].to, at + strlen(cases[i].from));
+        ck_assert_int_eq(gptoss_config_parse(bad, (size_t)len, &c, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, cases[i].named) != NULL, "case %zu: %s", i, err);
+    }
 }
 END_TEST
 
