@@ -739,6 +739,7 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
     if (self.t == JT_DICT) {
         const jdict *d = self.u.d;
         if (!strcmp(m, "get")) {
+            if (a->nargs < 1 || a->nargs > 2 || a->nkw) return fail_type(r, line, "get expected 1 or 2 positional arguments, got %zu", a->nargs);
             jv k = arg(a, 0, NULL, jv_none(), NULL);
             jv *v = jdict_get(d, k);
             return v ? *v : arg(a, 1, NULL, jv_none(), NULL);
@@ -821,6 +822,8 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
         jlist *l = jlist_new(r->ar, (size_t)cnt, JL_LIST);
         if (!l) { nomem(r, line); return jv_undef(); }
         for (int64_t x = v[0]; v[2] > 0 ? x < v[1] : x > v[1]; x += v[2]) l->it[l->n++] = jv_int(x);
+        l->is_range = true;
+        memcpy(l->range, v, sizeof v);
         return jv_list(l);
     }
     case G_NAMESPACE: case G_DICT: {
@@ -876,6 +879,7 @@ jv jb_call(jrender *r, jv fnv, const jargs *a, int line) {
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, bool has_a0, int line, int *res) {
+    (void)has_a0;
     #define T(lit) NAMEQ(name, n, lit)
     if (T("defined")) *res = self.t != JT_UNDEF;
     else if (T("undefined")) *res = self.t == JT_UNDEF;
@@ -892,16 +896,30 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
     else if (T("sequence")) *res = self.t == JT_STR || (self.t == JT_LIST && self.u.l->kind != JL_GEN) || self.t == JT_DICT || self.t == JT_UNDEF;
     else if (T("callable")) *res = self.t == JT_FUNC || self.t == JT_LOOP;
     else if (T("escaped")) *res = 0;
-    else if (T("lower") || T("upper")) {
-        if (self.t != JT_STR) { fail_type(r, line, "test '%.*s' needs a string", (int)n, name); return false; }
-        jv cmp = case_map(r, self, T("lower") ? 0 : 1, line);
-        *res = jv_equal(cmp, self);
+    else if (T("lower") || T("upper")) {   /* jinja2: str(value).islower() / .isupper() */
+        jbuf b = {0};
+        jv_str(&b, self);
+        jv sv = jv_strn(b.p ? b.p : "", b.n);
+        bool up = false, low = false;
+        for (size_t i = 0; i < sv.n; i++) {
+            unsigned char c = (unsigned char)sv.u.s[i];
+            if (isupper(c)) up = true;
+            if (islower(c)) low = true;
+        }
+        if (sv.n && !up && !low) {   /* non-ASCII letters: compare with the case-mapped string */
+            jv l2 = case_map(r, sv, 0, line), u2 = case_map(r, sv, 1, line);
+            up = !jv_equal(l2, sv); low = !jv_equal(u2, sv);
+        }
+        jbuf_free(&b);
+        *res = T("lower") ? (low && !up) : (up && !low);
     } else if (T("odd") || T("even") || T("divisibleby")) {
-        if (self.t != JT_INT && self.t != JT_BOOL) { fail_type(r, line, "test '%.*s' needs an integer", (int)n, name); return false; }
-        if (T("divisibleby")) {
-            if (!has_a0 || (a0.t != JT_INT && a0.t != JT_BOOL) || a0.u.i == 0) { jr_fail(r, JINJA_ERENDER, line, "divisibleby needs a non-zero integer"); return false; }
-            *res = self.u.i % a0.u.i == 0;
-        } else *res = T("odd") ? (self.u.i & 1) != 0 : (self.u.i & 1) == 0;
+        jv d = T("divisibleby") ? a0 : jv_int(2);
+        if (!jv_is_number(self) || !jv_is_number(d)) { fail_type(r, line, "unsupported operand type(s) for %%: '%s' and '%s'", jv_type_name(self), jv_type_name(d)); return false; }
+        if (jv_num(d) == 0) { jr_fail(r, JINJA_ERENDER, line, "ZeroDivisionError: integer division or modulo by zero"); return false; }
+        double m;
+        if (self.t != JT_FLOAT && d.t != JT_FLOAT) { int64_t q = self.u.i % d.u.i; if (q && ((q < 0) != (d.u.i < 0))) q += d.u.i; m = (double)q; }
+        else { m = fmod(jv_num(self), jv_num(d)); if (m != 0 && ((m < 0) != (jv_num(d) < 0))) m += jv_num(d); }
+        *res = T("odd") ? m == 1 : m == 0;
     } else if (T("sameas")) *res = jv_equal(self, a0) && self.t == a0.t && (self.t > JT_FLOAT ? self.u.s == a0.u.s : true);
     else if (T("eq") || T("equalto") || T("==")) *res = jv_equal(self, a0);
     else if (T("ne") || T("!=")) *res = !jv_equal(self, a0);
@@ -1423,6 +1441,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("capitalize")) return case_map(r, s, 3, line);
     if (F("title")) return case_map(r, s, 5, line);
     if (F("truncate")) {
+        if (self.t != JT_STR) return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
         jv lenv = arg(a, 0, "length", jv_int(255), NULL);
         bool killwords = jv_truthy(arg(a, 1, "killwords", jv_bool(false), NULL));
         jv end = arg(a, 2, "end", jv_strn("...", 3), NULL);
@@ -1448,7 +1467,10 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (jr_failed(r)) return jv_undef();
         return str_replace(r, s, old, rep, cnt.t == JT_INT ? cnt.u.i : -1, line);
     }
-    if (F("indent")) return filter_indent(r, s, a, line);
+    if (F("indent")) {
+        if (self.t != JT_STR) return fail_type(r, line, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(self));
+        return filter_indent(r, s, a, line);
+    }
     if (F("wordcount")) {
         int64_t c = 0;
         bool in = false;

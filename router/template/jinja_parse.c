@@ -214,6 +214,10 @@ static bool lex_tag(jparser *P, size_t *pi, char close, int end_type) {
                     while (j < n && (isdigit((unsigned char)s[j]) || s[j] == '_')) j++;
                 }
             }
+            if (!isf && s[i] == '0') {   /* jinja2: no leading zeros in a decimal integer ("0", "00" are fine) */
+                for (size_t k = i; k < j; k++)
+                    if (s[k] != '0' && s[k] != '_') return perr_at(P, off, "leading zeros in an integer literal");
+            }
             char buf[128]; size_t bn = 0;
             for (size_t k = i; k < j && bn < sizeof buf - 1; k++) if (s[k] != '_') buf[bn++] = s[k];
             buf[bn] = 0;
@@ -848,7 +852,8 @@ static bool expect_block_end(jparser *P) {
 
 static jnode *parse_if(jparser *P, jtok *t) {
     jnode *n = mk(P, N_IF, t);
-    if (!n || !(n->a = parse_tuple(P, false, true, false)) || !expect_block_end(P)) return NULL;
+    /* jinja2 parses the test with with_condexpr=False: `{% if a if b else c %}` is an error */
+    if (!n || !(n->a = parse_tuple(P, false, false, false)) || !expect_block_end(P)) return NULL;
     static const char *const ends[] = { "elif", "else", "endif", NULL };
     const char *which = NULL;
     if (!(n->b = parse_body(P, ends, &which))) return NULL;

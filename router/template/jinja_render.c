@@ -299,7 +299,12 @@ static int contains(jrender *r, jv needle, jv hay, int line) {
     case JT_LIST:
         for (size_t i = 0; i < hay.u.l->n; i++) if (jv_equal(hay.u.l->it[i], needle)) return 1;
         return 0;
-    case JT_DICT: return jdict_get(hay.u.d, needle) != NULL;
+    case JT_DICT:
+        if ((needle.t == JT_LIST && needle.u.l->kind != JL_TUPLE) || needle.t == JT_DICT || needle.t == JT_NS) {
+            type_error(r, line, "unhashable type: '%s'", jv_type_name(needle));
+            return -1;
+        }
+        return jdict_get(hay.u.d, needle) != NULL;
     default:
         type_error(r, line, "argument of type '%s' is not iterable", jv_type_name(hay));
         return -1;

@@ -357,6 +357,11 @@ void jv_repr(jbuf *b, jv v) {
     case JT_LIST: {
         const jlist *l = v.u.l;
         if (l->kind == JL_GEN) { jbuf_puts(b, "<generator object>"); return; }
+        if (l->is_range) {
+            if (l->range[2] == 1) jbuf_printf(b, "range(%lld, %lld)", (long long)l->range[0], (long long)l->range[1]);
+            else jbuf_printf(b, "range(%lld, %lld, %lld)", (long long)l->range[0], (long long)l->range[1], (long long)l->range[2]);
+            return;
+        }
         jbuf_putc(b, l->kind == JL_TUPLE ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
             if (i) jbuf_puts(b, ", ");
@@ -463,6 +468,7 @@ static bool json_val(jbuf *b, jv v, const jopts *o, int level) {
     case JT_LIST: {
         const jlist *l = v.u.l;
         if (l->kind == JL_GEN) { *o->bad = "generator"; return false; }
+        if (l->is_range) { *o->bad = "range"; return false; }
         if (!l->n) { jbuf_puts(b, "[]"); return true; }
         jbuf_putc(b, '[');
         for (size_t i = 0; i < l->n; i++) {
