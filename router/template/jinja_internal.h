@@ -176,6 +176,7 @@ typedef struct jloop {
     int64_t index0;
     int depth0;
     const jnode *node;      /* the N_FOR (for loop(...) recursion) */
+    struct jframe *outer;   /* the frame the loop runs in (for loop(...) recursion) */
     jv changed_last; bool changed_set;
 } jloop;
 

@@ -452,8 +452,11 @@ static jv eval_call(jrender *r, const jnode *n, jframe *f, jv caller) {
     return call_value(r, fn, &a, n->line, caller);
 }
 
+static jv call_loop(jrender *r, jv lv, const jargs *a, int line);
+
 static jv call_value(jrender *r, jv fn, const jargs *a, int line, jv caller) {
     if (fn.t == JT_UNDEF) return jr_undef_error(r, fn, line);
+    if (fn.t == JT_LOOP) return jr_step(r, line) ? call_loop(r, fn, a, line) : jv_undef();
     if (fn.t != JT_FUNC) return type_error(r, line, "'%s' object is not callable", jv_type_name(fn));
     if (!jr_step(r, line)) return jv_undef();
     if (fn.u.fn->kind == FN_MACRO || fn.u.fn->kind == FN_CALLER) {
@@ -672,9 +675,8 @@ static jv make_macro(jrender *r, const jnode *n, jframe *f, int kind) {
 }
 
 /* ---- statements ----------------------------------------------------------------------------- */
-static void exec_for(jrender *r, const jnode *n, jframe *f) {
-    jv seq = eval(r, n->b, f);
-    if (jr_failed(r)) return;
+/* Runs the loop n over seq in frame f at recursion depth depth0 (0 for the statement itself). */
+static void run_loop(jrender *r, const jnode *n, jframe *f, jv seq, int depth0) {
     jlist *items = jb_iter(r, seq, n->line);
     if (!items) return;
     jframe *lf = frame_new(r, f);
@@ -697,7 +699,7 @@ static void exec_for(jrender *r, const jnode *n, jframe *f) {
     }
     jloop *lp = jarena_alloc(r->ar, sizeof *lp);
     if (!lp) { oom(r, n->line); return; }
-    lp->items = items; lp->node = n;
+    lp->items = items; lp->node = n; lp->outer = f; lp->depth0 = depth0;
     jv lv = {0};
     lv.t = JT_LOOP; lv.u.loop = lp;
     for (size_t i = 0; i < items->n; i++) {
@@ -711,6 +713,29 @@ static void exec_for(jrender *r, const jnode *n, jframe *f) {
         if (r->brk == 1) { r->brk = 0; break; }
         r->brk = 0;
     }
+}
+
+static void exec_for(jrender *r, const jnode *n, jframe *f) {
+    jv seq = eval(r, n->b, f);
+    if (jr_failed(r)) return;
+    run_loop(r, n, f, seq, 0);
+}
+
+/* loop(items) inside a `for ... recursive` loop: renders the loop again over items, one level deeper. */
+static jv call_loop(jrender *r, jv lv, const jargs *a, int line) {
+    const jloop *lp = lv.u.loop;
+    if (!lp->node->flag) return type_error(r, line, "'LoopContext' object is not callable (the loop is not recursive)");
+    if (a->nargs != 1 || a->nkw) return type_error(r, line, "loop() takes exactly one iterable");
+    if (lp->depth0 + 1 >= r->opts->max_call_depth)
+        return jr_fail(r, JINJA_ELIMIT, line, "recursive loop nested deeper than %d", r->opts->max_call_depth);
+    jbuf b = {0}, *saved = r->out;
+    r->out = &b;
+    run_loop(r, lp->node, lp->outer, a->args[0], lp->depth0 + 1);
+    r->out = saved;
+    jv s = jv_from_buf(r->ar, &b);
+    jbuf_free(&b);
+    oom(r, line);
+    return s;
 }
 
 static void exec_stmt(jrender *r, const jnode *n, jframe *f) {
