@@ -196,7 +196,12 @@ static bool open_body(harmony_parser *p, harmony_delta *d) {
         memset(t, 0, sizeof *t);
         const char *name = h.recipient;
         if (!strncmp(name, "functions.", 10)) name += 10;
-        t->name = strdup(name);
+        /* the name comes from model output: make it valid UTF-8 before it reaches JSON */
+        hbuf clean = {0}, pend = {0};
+        bool ok = utf8_take(&pend, name, strlen(name), &clean, true);
+        t->name = ok ? strdup(hb_str(&clean)) : NULL;
+        hb_free(&clean);
+        hb_free(&pend);
         t->id = random_id(p);
         if (!t->name || !t->id) { free(t->name); free(t->id); return false; }
         p->ntools++;

@@ -220,6 +220,16 @@ START_TEST(invalid_utf8_and_deltas) {
     ck_assert_str_eq(json_string_value(json_object_get(j, "reasoning_content")), "x");
     json_decref(j);
     harmony_destroy(NULL);
+    /* a tool name that is not valid UTF-8 (model output) still gives valid JSON (found by fuzz_harmony) */
+    p = harmony_create(NULL);
+    harmony_push(p, 1, " to=\xff\xfe", 7, &d);
+    ck_assert_int_eq(harmony_push(p, HARMONY_MESSAGE, NULL, 0, &d), 0);
+    ck_assert_int_eq(d.kind, HARMONY_DELTA_TOOL_BEGIN);
+    ck_assert_str_eq(d.tool_name, "\xEF\xBF\xBD\xEF\xBF\xBD");
+    j = harmony_delta_json(&d);
+    ck_assert_ptr_nonnull(j);
+    json_decref(j);
+    harmony_destroy(p);
 }
 END_TEST
 
