@@ -54,6 +54,12 @@ void harmony_opts_default(harmony_opts *o) {
     o->constrain = HARMONY_CONSTRAIN; o->ret = HARMONY_RETURN; o->call = HARMONY_CALL; o->endoftext = HARMONY_ENDOFTEXT;
 }
 
+int harmony_is_stop(const harmony_opts *o, uint32_t id) {
+    harmony_opts d;
+    if (!o) { harmony_opts_default(&d); o = &d; }
+    return id == o->ret || id == o->call || id == o->endoftext;
+}
+
 harmony_parser *harmony_create(const harmony_opts *opts) {
     harmony_parser *p = calloc(1, sizeof *p);
     if (!p) return NULL;

@@ -220,6 +220,8 @@ START_TEST(invalid_utf8_and_deltas) {
     ck_assert_str_eq(json_string_value(json_object_get(j, "reasoning_content")), "x");
     json_decref(j);
     harmony_destroy(NULL);
+    ck_assert(harmony_is_stop(NULL, HARMONY_RETURN) && harmony_is_stop(NULL, HARMONY_CALL) && harmony_is_stop(NULL, HARMONY_ENDOFTEXT));
+    ck_assert(!harmony_is_stop(NULL, HARMONY_END) && !harmony_is_stop(NULL, 35644));
     /* a tool name that is not valid UTF-8 (model output) still gives valid JSON (found by fuzz_harmony) */
     p = harmony_create(NULL);
     harmony_push(p, 1, " to=\xff\xfe", 7, &d);
