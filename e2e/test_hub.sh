@@ -100,6 +100,19 @@ code=$(curl -s -o "$WORK/404.json" -D "$WORK/404.h" -w '%{http_code}' "$U/nother
 check "unknown file -> 404 EntryNotFound" bash -c "[ $code = 404 ] && grep -qi 'X-Error-Code: EntryNotFound' '$WORK/404.h'"
 code=$(curl -s -o /dev/null -D "$WORK/404.h" -w '%{http_code}' "$HUB_URL/org/tiny/resolve/0000000000000000000000000000000000000000/config.json")
 check "unknown revision -> 404 RevisionNotFound" bash -c "[ $code = 404 ] && grep -qi 'X-Error-Code: RevisionNotFound' '$WORK/404.h'"
+# HEAD then GET on one keep-alive connection: a HEAD reply must carry no body, or the GET's reply
+# would be read from the middle of it (checked for an API answer, a file, and an error)
+head_then_get() {
+  exec 3<>"/dev/tcp/127.0.0.1/$HUB_PORT" || return 1
+  printf 'HEAD %s HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' "$1" >&3
+  timeout 5 cat <&3 > "$WORK/pipelined.txt"; exec 3<&-
+  [ "$(grep -c '^HTTP/1.1 ' "$WORK/pipelined.txt")" = 2 ] && \
+    [ "$(sed -n '2,$p' "$WORK/pipelined.txt" | grep -m1 -n '^HTTP/1.1 200' | cut -d: -f1)" -gt 0 ] && \
+    ! tr -d '\r' < "$WORK/pipelined.txt" | awk 'BEGIN{h=1} /^$/{if(h==1){getline; print; exit}}' | grep -q '^{'
+}
+check "HEAD on model info: no body" head_then_get /api/models/org/tiny
+check "HEAD on a file: no body" head_then_get /org/tiny/resolve/main/config.json
+check "HEAD on a 404: no body" head_then_get /org/tiny/resolve/main/nothere.json
 check "HEAD 404 has no body" test "$(curl -s -I -o /dev/null -w '%{http_code}:%{size_download}' "$U/nothere.json")" = "404:0"
 check "traversal ../ -> 400" test "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "$U/../../../../etc/passwd")" = 400
 check "traversal %2e%2e -> 400" test "$(curl -s -o /dev/null -w '%{http_code}' "$U/%2e%2e/%2e%2e/secret")" = 400
@@ -129,6 +142,23 @@ commit2=$(curl -s "$HUB_URL/api/models/org/tiny/revision/main" | sed -n 's/.*"sh
 check "commit changes when a file changes" test "$commit2" != "$commit" -a ${#commit2} -eq 40
 check "listing shows the new sha256" bash -c "'$BIN/llmr-hubget' --endpoint '$HUB_URL' --repo org/tiny --list | grep -q '$(printf y | sha256sum | cut -c1-64)'"
 check "old commit no longer resolves" test "$(curl -s -o /dev/null -w '%{http_code}' "$HUB_URL/org/tiny/resolve/$commit/one.bin")" = 404
+
+# --- a multi-GB file: a 5 GiB sparse file whose hashes are seeded in the sidecar cache, so the test
+# also shows the cache is read (hashing 5 GiB would take the test's whole budget) ---
+H="$ROOT/org/huge"; mkdir -p "$H"
+truncate -s 5G "$H/model.gguf"
+printf 'TAIL-OF-5GiB' | dd of="$H/model.gguf" bs=1 seek=$((5*1024*1024*1024 - 12)) conv=notrunc status=none
+abs="$(cd "$H" && pwd -P)/model.gguf"
+read -r hsize hmt hino < <(stat -c '%s %.9Y %i' "$abs")
+fake_sha=5555555555555555555555555555555555555555555555555555555555555555
+printf 'llmr-hub-cache v1\n%s %s %s %s %s\n' "$hsize" "${hmt/./}" "$hino" "$fake_sha" 1111111111111111111111111111111111111111 \
+  > "$WORK/cache/$(printf '%s' "$abs" | sha256sum | cut -c1-64)"
+curl -sI "$HUB_URL/org/huge/resolve/main/model.gguf" | tr -d '\r' > "$WORK/huge.h"
+check "5 GiB file: HEAD size" grep -qi '^X-Linked-Size: 5368709120' "$WORK/huge.h"
+check "5 GiB file: sha256 from the sidecar cache" grep -qi "^X-Linked-Etag: \"$fake_sha\"" "$WORK/huge.h"
+check "5 GiB file: Range at the end" test "$(curl -s -r 5368709100- "$HUB_URL/org/huge/resolve/main/model.gguf" | tail -c 12)" = "TAIL-OF-5GiB"
+check "5 GiB file: 206 Content-Range" bash -c "curl -s -r 5368709100- -D - -o /dev/null '$HUB_URL/org/huge/resolve/main/model.gguf' | tr -d '\r' | grep -q '^Content-Range: bytes 5368709100-5368709119/5368709120'"
+check "5 GiB file: Range across the 4 GiB mark" test "$(curl -s -r 4294967290-4294967305 "$HUB_URL/org/huge/resolve/main/model.gguf" | wc -c)" = 16
 
 # --- graceful stop on SIGTERM ---
 kill -TERM "$HUB_PID"; sleep 0.3
