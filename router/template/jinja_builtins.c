@@ -278,6 +278,7 @@ static uint32_t cp_upper(uint32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c : c - 1;
     if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
     if (c == 0x3C2) return 0x3A3;
+    if (c >= 0x1C4 && c <= 0x1CC) return c - (c - 0x1C4) % 3;   /* DŽ Dž dž LJ Lj lj NJ Nj nj */
     if (c >= 0x3AC && c <= 0x3AF) return c == 0x3AC ? 0x386 : c - 37;
     if (c >= 0x430 && c <= 0x44F) return c - 32;
     if (c >= 0x450 && c <= 0x45F) return c - 80;
@@ -293,6 +294,7 @@ static uint32_t cp_lower(uint32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;
     if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
     if (c == 0x386) return 0x3AC;
+    if (c >= 0x1C4 && c <= 0x1CC) return c + 2 - (c - 0x1C4) % 3;
     if (c >= 0x388 && c <= 0x38A) return c + 37;
     if (c >= 0x410 && c <= 0x42F) return c + 32;
     if (c >= 0x400 && c <= 0x40F) return c + 80;
@@ -339,8 +341,17 @@ static jv case_map(jrender *r, jv s, int mode, int line) {
         uint32_t c = cp_next(s.u.s, s.n, &i, &raw);
         if (raw) { p[o++] = s.u.s[st]; prev_cased = false; idx++; continue; }
         uint32_t m = c;
+        if (c == 0xDF && (mode == 1 || (mode == 4))) { p[o++] = 'S'; p[o++] = 'S'; prev_cased = true; idx++; continue; }
         switch (mode) {
-        case 0: m = cp_lower(c); break;
+        case 0:
+            m = cp_lower(c);
+            if (c == 0x3A3 && prev_cased) {   /* Python's final sigma: Σ after a cased letter, not before one */
+                size_t k = i;
+                bool raw2 = false;
+                bool next_cased = k < s.n && cp_cased(cp_next(s.u.s, s.n, &k, &raw2)) && !raw2;
+                if (!next_cased) m = 0x3C2;
+            }
+            break;
         case 1: m = cp_upper(c); break;
         case 2: m = prev_cased ? cp_lower(c) : cp_upper(c); break;
         case 3: m = idx == 0 ? cp_upper(c) : cp_lower(c); break;
@@ -1380,12 +1391,18 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             jv x = attr.t != JT_NONE ? attr_path(r, l->it[i], attr, line) : l->it[i];
             if (jr_failed(r)) return jv_undef();
             if (!jv_is_number(acc) || !jv_is_number(x)) return fail_type(r, line, "unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(acc), jv_type_name(x));
-            acc = (acc.t == JT_FLOAT || x.t == JT_FLOAT) ? jv_float(jv_num(acc) + jv_num(x)) : jv_int(acc.u.i + x.u.i);
+            if (acc.t == JT_FLOAT || x.t == JT_FLOAT) acc = jv_float(jv_num(acc) + jv_num(x));
+            else {
+                int64_t t;
+                if (__builtin_add_overflow(acc.u.i, x.u.i, &t)) return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits");
+                acc = jv_int(t);
+            }
         }
         return acc;
     }
     if (F("abs")) {
         if (self.t == JT_FLOAT) return jv_float(fabs(self.u.f));
+        if (self.t == JT_INT && self.u.i == INT64_MIN) return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits");
         if (self.t == JT_INT || self.t == JT_BOOL) return jv_int(self.u.i < 0 ? -self.u.i : self.u.i);
         return fail_type(r, line, "bad operand type for abs(): '%s'", jv_type_name(self));
     }

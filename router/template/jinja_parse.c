@@ -13,6 +13,7 @@
 #include "router/template/jinja_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,7 +225,11 @@ static bool lex_tag(jparser *P, size_t *pi, char close, int end_type) {
             jtok *t = tok_push(P, isf ? T_FLOAT : T_INT, off);
             if (!t) return false;
             if (isf) t->f = strtod(buf, NULL);
-            else t->i = strtoll(buf, NULL, 10);
+            else {
+                errno = 0;
+                t->i = strtoll(buf, NULL, 10);
+                if (errno == ERANGE || bn >= sizeof buf - 1) return perr_at(P, off, "integer literal does not fit in 64 bits");
+            }
             i = j;
             continue;
         }

@@ -216,7 +216,10 @@ static const char *op_sym(int op) {
     return op >= OP_ADD && op <= OP_POW ? s[op] : "?";
 }
 
-static jv num_result(double d, bool as_float, int64_t i) { return as_float ? jv_float(d) : jv_int(i); }
+/* Python integers are unbounded; ours are 64-bit, and a wrong number is worse than an error. */
+static jv int_overflow(jrender *r, int line) {
+    return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits (this engine's integers are 64-bit)");
+}
 
 static jv binop(jrender *r, int op, jv a, jv b, int line) {
     if (!check_defined(r, a, line) || !check_defined(r, b, line)) return jv_undef();
@@ -225,9 +228,14 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
         double x = jv_num(a), y = jv_num(b);
         int64_t i = a.t == JT_FLOAT ? 0 : a.u.i, j = b.t == JT_FLOAT ? 0 : b.u.i;
         switch (op) {
-        case OP_ADD: return num_result(x + y, fl, (int64_t)((uint64_t)i + (uint64_t)j));
-        case OP_SUB: return num_result(x - y, fl, (int64_t)((uint64_t)i - (uint64_t)j));
-        case OP_MUL: return num_result(x * y, fl, (int64_t)((uint64_t)i * (uint64_t)j));
+        case OP_ADD: case OP_SUB: case OP_MUL: {
+            if (fl) return jv_float(op == OP_ADD ? x + y : op == OP_SUB ? x - y : x * y);
+            int64_t res;
+            bool ovf = op == OP_ADD ? __builtin_add_overflow(i, j, &res) : op == OP_SUB ? __builtin_sub_overflow(i, j, &res)
+                                                                         : __builtin_mul_overflow(i, j, &res);
+            if (ovf) return int_overflow(r, line);
+            return jv_int(res);
+        }
         case OP_DIV:
             if (y == 0) return jr_fail(r, JINJA_ERENDER, line, "ZeroDivisionError: division by zero");
             return jv_float(x / y);
@@ -243,10 +251,11 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
             { int64_t m = i % j; if (m != 0 && ((m < 0) != (j < 0))) m += j; return jv_int(m); }
         case OP_POW:
             if (!fl && j >= 0) {
-                int64_t res = 1, base = i;
-                for (int64_t k = 0; k < j && k < 64; k++) res = (int64_t)((uint64_t)res * (uint64_t)base);
-                if (j >= 64 && i != 0 && i != 1 && i != -1) return jv_float(pow(x, y));
-                if (j >= 64) res = (i == -1 && (j & 1)) ? -1 : (i == 0 ? 0 : 1);
+                if (i == 0 || i == 1) return jv_int(j == 0 ? 1 : i);
+                if (i == -1) return jv_int((j & 1) ? -1 : 1);
+                int64_t res = 1;
+                for (int64_t k = 0; k < j; k++)
+                    if (__builtin_mul_overflow(res, i, &res)) return int_overflow(r, line);
                 return jv_int(res);
             }
             return jv_float(pow(x, y));
@@ -537,7 +546,8 @@ static jv eval(jrender *r, const jnode *n, jframe *f) {
         if (!check_defined(r, x, n->line)) return jv_undef();
         if (!jv_is_number(x)) return type_error(r, n->line, "bad operand type for unary %s: '%s'", n->kind == N_NEG ? "-" : "+", jv_type_name(x));
         if (n->kind == N_POS) return x.t == JT_BOOL ? jv_int(x.u.i) : x;
-        return x.t == JT_FLOAT ? jv_float(-x.u.f) : jv_int((int64_t)(0 - (uint64_t)x.u.i));
+        if (x.t != JT_FLOAT && x.u.i == INT64_MIN) return int_overflow(r, n->line);
+        return x.t == JT_FLOAT ? jv_float(-x.u.f) : jv_int(-x.u.i);
     }
     case N_NOT: { jv x = eval(r, n->a, f); return jr_failed(r) ? jv_undef() : jv_bool(!jv_truthy(x)); }
     case N_AND: { jv x = eval(r, n->a, f); if (jr_failed(r) || !jv_truthy(x)) return x; return eval(r, n->b, f); }
