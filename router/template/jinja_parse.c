@@ -300,9 +300,15 @@ static bool lex(jparser *P) {
         size_t before = P->ntok;
         if (!lex_tag(P, &i, kind == '{' ? '}' : '%', kind == '{' ? T_VAR_END : T_BLOCK_END)) return false;
         line_starting = i > 0 && s[i - 1] == '\n';
-        /* {% raw %} ... {% endraw %}: everything in between is text */
+        /* {% raw %} ... {% endraw %}: everything in between is text. jinja2's raw rules: the raw tag
+         * ends with "%}" (no trim_blocks) or "-%}" (strips what follows) — "+%}" is not a raw tag;
+         * the endraw tag takes -, + and lstrip_blocks like any block tag, and trim_blocks after it. */
         if (kind == '%' && P->ntok == before + 2 && P->toks[before].type == T_NAME &&
             P->toks[before].n == 3 && memcmp(P->toks[before].s, "raw", 3) == 0) {
+            const jtok *endt = &P->toks[before + 1];
+            if (endt->n == 1 && endt->s[0] == '+') return perr_at(P, tag, "unknown tag 'raw' (a raw tag cannot end with +%%})");
+            if (endt->n == 0) i = endt->off + 2;   /* undo trim_blocks */
+            line_starting = i > 0 && s[i - 1] == '\n' && endt->n == 1;
             P->ntok = before - 1;   /* drop BLOCK_BEGIN raw BLOCK_END */
             size_t k = i;
             for (;;) {
@@ -311,12 +317,21 @@ static bool lex(jparser *P) {
                 size_t q = (size_t)(e - s);
                 size_t r = q + 2;
                 if (q + 1 < n && s[q + 1] == '%') {
-                    bool minus = r < n && s[r] == '-';
-                    if (r < n && (s[r] == '-' || s[r] == '+')) r++;
+                    char ectl = r < n && (s[r] == '-' || s[r] == '+') ? s[r] : 0;
+                    if (ectl) r++;
                     while (r < n && is_ws(s[r])) r++;
                     if (r + 6 <= n && memcmp(s + r, "endraw", 6) == 0) {
                         size_t te = q;
-                        if (minus) while (te > i && is_ws(s[te - 1])) te--;
+                        if (ectl == '-') while (te > i && is_ws(s[te - 1])) te--;
+                        else if (ectl != '+' && P->o->lstrip_blocks) {
+                            size_t l = te;
+                            while (l > i && s[l - 1] != '\n') l--;
+                            if (l > i || line_starting) {
+                                bool ws = l < te;
+                                for (size_t m = l; m < te; m++) if (!is_ws(s[m])) { ws = false; break; }
+                                if (ws) te = l;
+                            }
+                        }
                         if (te > i) { jtok *tt = tok_push(P, T_TEXT, i); if (!tt) return false; tt->s = s + i; tt->n = te - i; }
                         r += 6;
                         size_t tagstart = P->ntok;
