@@ -553,7 +553,7 @@ static jv str_format(jrender *r, jv fmt, const jargs *a, int line) {
 }
 
 /* printf-style "%s %d" % args (the `format` filter). */
-static jv percent_format(jrender *r, jv fmt, const jargs *a, int line) {
+jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line) {
     jbuf b = {0};
     size_t ai = 0;
     for (size_t i = 0; i < fmt.n; i++) {
@@ -582,6 +582,7 @@ static jv percent_format(jrender *r, jv fmt, const jargs *a, int line) {
             else { spec[sn++] = conv; spec[sn] = 0; jbuf_printf(&b, spec, jv_num(v)); }
         } else { jbuf_free(&b); return fail_type(r, line, "%%%c format: a number is required, not %s", conv, jv_type_name(v)); }
     }
+    if (strict && ai < a->nargs) { jbuf_free(&b); return fail_type(r, line, "not all arguments converted during string formatting"); }
     return mkstr(r, &b, line);
 }
 
@@ -1351,6 +1352,8 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             jv k = attr.t != JT_NONE ? attr_path(r, src->it[i], attr, line) : src->it[i];
             k = lower_key(r, k, cs, line);
             if (jr_failed(r)) return jv_undef();
+            if ((k.t == JT_LIST && k.u.l->kind != JL_TUPLE) || k.t == JT_DICT || k.t == JT_NS)
+                return fail_type(r, line, "unhashable type: '%s'", jv_type_name(k));
             bool dup = false;
             for (size_t j = 0; j < seen->n; j++) if (jv_equal(seen->it[j], k)) { dup = true; break; }
             if (dup) continue;
@@ -1429,7 +1432,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     }
     if (F("format")) {
         if (self.t != JT_STR) return fail_type(r, line, "format filter needs a string");
-        return percent_format(r, self, a, line);
+        return jb_percent_format(r, self, a, true, line);
     }
     if (F("batch")) {
         jv cnt = arg(a, 0, "linecount", jv_int(1), NULL);
@@ -1458,7 +1461,13 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("capitalize")) return case_map(r, s, 3, line);
     if (F("title")) return case_map(r, s, 5, line);
     if (F("truncate")) {
-        if (self.t != JT_STR) return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
+        if (self.t != JT_STR) {   /* jinja2 calls len() first: short sequences come back unchanged */
+            jv lenv = arg(a, 0, "length", jv_int(255), NULL), lw = arg(a, 3, "leeway", jv_int(5), NULL);
+            int64_t len = self.t == JT_LIST && self.u.l->kind != JL_GEN ? (int64_t)self.u.l->n : self.t == JT_DICT ? (int64_t)self.u.d->n : -1;
+            if (len < 0) return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
+            if (lenv.t == JT_INT && lw.t == JT_INT && len <= lenv.u.i + lw.u.i) return self;
+            return fail_type(r, line, "truncate needs a string, got %s", jv_type_name(self));
+        }
         jv lenv = arg(a, 0, "length", jv_int(255), NULL);
         bool killwords = jv_truthy(arg(a, 1, "killwords", jv_bool(false), NULL));
         jv end = arg(a, 2, "end", jv_strn("...", 3), NULL);

@@ -212,6 +212,8 @@ jv jb_filter(jrender *r, const char *name, size_t name_len, jv self, const jargs
 /* Test: returns 0/1, or -1 after failing (unknown test, TypeError). */
 int jb_test(jrender *r, const char *name, size_t name_len, jv self, const jargs *a, int line);
 jv jb_global(jrender *r, const char *name, size_t n);
+/* Python's fmt % args; strict: arguments left unused are a TypeError (as for a tuple). */
+jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line);
 /* markupsafe.escape of a string (not marked safe by itself). */
 jv jb_escape(jrender *r, jv s, int line);     /* global function or undefined */
 jv jb_call(jrender *r, jv fn, const jargs *a, int line); /* builtins + bound methods */

@@ -289,9 +289,11 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
         if ((b.t == JT_STR || (b.t == JT_LIST && b.u.l->kind != JL_GEN)) && (a.t == JT_INT || a.t == JT_BOOL)) return repeat(r, b, a.u.i, line);
     }
     if (op == OP_MOD && a.t == JT_STR) {
+        /* Python: a tuple is the argument list; a list or dict is one argument that may go unused */
         jargs fa = { &b, 1, NULL, NULL, 0 };
+        bool lenient = (b.t == JT_LIST && b.u.l->kind != JL_TUPLE) || b.t == JT_DICT;
         if (b.t == JT_LIST && b.u.l->kind == JL_TUPLE) { fa.args = b.u.l->it; fa.nargs = b.u.l->n; }
-        return jb_filter(r, "format", 6, a, &fa, line);
+        return jb_percent_format(r, a, &fa, !lenient, line);
     }
     return type_error(r, line, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_type_name(a), jv_type_name(b));
 }
