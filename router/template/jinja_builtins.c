@@ -962,6 +962,12 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
 }
 
 int jb_test(jrender *r, const char *name, size_t name_len, jv self, const jargs *a, int line) {
+    static const char *const NOARG[] = { "defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
+        "number", "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even", NULL };
+    if (a->nargs + a->nkw > 0 && in_names(NOARG, name, name_len)) {
+        fail_type(r, line, "test_%.*s() takes 1 positional argument but %zu were given", (int)name_len, name, a->nargs + a->nkw + 1);
+        return -1;
+    }
     bool has;
     jv a0 = arg(a, 0, NULL, jv_undef(), &has);
     int res = 0;
@@ -1409,6 +1415,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (self.t == JT_INT || self.t == JT_BOOL) return jv_int(self.u.i < 0 ? -self.u.i : self.u.i);
         return fail_type(r, line, "bad operand type for abs(): '%s'", jv_type_name(self));
     }
+    if ((F("int") || F("float")) && self.t == JT_UNDEF) return jr_undef_error(r, self, line);   /* int(Undefined) raises */
     if (F("int")) {
         jv def = arg(a, 0, "default", jv_int(0), NULL);
         return to_int(r, self, def, line);
@@ -1418,6 +1425,8 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         jv prec = arg(a, 0, "precision", jv_int(0), NULL);
         jv method = arg(a, 1, "method", jv_strn("common", 6), NULL);
         if (!jv_is_number(self)) return fail_type(r, line, "round() needs a number, got %s", jv_type_name(self));
+        bool common = !(method.t == JT_STR && ((method.n == 4 && !memcmp(method.u.s, "ceil", 4)) || (method.n == 5 && !memcmp(method.u.s, "floor", 5))));
+        if (common && self.t != JT_FLOAT && (prec.t == JT_INT && prec.u.i >= 0)) return jv_int(self.u.i);   /* round(int) is an int */
         double x = jv_num(self), m = pow(10.0, (double)(prec.t == JT_INT ? prec.u.i : 0));
         double v = x * m;
         if (method.t == JT_STR && method.n == 4 && !memcmp(method.u.s, "ceil", 4)) v = ceil(v);
@@ -1461,6 +1470,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("capitalize")) return case_map(r, s, 3, line);
     if (F("title")) return case_map(r, s, 5, line);
     if (F("truncate")) {
+        if (self.t == JT_UNDEF) return self;   /* len(Undefined) == 0 */
         if (self.t != JT_STR) {   /* jinja2 calls len() first: short sequences come back unchanged */
             jv lenv = arg(a, 0, "length", jv_int(255), NULL), lw = arg(a, 3, "leeway", jv_int(5), NULL);
             int64_t len = self.t == JT_LIST && self.u.l->kind != JL_GEN ? (int64_t)self.u.l->n : self.t == JT_DICT ? (int64_t)self.u.d->n : -1;

@@ -352,7 +352,10 @@ static void repr_str(jbuf *b, const char *s, size_t n) {
 
 void jv_repr(jbuf *b, jv v) {
     switch (v.t) {
-    case JT_STR: repr_str(b, v.u.s, v.n); return;
+    case JT_STR:
+        if (v.flags & JS_SAFE) { jbuf_puts(b, "Markup("); repr_str(b, v.u.s, v.n); jbuf_putc(b, ')'); return; }
+        repr_str(b, v.u.s, v.n);
+        return;
     case JT_UNDEF: jbuf_puts(b, "Undefined"); return;
     case JT_LIST: {
         const jlist *l = v.u.l;
