@@ -303,9 +303,11 @@ int harmony_finish(harmony_parser *p, int hit_length, harmony_delta *d) {
     if (p->state == ST_HEADER) {
         /* an unfinished header: keep its role-part text if it is not header syntax */
         const char *role = hb_str(&p->part[0]);
-        bool headerish = p->part[1].n || p->part[2].n || strstr(role, "to=") != NULL;
         size_t k = 0;
         while (role[k] == ' ') k++;
+        /* a header cut short looks like " to=functions.x" (one word, no channel yet); anything else
+         * is text from a model that does not follow the format: keep it */
+        bool headerish = p->part[1].n || p->part[2].n || (!strncmp(role + k, "to=", 3) && !strpbrk(role + k, " \t"));
         if (!headerish && role[k]) ok = header_to_content(p, d, "", 0, true);
         else for (int i = 0; i < 3; i++) p->part[i].n = 0;
     } else if (p->pend.n) ok = emit_text(p, p->state == ST_BODY ? p->kind : K_CONTENT, "", 0, true, d);

@@ -168,6 +168,14 @@ START_TEST(text_outside_messages_is_content) {
     ck_assert_str_eq(s.content, "Hello there,\nplain text é.");
     ck_assert_str_eq(harmony_finish_reason(p), "stop");
     harmony_destroy(p);
+    p = feed("send it to=me", 2, false, &s);
+    finish(p, 0, &s);
+    ck_assert_str_eq(s.content, "send it to=me");
+    harmony_destroy(p);
+    p = feed(" to=functions.cut_by_length", 2, false, &s);
+    finish(p, 1, &s);
+    ck_assert_str_eq(s.content, "");
+    harmony_destroy(p);
     p = feed("short", 2, false, &s);
     finish(p, 1, &s);
     ck_assert_str_eq(s.content, "short");
