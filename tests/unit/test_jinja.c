@@ -8,6 +8,7 @@
 #include "router/template/jinja.h"
 #include "tests/unit/testutil.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <time.h>
 
@@ -464,6 +465,47 @@ START_TEST(conformance_jinja2_oracle_cases) {
 }
 END_TEST
 
+/* One parsed template rendered from several threads at once gives the same bytes everywhere. */
+typedef struct { const jinja_template *t; json_t *ctx; char *out; int st; } thr_arg;
+
+static void *thr_render(void *p) {
+    thr_arg *a = p;
+    for (int i = 0; i < 50 && a->st == JINJA_OK; i++) {
+        free(a->out);
+        a->out = NULL;
+        char err[256];
+        jinja_render_opts ro = { .now = NOW_20250710, .now_is_utc = 1 };
+        a->st = jinja_render(a->t, a->ctx, &ro, &a->out, NULL, err, sizeof err);
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_renders) {
+    size_t len;
+    char *src = slurp(DATA "llama.cpp/openai-gpt-oss-120b.jinja", &len);
+    if (!src) LLMR_SKIP("gpt-oss template not found (run from the repository root)");
+    json_error_t je;
+    json_t *ctx = json_load_file(DATA "goldens/contexts/tools_call_and_result.json", 0, &je);
+    ck_assert_ptr_nonnull(ctx);
+    chat_prompt_context_defaults(ctx);
+    jinja_template *t = jinja_parse(src, len, NULL, NULL, NULL, NULL, 0);
+    ck_assert_ptr_nonnull(t);
+    pthread_t th[4];
+    thr_arg args[4];
+    for (int i = 0; i < 4; i++) { args[i] = (thr_arg){ t, ctx, NULL, JINJA_OK }; pthread_create(&th[i], NULL, thr_render, &args[i]); }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(args[i].st, JINJA_OK);
+        ck_assert_str_eq(args[i].out, args[0].out);
+    }
+    ck_assert_ptr_nonnull(strstr(args[0].out, "<|start|>assistant to=functions."));
+    for (int i = 0; i < 4; i++) free(args[i].out);
+    jinja_destroy(t);
+    json_decref(ctx);
+    free(src);
+}
+END_TEST
+
 static Suite *jinja_suite(void) {
     Suite *s = suite_create("jinja");
     TCase *tc = tcase_create("core");
@@ -484,6 +526,7 @@ static Suite *jinja_suite(void) {
     tcase_add_test(tc, conformance_hfjs_syntax_cases);
     tcase_add_test(tc, conformance_llamacpp_cases);
     tcase_add_test(tc, conformance_jinja2_oracle_cases);
+    tcase_add_test(tc, concurrent_renders);
     suite_add_tcase(s, tc);
     return s;
 }
