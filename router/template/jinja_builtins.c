@@ -749,7 +749,7 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
     const char *m = fn->name;
     if (self.t == JT_STR) return str_method(r, self, m, a, line);
     if (self.t == JT_DICT) {
-        const jdict *d = self.u.d;
+        jdict *d = self.u.d;
         if (!strcmp(m, "get")) {
             if (a->nargs < 1 || a->nargs > 2 || a->nkw) return fail_type(r, line, "get expected 1 or 2 positional arguments, got %zu", a->nargs);
             jv k = arg(a, 0, NULL, jv_none(), NULL);
@@ -1361,6 +1361,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             if ((k.t == JT_LIST && k.u.l->kind != JL_TUPLE) || k.t == JT_DICT || k.t == JT_NS)
                 return fail_type(r, line, "unhashable type: '%s'", jv_type_name(k));
             bool dup = false;
+            if (seen->n > 64 && !jr_scan(r, seen->n, line)) return jv_undef();
             for (size_t j = 0; j < seen->n; j++) if (jv_equal(seen->it[j], k)) { dup = true; break; }
             if (dup) continue;
             seen->it[seen->n++] = k;

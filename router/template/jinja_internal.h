@@ -72,7 +72,13 @@ typedef struct jlist {
     int64_t range[3];           /* range(start, stop, step) result: prints as Python's range */
     bool is_range;
 } jlist;
-typedef struct jdict { size_t n, cap; jv *k; jv *v; } jdict;
+typedef struct jdict {
+    size_t n, cap; jv *k; jv *v;
+    /* hash index of the string keys, built lazily once a dict has more than 16 entries, so lookups
+     * in big contexts stay O(1); it lives in the same arena as the dict */
+    jarena *ar;
+    uint32_t *hidx; size_t hcap, hn;
+} jdict;
 
 static inline jv jv_undef(void) { jv v = {0}; v.t = JT_UNDEF; return v; }
 static inline jv jv_none(void) { jv v = {0}; v.t = JT_NONE; return v; }
@@ -88,9 +94,10 @@ static inline jv jv_list(jlist *l) { jv v = {0}; v.t = JT_LIST; v.u.l = l; retur
 jdict *jdict_new(jarena *a, size_t cap);
 /* Inserts or replaces key k (keeps insertion order). false on arena exhaustion. */
 bool jdict_set(jarena *a, jdict *d, jv k, jv v);
-/* Pointer to the value of key k, or NULL. */
-jv *jdict_get(const jdict *d, jv k);
-jv *jdict_get_str(const jdict *d, const char *s, size_t n);
+/* Pointer to the value of key k, or NULL. (May build the dict's hash index: not for concurrent use
+ * of one dict, which never happens: every runtime dict belongs to one render.) */
+jv *jdict_get(jdict *d, jv k);
+jv *jdict_get_str(jdict *d, const char *s, size_t n);
 static inline jv jv_dict(jdict *d) { jv v = {0}; v.t = JT_DICT; v.u.d = d; return v; }
 
 /* Python semantics helpers. */
@@ -196,6 +203,8 @@ typedef struct {
 jv jr_fail(jrender *r, int status, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static inline bool jr_failed(const jrender *r) { return r->status != JINJA_OK; }
 bool jr_step(jrender *r, int line);             /* counts one step; false once over the limit */
+/* Charges the work of a linear scan of n items (n/16 steps), so quadratic templates hit the limit. */
+bool jr_scan(jrender *r, size_t n, int line);
 /* An undefined carrying the UndefinedError message used if it is later misused. */
 jv jr_undef(jrender *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Cheap undefineds whose message is only formatted when an error needs it. */

@@ -40,6 +40,11 @@ bool jr_step(jrender *r, int line) {
     return true;
 }
 
+bool jr_scan(jrender *r, size_t n, int line) {
+    r->steps += n >> 4;
+    return jr_step(r, line);
+}
+
 jv jr_undef(jrender *r, const char *fmt, ...) {
     char msg[512];
     va_list ap;
@@ -308,6 +313,7 @@ static int contains(jrender *r, jv needle, jv hay, int line) {
         if (needle.n > hay.n) return 0;
         return memmem(hay.u.s, hay.n, needle.u.s, needle.n) != NULL;
     case JT_LIST:
+        if (hay.u.l->n > 64 && !jr_scan(r, hay.u.l->n, line)) return -1;
         for (size_t i = 0; i < hay.u.l->n; i++) if (jv_equal(hay.u.l->it[i], needle)) return 1;
         return 0;
     case JT_DICT:

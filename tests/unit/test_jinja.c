@@ -208,6 +208,21 @@ START_TEST(tests_and_methods) {
 }
 END_TEST
 
+START_TEST(big_dicts_are_indexed) {
+    /* > 16 keys: lookups go through the hash index (context dicts, literals, namespaces) */
+    char ctx[40000];
+    size_t n = (size_t)snprintf(ctx, sizeof ctx, "{\"d\": {");
+    for (int i = 0; i < 1000; i++) n += (size_t)snprintf(ctx + n, sizeof ctx - n, "%s\"k%d\": %d", i ? ", " : "", i, i);
+    snprintf(ctx + n, sizeof ctx - n, "}}");
+    ck_assert_str_eq(R("{% set ns = namespace(t=0) %}{% for i in range(1000) %}{% set ns.t = ns.t + d['k' ~ i] %}{% endfor %}{{ ns.t }}|{{ d.k999 }}|{{ d.nope is defined }}|{{ 'k5' in d }}|{{ d|length }}", ctx),
+                     "499500|999|False|True|1000");
+    ck_assert_str_eq(R("{% set ns = namespace() %}{% for i in range(40) %}{% set ns.a = i %}{% endfor %}"
+                       "{% set x = {'a': 1, 'b': 2, 'c': 3, 'd': 4, 'e': 5, 'f': 6, 'g': 7, 'h': 8, 'i': 9, 'j': 10, 'k': 11, 'l': 12,"
+                       " 'm': 13, 'n': 14, 'o': 15, 'p': 16, 'q': 17, 'a': 99} %}{{ ns.a }}|{{ x.a }}|{{ x.q }}|{{ x|length }}|{{ x.zz is defined }}", NULL),
+                     "39|99|17|17|False");
+}
+END_TEST
+
 START_TEST(sandbox_refuses_mutation) {
     RERR("{% set l = [1] %}{{ l.append(2) }}", NULL);
     ck_assert_ptr_nonnull(strstr(g_err, "SecurityError"));
@@ -245,6 +260,9 @@ START_TEST(limits) {
     ck_assert_int_eq(render_opts("{% for i in range(30) %}{% for j in range(30) %}{% for k in range(30) %}{% endfor %}{% endfor %}{% endfor %}",
                                  NULL, NULL, &ro, &out, g_err, sizeof g_err), JINJA_ELIMIT);
     ck_assert_ptr_nonnull(strstr(g_err, "step"));
+    /* quadratic work is charged to the step budget, so it ends with an error instead of hanging */
+    ck_assert_int_eq(RERR("{% set l = range(200000)|list %}{% for i in l %}{% if i in l %}{% endif %}{% endfor %}", NULL), JINJA_ELIMIT);
+    ck_assert_int_eq(RERR("{{ range(3000000)|unique|list|length }}", NULL), JINJA_ELIMIT);
     /* deep nesting in the source is a syntax error, not a stack overflow */
     char deep[4000];
     size_t n = 0;
@@ -518,6 +536,7 @@ static Suite *jinja_suite(void) {
     tcase_add_test(tc, whitespace_control);
     tcase_add_test(tc, filters);
     tcase_add_test(tc, tests_and_methods);
+    tcase_add_test(tc, big_dicts_are_indexed);
     tcase_add_test(tc, sandbox_refuses_mutation);
     tcase_add_test(tc, raise_and_clock);
     tcase_add_test(tc, limits);
