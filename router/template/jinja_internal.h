@@ -234,6 +234,5 @@ jv jb_getitem(jrender *r, jv obj, jv key, int line);
 jlist *jb_iter(jrender *r, jv v, int line);
 /* Calls a macro/caller value (jinja_render.c). */
 jv jr_call_macro(jrender *r, jv fn, const jargs *a, int line);
-/* Applies a filter/test by name from another filter (map, select): same as jb_filter. */
 
 #endif
