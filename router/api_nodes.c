@@ -2,6 +2,7 @@
  * /v0/sync pushes to nodes; also the worker-thread bookkeeping shared by the router's modules. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/http_client.h"
 #include "common/log.h"
@@ -32,10 +33,18 @@ void router_job_end(router_ctx *ctx, int *counter) {
     pthread_mutex_unlock(&ctx->jobs_mu);
 }
 
-void router_jobs_wait(router_ctx *ctx) {
+int router_jobs_wait(router_ctx *ctx, int timeout_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
     pthread_mutex_lock(&ctx->jobs_mu);
-    while (ctx->jobs > 0) pthread_cond_wait(&ctx->jobs_cv, &ctx->jobs_mu);
+    while (ctx->jobs > 0)
+        if (pthread_cond_timedwait(&ctx->jobs_cv, &ctx->jobs_mu, &deadline) != 0) break;
+    int left = ctx->jobs;
     pthread_mutex_unlock(&ctx->jobs_mu);
+    return left;
 }
 
 /* --- handlers ------------------------------------------------------------------------------ */
@@ -59,6 +68,10 @@ static void h_register(llmr_http_request *req, void *user) {
         }
         json_object_set_new(body, "node_id", json_string(who.id));
     }
+    /* A node that advertises a wildcard address is reached where its request came from. */
+    const char *addr = json_string_value(json_object_get(body, "address"));
+    if (addr && (!strcmp(addr, "0.0.0.0") || !strcmp(addr, "::") || !strcmp(addr, "[::]")) && llmr_http_peer(req))
+        json_object_set_new(body, "address", json_string(llmr_http_peer(req)));
     int rc = router_nodes_register(ctx->nodes, body, ctx->cfg.allow_cpu_nodes, id, sizeof id, token, sizeof token, param,
                                    err, sizeof err);
     json_decref(body);

@@ -3,18 +3,19 @@
 # on a GPU machine (needs python3 with torch + transformers 5.x; works offline).
 #
 #   tests/gpu/parity/run.sh [--build DIR] [--out DIR] [--presets "tiny small"] [--seeds "1 2 3"]
-#                           [--lengths "16 300 5000"] [--greedy 64] [--dtype fp32|bf16] [--no-unit]
+#                           [--lengths "16 300 5000"] [--greedy 64] [--dtype fp32|bf16] [--no-unit] [--bench]
 #
 # Steps: (1) the kernel tests (build/tests/gpu/gptoss_kernels) and the engine self-test
 # (build/tests/gpu/gptoss_parity); (2) for each preset and checkpoint seed: llmr-mkmodel writes the
 # checkpoint, hf_reference.py runs transformers on each prompt length (one Python process per checkpoint,
 # the model loaded once), then gptoss_parity compares our engine layer by layer and greedy step by step.
-# Prompts are deterministic random token ids. Full reports go to OUT/reports.txt; stdout ends with the
+# --bench also runs build/bench/decode (batch-1 decode tok/s vs the copy-bandwidth roofline) on each
+# checkpoint. Prompts are deterministic random token ids. Full reports go to OUT/reports.txt; stdout ends with the
 # parity table and the acceptance verdicts. Exit 0 when every verdict passes, 1 otherwise, 0 with
 # "SKIP" when there is no GPU or no torch.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=build PRESETS="tiny small" SEEDS="1 2 3" LENGTHS="16 300 5000" GREEDY=64 DTYPE=fp32 UNIT=1
+BUILD=build PRESETS="tiny small" SEEDS="1 2 3" LENGTHS="16 300 5000" GREEDY=64 DTYPE=fp32 UNIT=1 BENCH=0
 OUTDIR=${OUT:-/tmp/llmr-parity}/parity
 WORK=${PARITY_WORK:-/tmp/llmr-parity-work}
 while [ $# -gt 0 ]; do
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
     --greedy) GREEDY=$2; shift 2 ;;
     --dtype) DTYPE=$2; shift 2 ;;
     --no-unit) UNIT=0; shift ;;
+    --bench) BENCH=1; shift ;;
     -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -112,6 +114,10 @@ PY
         --label "$label" --json "$SUMMARY" >"$LOGS/parity-$preset-$seed-$len.txt" 2>&1 || fail=1
       grep -E '^(VERDICT|timing)' "$LOGS/parity-$preset-$seed-$len.txt" || { echo "$label: no verdict"; tail -5 "$LOGS/parity-$preset-$seed-$len.txt"; }
     done
+    if [ "$BENCH" = 1 ]; then
+      "$BUILD/bench/decode" --model "$model" --contexts 128,1024,4096 --tokens 64 >"$OUTDIR/bench-$preset-$seed.txt" 2>&1 || fail=1
+      cat "$OUTDIR/bench-$preset-$seed.txt"
+    fi
     echo "  ($preset seed $seed: mkmodel $((t1-t0))s, transformers $((t2-t1))s, engine $(( $(date +%s)-t2 ))s)"
     rm -rf "$model" "$WORK"/ref-"$preset"-"$seed"-*
   done
@@ -125,14 +131,24 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(f"\nParity table (GPU: {sys.argv[2]}); logits = max relative L2 error of the final logits")
 print(f"{'':<22}{'':>5}{'':>6}{'--- free-running ---':>34}{'--- forced routing ---':>28}")
 print(f"{'run':<22}{'ref':>5}{'excl':>6}{'logits':>10}{'top-1':>8}{'rtr diff':>9}{'greedy':>8}"
-      f"{'logits':>10}{'top-1':>8}{'greedy':>8}{'1st tie':>9}  verdict")
+      f"{'logits':>10}{'top-1':>8}{'greedy':>8}{'1st tie':>9}{'forced-tok':>11}{'dec tie':>8}  verdict")
 for r in rows:
     tie = r["first_tie"]
+    fg = f"{r['free_greedy']}/{r['greedy_n']}" + ("*" if r.get("free_noise") else "")
+    og = f"{r['forced_greedy']}/{r['greedy_n']}" + ("*" if r.get("forced_noise") else "")
+    verdict = "PASS" if r.get("literal", r["pass"]) else ("PASS, explained" if r["pass"] else "FAIL")
     print(f"{r['label']:<22}{r['ref_dtype']:>5}{r['excluded']:>6}{r['free_logits_kept']:>10.2e}"
-          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}"
-          f"{str(r['free_greedy']) + '/' + str(r['greedy_n']):>8}{r['forced_logits_all']:>10.2e}"
-          f"{str(r['forced_top1']) + '/' + str(r['saved']):>8}{str(r['forced_greedy']) + '/' + str(r['greedy_n']):>8}"
-          f"{('-' if tie < 0 else str(tie)):>9}  {'PASS' if r['pass'] else 'FAIL'}")
+          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}{fg:>8}"
+          f"{r['forced_logits_all']:>10.2e}{str(r['forced_top1']) + '/' + str(r['saved']):>8}{og:>8}"
+          f"{('-' if tie < 0 else str(tie)):>9}{str(r.get('tf_agree', '?')) + '/' + str(r['greedy_n']):>11}"
+          f"{('-' if r.get('decode_tie', -1) < 0 else str(r['decode_tie'])):>8}  {verdict}")
+print("* greedy diverged at a step whose reference top-2 margin is within 2x the largest measured |logit error|")
+print("forced-tok: steps where the engine, fed the reference's own greedy tokens, picks the reference's token;")
+print("dec tie: first decode step with a router near-tie (4th/5th gap < 1e-3) in this engine ('-': none)")
+print("PASS = the issue's criterion as written. 'PASS, explained' = it fails only through expert flips at prompt")
+print("router near-ties (the forced-routing logits pass) and a greedy divergence that teacher forcing shows to be")
+print("compounding noise (every reference token reproduced up to the first near-tie), a decode-step router")
+print("near-tie at or before it, or a margin within 2x the measured logit error. FAIL otherwise.")
 PY
 [ $fail -eq 0 ] && echo "ALL PASS" || echo "SOME CHECKS FAILED"
 exit $fail
