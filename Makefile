@@ -92,7 +92,7 @@ deps:
 	@tools/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@tests/run_all.sh $(BUILD)
 
 unit: all
@@ -102,7 +102,7 @@ e2e: all
 	@tests/run_all.sh $(BUILD) e2e
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$$(nproc) all
 	@e2e/demo.sh $(BUILD)
 
 bench: all
