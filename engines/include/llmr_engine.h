@@ -174,7 +174,8 @@ typedef struct llmr_engine_info {
     const char *version;          /* semver of the plugin */
     const char *description;
     uint32_t abi_version;         /* LLMR_ENGINE_ABI_VERSION the plugin was built with */
-    int32_t uses_gpu;             /* 1 if it needs a GPU */
+    int32_t uses_gpu;             /* 1 if it needs a GPU: the host then checks estimate_vram against
+                                     the device's free memory before load */
 } llmr_engine_info;
 
 typedef struct llmr_engine_stats {
@@ -227,6 +228,10 @@ typedef struct llmr_engine_api {
     /* Current resource use of the model. Thread-safe. */
     llmr_engine_status (*stats)(llmr_engine_model *model, llmr_engine_stats *out);
 } llmr_engine_api;
+
+/* Size of an ABI 1.0 function table (every entry up to and including stats): the host refuses a
+ * table whose struct_size is smaller. Entries added by later minors lie beyond it. */
+#define LLMR_ENGINE_API_V1_0_SIZE (offsetof(llmr_engine_api, stats) + sizeof(void (*)(void)))
 
 /* The one exported symbol of a plugin. */
 #define LLMR_ENGINE_ENTRY_SYMBOL "llmr_engine_get_api"

@@ -139,7 +139,7 @@ defaults:
 static llmr_engine_status te_describe(llmr_engine_info *out) {
     const char *id = getenv("TESTENGINE_ID");
     llmr_engine_info info = {sizeof info, id && *id ? id : "testengine", "1.0.0",
-                             "test fixture engine", LLMR_ENGINE_ABI_VERSION, 0};
+                             "test fixture engine", LLMR_ENGINE_ABI_VERSION, 1};
     uint32_t n = out->struct_size && out->struct_size < sizeof info ? out->struct_size : sizeof info;
     memcpy(out, &info, n);
     out->struct_size = n;
