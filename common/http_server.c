@@ -15,6 +15,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -134,6 +135,40 @@ static void send_reply(llmr_http_request *r, int status, const char *ctype, cons
 
 void llmr_http_reply_text(llmr_http_request *r, int status, const char *ctype, const char *body, size_t len) {
     send_reply(r, status, ctype, body, len);
+}
+
+void llmr_http_reply_buffer(llmr_http_request *r, int status, const char *ctype, struct evbuffer *body) {
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
+    if (ctype && !evhttp_find_header(h, "Content-Type")) evhttp_add_header(h, "Content-Type", ctype);
+    if (body && evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD) { /* headers only */
+        evbuffer_free(body);
+        body = NULL;
+    }
+    evhttp_send_reply(r->req, status, NULL, body);
+    if (body) evbuffer_free(body);
+    request_done(r);
+}
+
+void llmr_http_reply_file(llmr_http_request *r, int status, const char *ctype, int fd, long long offset,
+                          long long len) {
+    char cl[32];
+    snprintf(cl, sizeof cl, "%lld", len);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
+    evhttp_remove_header(h, "Content-Length");
+    evhttp_add_header(h, "Content-Length", cl);
+    struct evbuffer *buf = evbuffer_new();
+    if (!buf) { close(fd); llmr_http_reply_error(r, 500, NULL, NULL, NULL, NULL, "out of memory"); return; }
+    /* a buffer that drains to a socket gets sendfile segments: the file is never read into memory */
+    evbuffer_set_flags(buf, EVBUFFER_FLAG_DRAINS_TO_FD);
+    if (evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD || len == 0) close(fd);
+    else if (evbuffer_add_file(buf, fd, offset, len) != 0) { /* closes fd itself only on success */
+        close(fd);
+        evbuffer_free(buf);
+        evhttp_remove_header(h, "Content-Length");
+        llmr_http_reply_error(r, 500, NULL, NULL, NULL, NULL, "cannot send file");
+        return;
+    }
+    llmr_http_reply_buffer(r, status, ctype, buf);
 }
 
 void llmr_http_reply_json(llmr_http_request *r, int status, json_t *body) {

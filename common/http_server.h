@@ -71,6 +71,16 @@ void llmr_http_add_header(llmr_http_request *req, const char *name, const char *
 /* Sends body (stolen: decref'd here) as application/json. */
 void llmr_http_reply_json(llmr_http_request *req, int status, json_t *body);
 void llmr_http_reply_text(llmr_http_request *req, int status, const char *content_type, const char *body, size_t len);
+/* Sends body (taken: freed here) as the reply; the caller may fill it with evbuffer_add_file
+ * segments so large files stream from disk (sendfile) instead of memory. Content-Length is the
+ * body's length unless the caller already added one. For HEAD only the headers go out (the caller
+ * adds Content-Length itself). body may be NULL (empty). */
+struct evbuffer;
+void llmr_http_reply_buffer(llmr_http_request *req, int status, const char *content_type, struct evbuffer *body);
+/* Sends len bytes of fd from offset (fd taken: closed here, also on failure) via
+ * llmr_http_reply_buffer, with Content-Length len. */
+void llmr_http_reply_file(llmr_http_request *req, int status, const char *content_type, int fd, long long offset,
+                          long long len);
 /* OpenAI-style error: {"error":{"message", "type", "code", "param", ...extra}}. extra (stolen, may be
  * NULL) is an object whose fields are merged into "error". code/param may be NULL (-> null). */
 void llmr_http_reply_error(llmr_http_request *req, int status, const char *type, const char *code, const char *param,
