@@ -77,6 +77,8 @@ long llmr_heartbeat_send(llmr_node *n) {
             atomic_fetch_add(&n->heartbeats_failed, 1);
             llmr_router_error_message(&resp, why, sizeof why);
             log_warn("heartbeat: HTTP %ld: %s", status, why);
+            /* 401 already dropped the token; 404: the router forgot this node. Register again. */
+            if (status == 404) llmr_router_client_invalidate(n->router);
         }
     } else {
         atomic_fetch_add(&n->heartbeats_failed, 1);
