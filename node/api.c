@@ -49,6 +49,9 @@ static void h_sync(llmr_http_request *req, void *user) {
         json_decref(body);
         return;
     }
+    size_t blen = 0;
+    const char *btext = llmr_http_body(req, &blen);
+    llmr_router_client_trace(n->router, "sync-notice", btext, blen); /* accepted notices only */
     atomic_fetch_add(&n->sync_notices, 1);
     llmr_sync_notice(n->sync, json_string_value(json_object_get(body, "event")),
                      json_string_value(json_object_get(body, "model")), json_object_get(body, "models"));

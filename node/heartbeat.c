@@ -64,10 +64,12 @@ long llmr_heartbeat_send(llmr_node *n) {
     llmr_httpc_resp resp = {0};
     char why[1024];
     long status = -1;
+    llmr_router_client_trace(n->router, "heartbeat", text, strlen(text));
     if (llmr_router_client_call(n->router, "POST", "/v0/health", text, 10000, &resp, why, sizeof why) == LLMR_HTTPC_OK) {
         status = resp.status;
         if (status >= 200 && status < 300) {
             atomic_fetch_add(&n->heartbeats_ok, 1);
+            llmr_router_client_trace(n->router, "heartbeat-response", resp.body, resp.body_len);
             /* A router may send the model list with its answer: treat it as a poll. */
             json_t *doc = json_loadb(resp.body ? resp.body : "", resp.body_len, 0, NULL);
             json_t *models = json_object_get(doc, "models");

@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
     static llmr_node node;
     llmr_node *n = &node;
     const char *log_level = "info";
+    const char *trace_dir = NULL;
     int log_json = 0;
     char default_engines[PATH_MAX + 16] = "build/engines";
     /* The engines beside the binary (build/bin/../engines) when run from the source tree. */
@@ -90,6 +91,8 @@ int main(int argc, char **argv) {
         {"max-concurrency", "LLMR_MAX_CONCURRENCY", LLMR_OPT_INT, "4", "inference requests served at once", &n->cfg.max_concurrency},
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
+        {"trace-dir", "LLMR_NODE_TRACE_DIR", LLMR_OPT_STRING, NULL,
+         "write every router message to DIR/KIND-NNNN.json (tests, debugging)", &trace_dir},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "0", "log JSON lines", &log_json},
     };
@@ -143,6 +146,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "llmr-node: %s\n", err);
         goto out;
     }
+    llmr_router_client_set_trace_dir(n->router, trace_dir);
     if (!(n->sync = llmr_sync_create(n, err, sizeof err)) || !(n->heartbeat = llmr_heartbeat_create(n, err, sizeof err))) {
         fprintf(stderr, "llmr-node: %s\n", err);
         goto out;

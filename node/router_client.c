@@ -24,7 +24,28 @@ struct llmr_router_client {
     int valid;
     unsigned long registrations;
     llmr_router_settings settings;
+    char *trace_dir;
+    unsigned long trace_seq;
 };
+
+void llmr_router_client_set_trace_dir(llmr_router_client *rc, const char *dir) {
+    free(rc->trace_dir);
+    rc->trace_dir = dir && *dir ? strdup(dir) : NULL;
+    if (rc->trace_dir) mkdir(rc->trace_dir, 0755);
+}
+
+void llmr_router_client_trace(llmr_router_client *rc, const char *kind, const char *text, size_t len) {
+    if (!rc->trace_dir || !text) return;
+    pthread_mutex_lock(&rc->mu);
+    unsigned long seq = ++rc->trace_seq;
+    pthread_mutex_unlock(&rc->mu);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s-%06lu.json", rc->trace_dir, kind, seq);
+    FILE *f = fopen(path, "w");
+    if (!f) { log_warn("trace %s: %s", path, strerror(errno)); return; }
+    fwrite(text, 1, len, f);
+    fclose(f);
+}
 
 static void load_state(llmr_router_client *rc) {
     json_error_t je;
@@ -104,6 +125,7 @@ void llmr_router_client_destroy(llmr_router_client *rc) {
     if (rc->url) pthread_mutex_destroy(&rc->mu);
     free(rc->url);
     free(rc->state_path);
+    free(rc->trace_dir);
     free(rc);
 }
 
@@ -127,6 +149,7 @@ static int register_once(llmr_router_client *rc, char *err, size_t es) {
     char url[4200], why[1024];
     snprintf(url, sizeof url, "%s/v0/nodes", rc->url);
     llmr_httpc_resp resp = {0};
+    if (text) llmr_router_client_trace(rc, "register-request", text, strlen(text));
     llmr_httpc_status st = text ? llmr_httpc_post_json(rc->http, url, text, &resp, why, sizeof why) : LLMR_HTTPC_ENOMEM;
     free(text);
     int ok = -1;
@@ -136,6 +159,7 @@ static int register_once(llmr_router_client *rc, char *err, size_t es) {
         llmr_router_error_message(&resp, why, sizeof why);
         snprintf(err, es, "POST %.300s: HTTP %ld: %.1000s", url, resp.status, why);
     } else {
+        llmr_router_client_trace(rc, "register-response", resp.body, resp.body_len);
         json_t *j = json_loadb(resp.body, resp.body_len, 0, NULL);
         const char *id = json_string_value(json_object_get(j, "node_id"));
         const char *tok = json_string_value(json_object_get(j, "node_token"));

@@ -245,7 +245,8 @@ static llmr_manifest *fetch_manifest(llmr_sync *s, const char *id, int *transien
         llmr_router_error_message(&resp, why, sizeof why);
         snprintf(err, es, "manifest: GET %.400s: HTTP %ld: %.1000s", path, resp.status, why);
         *transient = resp.status == 401 || resp.status >= 500;
-    } else if (llmr_manifest_parse(resp.body, resp.body_len, &mf, why, sizeof why) != 0) {
+    } else if (llmr_router_client_trace(n->router, "manifest", resp.body, resp.body_len),
+               llmr_manifest_parse(resp.body, resp.body_len, &mf, why, sizeof why) != 0) {
         snprintf(err, es, "manifest of %s: %s", id, why);
     } else if (strcmp(mf->id, id) != 0) {
         snprintf(err, es, "manifest of %s names another model (%s)", id, mf->id);
@@ -333,6 +334,7 @@ static json_t *poll_list(llmr_sync *s) {
                      resp.status == 403 ? " (relying on the router's pushes)" : "");
         s->poll_refused_logged = 1;
     } else {
+        llmr_router_client_trace(s->n->router, "model-list", resp.body, resp.body_len);
         json_t *doc = json_loadb(resp.body, resp.body_len, 0, NULL);
         list = llmr_sync_parse_model_list(doc);
         json_decref(doc);
