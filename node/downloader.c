@@ -156,6 +156,9 @@ static llmr_dl_status fetch_one(const llmr_dl_opts *o, prog *p, const char *dest
             rep->fetched++;
             rep->bytes_fetched += res.bytes - res.resumed_from;
             if (res.resumed_from) log_info("%s: %s resumed at byte %llu", LABEL(o), f->name, (unsigned long long)res.resumed_from);
+            if (res.attempts > 1)
+                log_info("%s: %s complete after %d attempts (interrupted transfers resumed with Range)", LABEL(o), f->name,
+                         res.attempts);
             return LLMR_DL_OK;
         }
         if (p->oversize) {

@@ -164,6 +164,7 @@ static void run_job(void *arg) {
             if (SET(j, LLMR_MODEL_DOWNLOADING, NULL)) goto out_http;
             st = llmr_dl_fetch(&o, files, nf, &rep, err, sizeof err);
             atomic_fetch_add(&n->downloads_bytes, rep.bytes_fetched);
+            atomic_fetch_add(&n->verify_failures, rep.refetched); /* each refetch followed a mismatch */
             if (st == LLMR_DL_ECANCELLED) goto out_http;
             if (st != LLMR_DL_OK) {
                 atomic_fetch_add(&n->downloads_failed, 1);
@@ -171,7 +172,6 @@ static void run_job(void *arg) {
                 SET(j, LLMR_MODEL_FAILED, "%s", err);
                 goto out_http;
             }
-            if (rep.refetched) atomic_fetch_add(&n->verify_failures, rep.refetched);
             log_info("model %s: %zu file(s) fetched (%llu bytes), %zu already present%s%s", j->id, rep.fetched,
                      (unsigned long long)rep.bytes_fetched, rep.present, rep.warnings[0] ? "; " : "", rep.warnings);
         }
