@@ -74,10 +74,10 @@ wait_for() {
   return 1
 }
 
-start_hub() { # start_hub [FAULTS]
+start_hub() { # start_hub [FAULTS [PORT]]
   rm -f "$T/hub.port"
   local f=(); [ -n "${1:-}" ] && f=(--fault "$1")
-  "$BIN/llmr-hub" --root "$T/hub" --listen 127.0.0.1:0 --port-file "$T/hub.port" --cache "$T/hubcache" "${f[@]}" \
+  "$BIN/llmr-hub" --root "$T/hub" --listen "127.0.0.1:${2:-0}" --port-file "$T/hub.port" --cache "$T/hubcache" "${f[@]}" \
     >>"$T/hub.log" 2>&1 &
   HUB_PID=$!; PIDS+=($HUB_PID)
   wait_for 30 test -s "$T/hub.port" || fail "llmr-hub did not start"
@@ -91,7 +91,8 @@ router_listening() { [ -n "$(router_port_from_log)" ]; }
 start_router() { # start_router [extra flags]
   : >"$T/router.log"
   "$BIN/llmr-router" --listen 127.0.0.1:0 --data-dir "$T/router" --hub-endpoint "http://127.0.0.1:$HUB_PORT" \
-    --insecure-no-auth --allow-cpu-nodes --heartbeat-interval 1 --sync-interval 30 "$@" >>"$T/router.log" 2>&1 &
+    --insecure-no-auth --allow-cpu-nodes --heartbeat-interval "${ROUTER_HEARTBEAT:-1}" --sync-interval 30 "$@" \
+    >>"$T/router.log" 2>&1 &
   ROUTER_PID=$!; PIDS+=($ROUTER_PID)
   wait_for 30 router_listening || fail "llmr-router did not start"
   ROUTER_PORT=$(router_port_from_log)

@@ -47,9 +47,22 @@ static void default_address(llmr_node *n) {
     else snprintf(n->address, sizeof n->address, "%s", host);
 }
 
+/* mkdir -p: every missing parent is created too. */
+static int mkdirs(const char *dir) {
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) { errno = ENAMETOOLONG; return -1; }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int ensure_dir(const char *flag, const char *dir) {
     if (!dir || !*dir) { fprintf(stderr, "llmr-node: --%s is required\n", flag); return -1; }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (mkdirs(dir) != 0) {
         fprintf(stderr, "llmr-node: --%s %s: %s\n", flag, dir, strerror(errno));
         return -1;
     }
