@@ -1354,6 +1354,7 @@ void llmr_engine_host_snapshot(llmr_engine_host *h, llmr_host_snapshot *out) {
     memset(out, 0, sizeof *out);
     llmr_resource_monitor_state(h->monitor, &out->res);
     out->provider = h->provider_name;
+    out->device = h->device;
     pthread_mutex_lock(&h->mu);
     for (plugin *p = h->plugins; p; p = p->next) {
         if (p->current) out->plugins_active++;

@@ -182,6 +182,7 @@ typedef struct llmr_host_snapshot {
     uint64_t tokens_generated_total;
     uint64_t watchdog_timeouts_total, lru_unloads_total, load_refusals_total;
     uint64_t plugin_rejections_total, reloads_total, budget_overruns_total;
+    int device;                           /* GPU ordinal the VRAM figures are for; -1 = CPU */
 } llmr_host_snapshot;
 
 /* Counters and the last resource state (for heartbeats). */
@@ -204,5 +205,14 @@ int llmr_engine_host_write_metrics(llmr_engine_host *h, FILE *out);
 
 /* Same as a malloc'd NUL-terminated string (caller frees); NULL when out of memory. */
 char *llmr_engine_host_metrics_text(llmr_engine_host *h, size_t *len_out);
+
+/* The engine host's part of the node heartbeat (schema/node-heartbeat.schema.json), as a new jansson
+ * object (caller json_decref's it; NULL when out of memory): "gpus" [{index, memory_total_bytes,
+ * memory_free_bytes}] (empty when VRAM is unknown), "ram_total_bytes", "ram_free_bytes", "alerts"
+ * (strings such as "vram_high: VRAM use 93.0% >= 90%", "ram_high: …", "engine_over_budget: <id>"),
+ * and "models" [{id, state "ready" (loaded) | "pending" (LRU-unloaded), engine, loaded}]. The node
+ * adds node_id and active_requests and merges model states it owns (downloads, unsupported). */
+struct json_t;
+struct json_t *llmr_engine_host_heartbeat_json(llmr_engine_host *h);
 
 #endif

@@ -125,7 +125,7 @@ static int parse_two_numbers(const char *s, int max_digits, long *a, long *b) {
 
 int llmr_abi_version_parse(const char *s, uint32_t *out) {
     long a, b;
-    if (!s || parse_two_numbers(s, 5, &a, &b) != 0 || a > 0xffff || b > 0xffff) return -1;
+    if (!s || parse_two_numbers(s, 4, &a, &b) != 0) return -1; /* at most 4 digits each, as the schema says */
     *out = (uint32_t)((a << 16) | b);
     return 0;
 }

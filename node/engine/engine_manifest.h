@@ -57,7 +57,7 @@ int llmr_engine_manifest_has_format(const llmr_engine_manifest *m, const char *f
 int llmr_engine_manifest_has_architecture(const llmr_engine_manifest *m, const char *arch);
 int llmr_engine_manifest_has_backend(const llmr_engine_manifest *m, const char *backend);
 
-/* Parses "MAJOR.MINOR" (each 0..65535) into the ABI encoding. Returns 0 on success, -1 otherwise. */
+/* Parses "MAJOR.MINOR" (each 1 to 4 digits) into the ABI encoding. Returns 0 on success, -1 otherwise. */
 int llmr_abi_version_parse(const char *s, uint32_t *out);
 
 #endif

@@ -3,6 +3,7 @@
  * takes no lock of its own. Every family has HELP and TYPE lines; label values are escaped. */
 #include "node/engine/engine_host.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,4 +137,60 @@ char *llmr_engine_host_metrics_text(llmr_engine_host *h, size_t *len_out) {
     if (fclose(f) != 0 || rc != 0) { free(buf); return NULL; }
     if (len_out) *len_out = len;
     return buf;
+}
+
+/* Adds v to array a (takes the reference); returns -1 when either is NULL. */
+static int push(json_t *a, json_t *v) { return a && v ? json_array_append_new(a, v) : -1; }
+
+json_t *llmr_engine_host_heartbeat_json(llmr_engine_host *h) {
+    llmr_host_snapshot s;
+    llmr_engine_host_snapshot(h, &s);
+    const llmr_resource_sample *r = &s.res.last;
+    json_t *o = json_object(), *gpus = json_array(), *alerts = json_array(), *models = json_array();
+    int bad = !o || !gpus || !alerts || !models;
+    if (!bad && s.res.valid && r->has_vram)
+        bad |= push(gpus, json_pack("{s:i, s:I, s:I}", "index", s.device > 0 ? s.device : 0, "memory_total_bytes", (json_int_t)r->vram_total,
+                                    "memory_free_bytes", (json_int_t)(r->vram_total > r->vram_used ? r->vram_total - r->vram_used : 0))) != 0;
+    if (!bad && s.res.valid && r->has_ram) {
+        bad |= json_object_set_new(o, "ram_total_bytes", json_integer((json_int_t)r->ram_total)) != 0;
+        bad |= json_object_set_new(o, "ram_free_bytes", json_integer((json_int_t)(r->ram_total > r->ram_used ? r->ram_total - r->ram_used : 0))) != 0;
+    }
+    char line[160];
+    if (!bad && s.res.vram_alert) {
+        snprintf(line, sizeof line, "vram_high: VRAM use %.1f%% >= %.0f%%", s.res.vram_ratio * 100, s.res.threshold * 100);
+        bad |= push(alerts, json_string(line)) != 0;
+    }
+    if (!bad && s.res.ram_alert) {
+        snprintf(line, sizeof line, "ram_high: RAM use %.1f%% >= %.0f%%", s.res.ram_ratio * 100, s.res.threshold * 100);
+        bad |= push(alerts, json_string(line)) != 0;
+    }
+    llmr_host_plugin_info *pl = NULL;
+    size_t np = 0;
+    if (!bad && llmr_engine_host_plugins(h, &pl, &np) == 0) {
+        for (size_t i = 0; i < np && !bad; i++)
+            if (pl[i].active && pl[i].over_budget) {
+                snprintf(line, sizeof line, "engine_over_budget: %s", pl[i].id);
+                bad |= push(alerts, json_string(line)) != 0;
+            }
+        free(pl);
+    } else bad = 1;
+    llmr_host_model_info *ms = NULL;
+    size_t nm = 0;
+    if (!bad && llmr_engine_host_models(h, &ms, &nm) == 0) {
+        for (size_t i = 0; i < nm && !bad; i++)
+            bad |= push(models, json_pack("{s:s, s:s, s:s, s:b}", "id", ms[i].model_id, "state",
+                                          ms[i].loaded ? "ready" : "pending", "engine", ms[i].engine_id,
+                                          "loaded", ms[i].loaded)) != 0;
+        free(ms);
+    } else bad = 1;
+    if (!bad) {
+        bad |= json_object_set(o, "gpus", gpus) != 0;
+        bad |= json_object_set(o, "alerts", alerts) != 0;
+        bad |= json_object_set(o, "models", models) != 0;
+    }
+    json_decref(gpus);
+    json_decref(alerts);
+    json_decref(models);
+    if (bad) { json_decref(o); return NULL; }
+    return o;
 }

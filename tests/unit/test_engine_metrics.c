@@ -4,6 +4,7 @@
 #include "node/engine/engine_host.h"
 #include "tests/unit/engine_fixture.h"
 
+#include <jansson.h>
 #include <regex.h>
 
 /* Checks the whole text; returns NULL when valid, else a static message naming the bad line. */
@@ -116,6 +117,17 @@ START_TEST(metrics_report_the_host_state) {
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(text, want[i]) != NULL, "missing: %s\n---\n%s", want[i], text);
     free(text);
+    /* the heartbeat part */
+    json_t *hb = llmr_engine_host_heartbeat_json(h);
+    ck_assert_ptr_nonnull(hb);
+    char *dump = json_dumps(hb, JSON_SORT_KEYS | JSON_COMPACT);
+    const char *want_hb = "{\"alerts\":[\"vram_high: VRAM use 95.0% >= 90%\"],"
+                          "\"gpus\":[{\"index\":0,\"memory_free_bytes\":50,\"memory_total_bytes\":1000}],"
+                          "\"models\":[{\"engine\":\"testengine\",\"id\":\"org/we\\\"ird\\\\id\",\"loaded\":true,\"state\":\"ready\"}],"
+                          "\"ram_free_bytes\":1900,\"ram_total_bytes\":2000}";
+    ck_assert_str_eq(dump, want_hb);
+    free(dump);
+    json_decref(hb);
     /* FILE variant writes the same */
     FILE *f = tmpfile();
     ck_assert_int_eq(llmr_engine_host_write_metrics(h, f), 0);

@@ -1,0 +1,242 @@
+/* tok_encode.c — text -> ids: UTF-8 sanitizing, added tokens, regex split, byte-level BPE.
+ *
+ * All state of one call lives in an enc_ctx on the caller's stack plus heap scratch it owns, so
+ * concurrent calls on one tokenizer never share mutable memory. */
+#include "common/tokenizer/tok_internal.h"
+#include "common/tokenizer/tok_utf8.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sym { int32_t id, prev, next; } sym;        /* a BPE symbol; id < 0 = merged away */
+typedef struct hent { uint32_t rank; int32_t pos, new_id; } hent; /* a candidate merge */
+
+typedef struct enc_ctx {
+    const tokenizer *t;
+    int32_t *ids; size_t n, cap;  /* output (ids == NULL when only counting) */
+    int count_only;
+    sym *syms; size_t syms_cap;   /* BPE scratch, grown to the longest piece */
+    hent *heap; size_t heap_cap;
+    pcre2_match_data *md;
+    char *err; size_t err_size;
+} enc_ctx;
+
+static int emit(enc_ctx *c, int32_t id) {
+    if (c->count_only) { c->n++; return 0; }
+    if (c->n == c->cap) {
+        size_t cap = c->cap * 2;
+        int32_t *p = realloc(c->ids, cap * sizeof *p);
+        if (!p) return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: %zu ids", c->n);
+        c->ids = p;
+        c->cap = cap;
+    }
+    c->ids[c->n++] = id;
+    return 0;
+}
+
+/* Min-heap on (rank, pos): the lowest-rank merge first, the leftmost among equals (HF word.rs). */
+static int hless(const hent *a, const hent *b) {
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void hpush(hent *h, size_t *n, hent e) {
+    size_t i = (*n)++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!hless(&e, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
+static hent hpop(hent *h, size_t *n) {
+    hent top = h[0], last = h[--(*n)];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const hent *best = &last;
+        if (l < *n && hless(&h[l], best)) { m = l; best = &h[l]; }
+        if (l + 1 < *n && hless(&h[l + 1], best)) { m = l + 1; best = &h[l + 1]; }
+        if (m == i) break;
+        h[i] = h[m];
+        i = m;
+    }
+    if (*n > 0) h[i] = last;
+    return top;
+}
+
+static int grow_scratch(enc_ctx *c, size_t n) {
+    if (n <= c->syms_cap) return 0;
+    size_t cap = c->syms_cap ? c->syms_cap : 64;
+    while (cap < n) cap *= 2;
+    sym *s = realloc(c->syms, cap * sizeof *s);
+    if (s) c->syms = s;
+    /* Each merge pushes at most two entries and removes one symbol: 3n bounds the heap. */
+    hent *h = realloc(c->heap, 3 * cap * sizeof *h);
+    if (h) c->heap = h;
+    if (!s || !h) return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: BPE piece of %zu bytes", n);
+    c->syms_cap = cap;
+    c->heap_cap = 3 * cap;
+    return 0;
+}
+
+/* Byte-level BPE of one pre-tokenized piece p[0..n), n >= 1. */
+static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
+    const tokenizer *t = c->t;
+    if (n == 1) return emit(c, t->byte_id[p[0]]);
+    if (t->ignore_merges) {
+        int32_t whole = tok_bytes_lookup(t, p, n);
+        if (whole >= 0) return emit(c, whole);
+    }
+    if (grow_scratch(c, n) < 0) return TOKENIZER_ENOMEM;
+    sym *s = c->syms;
+    hent *h = c->heap;
+    size_t hn = 0;
+    uint32_t rank;
+    int32_t nid;
+    for (size_t i = 0; i < n; i++) {
+        s[i].id = t->byte_id[p[i]];
+        s[i].prev = (int32_t)i - 1;
+        s[i].next = i + 1 < n ? (int32_t)i + 1 : -1;
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (tok_merge_lookup(t, s[i].id, s[i + 1].id, &rank, &nid))
+            hpush(h, &hn, (hent){rank, (int32_t)i, nid});
+    while (hn > 0) {
+        hent top = hpop(h, &hn);
+        sym *l = &s[top.pos];
+        if (l->id < 0 || l->next < 0) continue;
+        sym *r = &s[l->next];
+        /* Stale entry: the pair at this position is no longer the one this merge was for. */
+        if (!tok_merge_lookup(t, l->id, r->id, &rank, &nid) || nid != top.new_id) continue;
+        l->id = nid;
+        l->next = r->next;
+        if (r->next >= 0) s[r->next].prev = top.pos;
+        r->id = -1;
+        if (l->prev >= 0 && tok_merge_lookup(t, s[l->prev].id, l->id, &rank, &nid))
+            hpush(h, &hn, (hent){rank, l->prev, nid});
+        if (l->next >= 0 && tok_merge_lookup(t, l->id, s[l->next].id, &rank, &nid))
+            hpush(h, &hn, (hent){rank, top.pos, nid});
+    }
+    for (int32_t i = 0; i >= 0; i = s[i].next)
+        if (emit(c, s[i].id) < 0) return TOKENIZER_ENOMEM;
+    return 0;
+}
+
+static size_t char_len_at(const uint8_t *p, size_t n) {
+    int st;
+    return tok_utf8_next(p, n, &st);
+}
+
+/* Splits one segment (text between added tokens) with the regex (Isolated: matches and the gaps
+ * between them are pieces) and BPE-encodes every piece. `base` is the segment's offset in the
+ * text, for messages. */
+static int encode_segment(enc_ctx *c, const uint8_t *seg, size_t n, size_t base) {
+    const tokenizer *t = c->t;
+    if (n == 0) return 0;
+    if (!t->re) return bpe(c, seg, n);
+    size_t last = 0, off = 0;
+    int rc;
+    while (off < n) {
+        rc = t->re_jit ? pcre2_jit_match(t->re, seg, n, off, 0, c->md, NULL)
+                       : pcre2_match(t->re, seg, n, off, PCRE2_NO_UTF_CHECK, c->md, NULL);
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its backtracking on the heap */
+            rc = pcre2_match(t->re, seg, n, off, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, c->md, NULL);
+        if (rc == PCRE2_ERROR_NOMATCH) break;
+        if (rc < 0) {
+            PCRE2_UCHAR msg[128];
+            pcre2_get_error_message(rc, msg, sizeof msg);
+            return tok_fail(c->err, c->err_size, TOKENIZER_EREGEX,
+                            "pre-tokenizer regex failed at byte %zu: %s", base + off, (char *)msg);
+        }
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
+        size_t s = ov[0], e = ov[1];
+        if (s > last && (rc = bpe(c, seg + last, s - last)) != 0) return rc;
+        if (e > s) {
+            if ((rc = bpe(c, seg + s, e - s)) != 0) return rc;
+            last = off = e;
+        } else { /* empty match: not a piece; step over one character */
+            if (s > last) last = s;
+            off = s + (s < n ? char_len_at(seg + s, n - s) : 1);
+        }
+    }
+    if (last < n) return bpe(c, seg + last, n - last);
+    return 0;
+}
+
+/* Cuts added tokens out of the text (leftmost, longest first) and encodes what lies between. A
+ * special token is plain text when !allow_special: like HF's split_special_tokens, the matcher then
+ * steps over that match instead of looking for a shorter one inside it. */
+static int encode_text(enc_ctx *c, const uint8_t *p, size_t n, int allow_special) {
+    const tokenizer *t = c->t;
+    size_t seg = 0, i = 0;
+    int rc;
+    if (t->n_added == 0) return encode_segment(c, p, n, 0);
+    while (i < n) {
+        uint32_t k = t->added_first[p[i]], kend = t->added_first[p[i] + 1];
+        const tok_added *hit = NULL;
+        for (; k < kend; k++) {
+            const tok_added *a = &t->added[k];
+            if (a->len <= n - i && memcmp(p + i, t->piece_blob + a->off, a->len) == 0) { hit = a; break; }
+        }
+        if (!hit) { i++; continue; }
+        if (hit->special && !allow_special) { i += hit->len; continue; }
+        if ((rc = encode_segment(c, p + seg, i - seg, seg)) != 0) return rc;
+        if ((rc = emit(c, hit->id)) != 0) return rc;
+        i += hit->len;
+        seg = i;
+    }
+    return encode_segment(c, p + seg, n - seg, seg);
+}
+
+/* Runs the whole pipeline; ids go to c (or are only counted). */
+static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) {
+    const uint8_t *p = (const uint8_t *)text;
+    uint8_t *fixed = NULL;
+    int rc;
+    if (!text && len > 0) return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "text is NULL");
+    size_t bad = tok_utf8_valid_prefix(p, len);
+    if (bad < len) {
+        if (flags & TOKENIZER_ENCODE_STRICT_UTF8)
+            return tok_fail(c->err, c->err_size, TOKENIZER_EUTF8,
+                            "invalid UTF-8 at byte %zu (0x%02X)", bad, p[bad]);
+        if (len > (SIZE_MAX - 4) / 3 || !(fixed = malloc(3 * len + 4)))
+            return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: %zu bytes of text", len);
+        size_t n;
+        tok_utf8_convert(p, len, 1, 1, fixed, &n);
+        p = fixed;
+        len = n;
+    }
+    c->md = pcre2_match_data_create(1, NULL);
+    if (!c->md) { free(fixed); return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory"); }
+    rc = encode_text(c, p, len, !(flags & TOKENIZER_ENCODE_NO_SPECIAL));
+    pcre2_match_data_free(c->md);
+    free(c->syms);
+    free(c->heap);
+    free(fixed);
+    return rc;
+}
+
+int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, unsigned flags,
+                     int32_t **ids_out, size_t *n_out, char *err, size_t err_size) {
+    if (!tok || !ids_out || !n_out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_encode: NULL argument");
+    enc_ctx c = {.t = tok, .err = err, .err_size = err_size};
+    c.cap = len / 4 + 16;
+    c.ids = malloc(c.cap * sizeof *c.ids);
+    if (!c.ids) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory: %zu bytes of text", len);
+    int rc = run_encode(&c, text, len, flags);
+    if (rc != 0) { free(c.ids); return rc; }
+    *ids_out = c.ids;
+    *n_out = c.n;
+    return TOKENIZER_OK;
+}
+
+int tokenizer_count(const tokenizer *tok, const char *text, size_t len, unsigned flags,
+                    size_t *n_out, char *err, size_t err_size) {
+    if (!tok || !n_out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_count: NULL argument");
+    enc_ctx c = {.t = tok, .count_only = 1, .err = err, .err_size = err_size};
+    int rc = run_encode(&c, text, len, flags);
+    if (rc == 0) *n_out = c.n;
+    return rc;
+}
