@@ -139,6 +139,8 @@ typedef struct xfer {
     int checked;                  /* first body byte: status/Content-Range checked */
     int restarted;                /* this attempt truncated the partial (server ignored Range) */
     int range_mismatch;           /* 206 at the wrong offset */
+    int64_t size_limit;           /* expected size: more bytes than this is an error (-1: none) */
+    int oversize;
     int io_error;
     char io_msg[256];
     char err_body[512];           /* start of an error response's body, for the message */
@@ -288,6 +290,10 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud) {
             x->checked = v == 0 ? 1 : 2;
         }
         if (x->checked == 2) { keep_err_body(x, data, len); return len; }
+        if (x->size_limit >= 0 && x->file_size + len > (uint64_t)x->size_limit) {
+            x->oversize = 1; /* never let a wrong or hostile server fill the disk */
+            return 0;
+        }
         if (write_all(x->fd, data, len) != 0) {
             snprintf(x->io_msg, sizeof x->io_msg, "write: %s", strerror(errno));
             x->io_error = 1;
@@ -416,6 +422,9 @@ static llmr_httpc_status xfer_perform(xfer *x, long total_timeout_ms, const char
     else if (x->too_big) {
         st = LLMR_HTTPC_ETOOBIG;
         snprintf(detail, detail_size, "body over the %zu-byte limit", c->o.max_body);
+    } else if (x->oversize) {
+        st = LLMR_HTTPC_EVERIFY;
+        snprintf(detail, detail_size, "server sent more than the expected %lld bytes", (long long)x->size_limit);
     } else if (x->io_error) {
         st = LLMR_HTTPC_EIO;
         snprintf(detail, detail_size, "%s", x->io_msg);
@@ -633,7 +642,7 @@ llmr_httpc_status llmr_httpc_download(llmr_httpc *c, const char *url, const char
     llmr_httpc_req q = {.method = "GET", .url = url, .headers = o->headers, .cancel = o->cancel};
     xfer x = {.c = c, .req = &q, .method = "GET", .resp = &resp, .sink = SINK_FILE, .fd = fd, .hash = hash,
               .file_size = (uint64_t)sb.st_size, .progress = o->progress, .progress_user = o->progress_user,
-              .cancel = o->cancel};
+              .cancel = o->cancel, .size_limit = o->expected_size >= 0 ? o->expected_size : -1};
     /* The retry budget refills whenever an attempt made progress, so a long download survives any
      * number of interruptions; a hard cap stops a server that keeps failing at the same spot. */
     int budget = c->o.retries, failures_in_row = 0, complete = 0;
@@ -655,6 +664,10 @@ llmr_httpc_status llmr_httpc_download(llmr_httpc *c, const char *url, const char
         uint64_t before = x.file_size;
         st = xfer_perform(&x, 0, x.file_size > 0 ? range : NULL, detail, sizeof detail);
         res.status = resp.status;
+        if (st == LLMR_HTTPC_EVERIFY) { /* oversize: the partial holds wrong bytes */
+            unlink(partial);
+            break;
+        }
         if (x.restarted) res.restarts++;
         if (st == LLMR_HTTPC_OK && x.range_mismatch) {
             /* a 206 for bytes we did not ask for: distrust the partial and start clean */

@@ -130,7 +130,8 @@ typedef int (*llmr_httpc_progress_fn)(void *user, uint64_t bytes, uint64_t total
 
 typedef struct llmr_httpc_download_opts {
     const char *const *headers;     /* extra request headers, NULL-terminated; may be NULL */
-    int64_t expected_size;          /* verify the final size when >= 0 (use -1 for none; 0 = empty file) */
+    int64_t expected_size;          /* when >= 0: the final size, and a bound: a server sending more is
+                                     * cut off (EVERIFY, partial removed). -1 = unknown; 0 = empty file */
     const char *expected_sha256;    /* verify the sha256 (64 lower-case hex) when non-NULL */
     llmr_httpc_progress_fn progress;
     void *progress_user;

@@ -2,11 +2,14 @@
 #include "common/hub_client.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <openssl/evp.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "common/path_safety.h"
 
@@ -418,6 +421,40 @@ llmr_hub_status llmr_hub_fetch(llmr_hub *h, const char *repo, const char *rev, c
     return st;
 }
 
+/* A regular (non-LFS) file's listing oid is git's blob sha1 of its content: check it after the
+ * download, since only LFS files carry a sha256. On mismatch the file is removed. */
+static llmr_hub_status verify_git_oid(const char *dest, const llmr_hub_file *f, const char *what, char *err, size_t es) {
+    FILE *fp = fopen(dest, "rb");
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    llmr_hub_status st = LLMR_HUB_EIO;
+    if (!fp || !c) {
+        snprintf(err, es, "%s: verify %s: %s", what, dest, fp ? "out of memory" : strerror(errno));
+        goto out;
+    }
+    char head[48], buf[65536], hex[41];
+    int hl = snprintf(head, sizeof head, "blob %llu", (unsigned long long)f->size);
+    EVP_DigestInit_ex(c, EVP_sha1(), NULL);
+    EVP_DigestUpdate(c, head, (size_t)hl + 1);
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, fp)) > 0) EVP_DigestUpdate(c, buf, n);
+    if (ferror(fp)) { snprintf(err, es, "%s: verify %s: read error", what, dest); goto out; }
+    unsigned char md[20];
+    unsigned ml = 0;
+    EVP_DigestFinal_ex(c, md, &ml);
+    for (int i = 0; i < 20; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (strcmp(hex, f->oid) != 0) {
+        st = LLMR_HUB_EVERIFY;
+        snprintf(err, es, "%s: git blob sha1 %s, the listing says %s (file removed)", what, hex, f->oid);
+        unlink(dest);
+        goto out;
+    }
+    st = LLMR_HUB_OK;
+out:
+    if (fp) fclose(fp);
+    EVP_MD_CTX_free(c);
+    return st;
+}
+
 llmr_hub_status llmr_hub_download(llmr_hub *h, const char *repo, const char *rev, const char *path,
                                   const char *dest, const llmr_hub_file *expect,
                                   const llmr_httpc_download_opts *opts, llmr_httpc_download_result *result,
@@ -447,6 +484,7 @@ llmr_hub_status llmr_hub_download(llmr_hub *h, const char *repo, const char *rev
         llmr_httpc_resp fake = {.status = res.status};
         st = classify(h, hs, herr, &fake, what, url, LLMR_HUB_ENOFILE, err, es);
     }
+    if (st == LLMR_HUB_OK && expect && !expect->is_lfs && expect->oid[0]) st = verify_git_oid(dest, expect, what, err, es);
     if (result) *result = res;
     free(url);
     return st;

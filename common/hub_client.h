@@ -90,8 +90,9 @@ llmr_hub_status llmr_hub_revision(llmr_hub *hub, const char *repo, const char *r
 llmr_hub_status llmr_hub_fetch(llmr_hub *hub, const char *repo, const char *rev, const char *path, size_t max_bytes,
                                char **data_out, size_t *len_out, char *err, size_t err_size);
 
-/* Downloads a file to dest through dest.partial (resuming it), verifying size and sha256 when
- * expected (pass the listing's entry as expect, or NULL). opts: progress/cancel/extra headers (its
+/* Downloads a file to dest through dest.partial (resuming it), verifying against the listing's
+ * entry when given as expect (or NULL): the size, and the sha256 of LFS files or the git blob sha1
+ * (oid) of other files; a file that fails is removed (EVERIFY). opts: progress/cancel/extra headers (its
  * expected_* fields are overridden by expect when expect is given); may be NULL. */
 llmr_hub_status llmr_hub_download(llmr_hub *hub, const char *repo, const char *rev, const char *path,
                                   const char *dest, const llmr_hub_file *expect,

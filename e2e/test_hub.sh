@@ -130,6 +130,23 @@ check "commit changes when a file changes" test "$commit2" != "$commit" -a ${#co
 check "listing shows the new sha256" bash -c "'$BIN/llmr-hubget' --endpoint '$HUB_URL' --repo org/tiny --list | grep -q '$(printf y | sha256sum | cut -c1-64)'"
 check "old commit no longer resolves" test "$(curl -s -o /dev/null -w '%{http_code}' "$HUB_URL/org/tiny/resolve/$commit/one.bin")" = 404
 
+# --- a multi-GB file: a 5 GiB sparse file whose hashes are seeded in the sidecar cache, so the test
+# also shows the cache is read (hashing 5 GiB would take the test's whole budget) ---
+H="$ROOT/org/huge"; mkdir -p "$H"
+truncate -s 5G "$H/model.gguf"
+printf 'TAIL-OF-5GiB' | dd of="$H/model.gguf" bs=1 seek=$((5*1024*1024*1024 - 12)) conv=notrunc status=none
+abs="$(cd "$H" && pwd -P)/model.gguf"
+read -r hsize hmt hino < <(stat -c '%s %.9Y %i' "$abs")
+fake_sha=5555555555555555555555555555555555555555555555555555555555555555
+printf 'llmr-hub-cache v1\n%s %s %s %s %s\n' "$hsize" "${hmt/./}" "$hino" "$fake_sha" 1111111111111111111111111111111111111111 \
+  > "$WORK/cache/$(printf '%s' "$abs" | sha256sum | cut -c1-64)"
+curl -sI "$HUB_URL/org/huge/resolve/main/model.gguf" | tr -d '\r' > "$WORK/huge.h"
+check "5 GiB file: HEAD size" grep -qi '^X-Linked-Size: 5368709120' "$WORK/huge.h"
+check "5 GiB file: sha256 from the sidecar cache" grep -qi "^X-Linked-Etag: \"$fake_sha\"" "$WORK/huge.h"
+check "5 GiB file: Range at the end" test "$(curl -s -r 5368709100- "$HUB_URL/org/huge/resolve/main/model.gguf" | tail -c 12)" = "TAIL-OF-5GiB"
+check "5 GiB file: 206 Content-Range" bash -c "curl -s -r 5368709100- -D - -o /dev/null '$HUB_URL/org/huge/resolve/main/model.gguf' | tr -d '\r' | grep -q '^Content-Range: bytes 5368709100-5368709119/5368709120'"
+check "5 GiB file: Range across the 4 GiB mark" test "$(curl -s -r 4294967290-4294967305 "$HUB_URL/org/huge/resolve/main/model.gguf" | wc -c)" = 16
+
 # --- graceful stop on SIGTERM ---
 kill -TERM "$HUB_PID"; sleep 0.3
 check "llmr-hub stops on SIGTERM" bash -c "! kill -0 $HUB_PID 2>/dev/null"

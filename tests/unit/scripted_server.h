@@ -39,6 +39,7 @@ struct tsrv {
     volatile int stop;
     ts_handler handler;
     void *ctx;                      /* for the handler */
+    const char *greeting;           /* if set: written on accept, then the connection closes unread */
     pthread_mutex_t mu;
     int nreqs;
     char *reqs[TS_MAX_REQS];        /* raw request heads, in order */
@@ -94,6 +95,12 @@ static void *ts_main(void *arg) {
     for (int n = 0; !s->stop; n++) {
         int fd = accept(s->lfd, NULL, NULL);
         if (fd < 0) break;
+        if (s->greeting) { /* e.g. plain HTTP where the client expects TLS */
+            ts_write(fd, s->greeting, strlen(s->greeting));
+            shutdown(fd, SHUT_WR);
+            close(fd);
+            continue;
+        }
         char *buf = malloc(1 << 20);
         size_t len = 0;
         char *end = NULL;

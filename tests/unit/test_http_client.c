@@ -154,6 +154,22 @@ START_TEST(dns_failure) {
 }
 END_TEST
 
+START_TEST(tls_failure_is_named) {
+    tsrv *s = ts_start(h_echo, NULL);
+    s->greeting = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"; /* not a TLS server */
+    llmr_httpc *c = fast_client(-1);
+    char url[128], err[512];
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/secure", s->port);
+    llmr_httpc_resp r;
+    ck_assert_int_eq(llmr_httpc_get(c, url, &r, err, sizeof err), LLMR_HTTPC_ETLS);
+    ck_assert_ptr_nonnull(strstr(err, "TLS"));
+    ck_assert_ptr_nonnull(strstr(err, url));
+    llmr_httpc_resp_free(&r);
+    llmr_httpc_destroy(c);
+    ts_stop(s);
+}
+END_TEST
+
 static void h_silent(tsrv *s, int fd, const ts_req *r) {
     (void)s; (void)fd; (void)r;
     msleep(1500);
@@ -463,9 +479,17 @@ START_TEST(download_errors) {
     ck_assert_ptr_nonnull(strstr(err, "expected 0000"));
     ck_assert_int_ne(stat(partial, &sb), 0);
     ck_assert_int_ne(stat(dest, &sb), 0);
+    /* a server sending more than expected is cut off early and its bytes dropped */
     llmr_httpc_download_opts o2 = {.expected_size = 5};
     ck_assert_int_eq(llmr_httpc_download(c, ts_url(s, "/f"), dest, &o2, &res, err, sizeof err), LLMR_HTTPC_EVERIFY);
-    ck_assert_ptr_nonnull(strstr(err, "expected 5"));
+    ck_assert_ptr_nonnull(strstr(err, "more than the expected 5 bytes"));
+    ck_assert_int_eq(res.attempts, 1);
+    ck_assert_int_ne(stat(partial, &sb), 0);
+    /* fewer bytes than expected: the size check names both */
+    llmr_httpc_download_opts o3 = {.expected_size = BLOB_SIZE + 1};
+    ck_assert_int_eq(llmr_httpc_download(c, ts_url(s, "/f"), dest, &o3, &res, err, sizeof err), LLMR_HTTPC_EVERIFY);
+    ck_assert_ptr_nonnull(strstr(err, "expected 300001"));
+    ck_assert_int_ne(stat(partial, &sb), 0);
     ts_stop(s);
 
     /* an unwritable destination names the file */
@@ -581,6 +605,7 @@ static Suite *suite(void) {
     tcase_add_test(t, post_not_retried_on_5xx);
     tcase_add_test(t, refused_names_url_and_cause);
     tcase_add_test(t, dns_failure);
+    tcase_add_test(t, tls_failure_is_named);
     tcase_add_test(t, total_timeout_and_stall);
     tcase_add_test(t, body_limit);
     tcase_add_test(t, stream_chunks_and_abort);

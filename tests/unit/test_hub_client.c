@@ -204,6 +204,17 @@ START_TEST(fetch_and_download) {
     strcpy(want.sha256, SHA_W);
     ck_assert_int_eq(llmr_hub_download(h, "org/model", "main", "w.bin", dest, &want, NULL, &res, err, sizeof err),
                      LLMR_HUB_EVERIFY);
+    /* a regular file is checked against its git blob sha1 */
+    llmr_hub_file reg = {.path = "w.bin", .size = 3, .oid = "f2ba8f84ab5c1bce84a7b441cb1959cfc7093b7f"};
+    ck_assert_int_eq(llmr_hub_download(h, "org/model", "main", "w.bin", dest, &reg, NULL, &res, err, sizeof err),
+                     LLMR_HUB_OK);
+    unlink(dest);
+    reg.oid[0] = '0';
+    ck_assert_int_eq(llmr_hub_download(h, "org/model", "main", "w.bin", dest, &reg, NULL, &res, err, sizeof err),
+                     LLMR_HUB_EVERIFY);
+    ck_assert_ptr_nonnull(strstr(err, "git blob sha1"));
+    struct stat sb;
+    ck_assert_int_ne(stat(dest, &sb), 0);
     ck_assert_int_eq(llmr_hub_download(h, "org/model", "main", "gone.bin", dest, NULL, NULL, &res, err, sizeof err),
                      LLMR_HUB_ENOFILE);
     ck_assert_ptr_nonnull(strstr(err, "HTTP 404"));

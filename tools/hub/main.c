@@ -356,6 +356,7 @@ static void resolve(hub_app *app, llmr_http_request *req, const char *after_slas
     if (open_revision(app, req, repo, rev, &r) != 0) return;
     const hub_entry *found = hub_repo_find(&r, path);
     if (!found) {
+        llmr_http_add_header(req, "X-Repo-Commit", r.commit); /* huggingface_hub caches the miss by commit */
         hub_repo_free(&r);
         hub_error(req, 404, "EntryNotFound", "%s does not exist on \"%s\"", path, rev);
         return;
@@ -550,7 +551,12 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    for (int i = 0; i < app.faults.n; i++) log_warn("fault injection active: %s", app.faults.v[i].glob);
+    static const char *kinds[] = {"corrupt", "drop", "hide", "ignore-range", "status"};
+    for (int i = 0; i < app.faults.n; i++) {
+        const hub_fault *f = &app.faults.v[i];
+        log_warn("fault injection active: %s%s%.0d %s (%s)", kinds[f->kind], f->kind == FAULT_STATUS ? "=" : "",
+                 f->kind == FAULT_STATUS ? f->status : 0, f->glob, f->remaining < 0 ? "always" : "limited count");
+    }
     if (!no_prehash) prehash(&app);
     llmr_loop *loop = llmr_loop_create();
     llmr_http_server_opts so = {.listen = listen, .max_body = 64 << 10, .timeout_s = 300};

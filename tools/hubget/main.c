@@ -69,6 +69,7 @@ int main(int argc, char **argv) {
                                 opts, (int)(sizeof opts / sizeof opts[0]), argc, argv);
     if (pr != 0) return pr > 0 ? 0 : 2;
     llmr_log_init("hubget", LLMR_LOG_INFO, 0);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines interleave sensibly with errors on stderr */
     if (!repo || (!list && !out)) { fprintf(stderr, "error: --repo and one of --list / --out are required (see --help)\n"); return 2; }
     char err[2048];
     llmr_httpc_opts ho = {.retries = retries > 0 ? retries : -1, .backoff_ms = 100, .backoff_max_ms = 2000};
