@@ -59,6 +59,9 @@ typedef struct entry {
     llmr_artifact *artifacts;
     size_t n_artifacts;
     int wanted;               /* 0 after llmr_engine_host_unload */
+    int loading;              /* a load is in progress (under mu) */
+    llmr_engine_status last_status; /* of the latest load attempt (under mu) */
+    char last_error[512];
     instance *insts;          /* current (if any) first, then draining */
     uint64_t last_used_ns;
     atomic_ullong tokens;
@@ -86,6 +89,7 @@ struct llmr_host_session {
     llmr_token_cb cb;
     void *user;
     uint32_t tokens;          /* this generate */
+    char engine_id[65], engine_version[65]; /* copies: the instance may be gone after a timeout */
     llmr_host_session *wd_prev, *wd_next;
 };
 
@@ -93,7 +97,7 @@ struct llmr_engine_host {
     char *engines_dir, *backend, *tmpdir;
     int device, cc_major, cc_minor;
     uint32_t poll_ms, stall_ms, watch_ms, max_context, max_sessions;
-    int watch;
+    int watch, keep_libraries;
     uint64_t default_budget;
     llmr_engine_budget *budgets;
     size_t n_budgets;
@@ -236,7 +240,7 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
         goto fail;
     }
     dlerror();
-    p->dl = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+    p->dl = dlopen(copy, RTLD_NOW | RTLD_LOCAL | (h->keep_libraries ? RTLD_NODELETE : 0));
     unlink(copy); /* the mapping stays; nothing is left behind */
     if (!p->dl) {
         const char *de = dlerror();
@@ -424,9 +428,50 @@ static plugin *choose_locked(llmr_engine_host *h, const entry *e, const char **a
     return chosen;
 }
 
+/* The least-recently-used current instance without sessions, other than `except`'s (caller holds mu). */
+static instance *lru_idle_locked(llmr_engine_host *h, const entry *except) {
+    instance *victim = NULL;
+    for (entry *x = h->entries; x; x = x->next) {
+        instance *in = current_instance(x);
+        if (in && x != except && in->sessions == 0 && (!victim || x->last_used_ns < victim->e->last_used_ns)) victim = in;
+    }
+    return victim;
+}
+
+/* When `need` bytes do not fit in `free_b` but unloading idle models would free enough (by their
+ * estimates), unloads them least-recently-used first until the model fits. Returns the free VRAM
+ * after that (re-sampled; unchanged when nothing could help). Caller holds load_mu, not mu. */
+static uint64_t make_room(llmr_engine_host *h, entry *e, uint64_t need, uint64_t free_b, llmr_resource_state *rs) {
+    uint64_t idle = 0;
+    pthread_mutex_lock(&h->mu);
+    for (entry *x = h->entries; x; x = x->next) {
+        instance *in = current_instance(x);
+        if (in && x != e && in->sessions == 0) idle += in->estimate;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (free_b + idle < need) return free_b;
+    while (need > free_b) {
+        pthread_mutex_lock(&h->mu);
+        instance *victim = lru_idle_locked(h, e);
+        if (victim) {
+            unlink_instance_locked(victim);
+            victim->e->lru_unloads++;
+            h->lru_unloads++;
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (!victim) break;
+        char why[320];
+        snprintf(why, sizeof why, "LRU: making room for model %.200s", e->id);
+        instance_unload(h, victim, why);
+        if (llmr_resource_monitor_poll(h->monitor, rs, NULL, 0) != 0) break;
+        free_b = rs->last.vram_total > rs->last.vram_used ? rs->last.vram_total - rs->last.vram_used : 0;
+    }
+    return free_b;
+}
+
 /* Loads entry e on a freshly chosen engine and makes the result its current instance (the previous
  * current one, if any, starts draining). Caller holds load_mu, not mu. */
-static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
+static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
     const char *artifact_path = NULL;
     char why[2048];
     pthread_mutex_lock(&h->mu);
@@ -470,10 +515,11 @@ static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err
     int polled = llmr_resource_monitor_poll(h->monitor, &rs, perr, sizeof perr) == 0;
     if (polled && rs.last.has_vram && p->info.uses_gpu != 0 && strcmp(h->backend, "cpu") != 0) {
         uint64_t free_b = rs.last.vram_total > rs.last.vram_used ? rs.last.vram_total - rs.last.vram_used : 0;
+        if (need > free_b) free_b = make_room(h, e, need, free_b, &rs);
         if (need > free_b) {
             st = LLMR_ENGINE_OOM_VRAM;
             set_err(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, %llu bytes are free "
-                    "(GPU %d: %llu used of %llu)", e->id, eid, (unsigned long long)need, (unsigned long long)free_b,
+                    "(GPU %d: %llu used of %llu; idle models cannot free enough)", e->id, eid, (unsigned long long)need, (unsigned long long)free_b,
                     h->device, (unsigned long long)rs.last.vram_used, (unsigned long long)rs.last.vram_total);
             goto refuse;
         }
@@ -520,6 +566,22 @@ unpin:
     plugin *dead = plugin_unref_locked(h, p);
     pthread_mutex_unlock(&h->mu);
     plugin_free(dead);
+    return st;
+}
+
+/* load_instance_impl, recording the attempt in the entry (for heartbeats: loading, failed + why). */
+static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err, size_t err_size) {
+    char msg[2048] = "";
+    pthread_mutex_lock(&h->mu);
+    e->loading = 1;
+    pthread_mutex_unlock(&h->mu);
+    llmr_engine_status st = load_instance_impl(h, e, msg, sizeof msg);
+    pthread_mutex_lock(&h->mu);
+    e->loading = 0;
+    e->last_status = st;
+    snprintf(e->last_error, sizeof e->last_error, "%s", st == LLMR_ENGINE_OK ? "" : msg);
+    pthread_mutex_unlock(&h->mu);
+    if (err && err_size) snprintf(err, err_size, "%s", msg);
     return st;
 }
 
@@ -759,9 +821,18 @@ llmr_engine_status llmr_engine_host_load(llmr_engine_host *h, const llmr_model_d
                                          const llmr_artifact *artifacts, size_t n_artifacts, char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
     if (!h || !desc || !desc->id || !*desc->id) { set_err(err, err_size, "invalid arguments: no model id"); return LLMR_ENGINE_INTERNAL; }
-    pthread_mutex_lock(&h->load_mu);
+    /* fast path: already loaded (does not wait behind another model's load) */
     pthread_mutex_lock(&h->mu);
     entry *e = find_entry_locked(h, desc->id);
+    if (e && current_instance(e) && e->wanted) {
+        e->last_used_ns = now_ns();
+        pthread_mutex_unlock(&h->mu);
+        return LLMR_ENGINE_OK;
+    }
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_lock(&h->load_mu);
+    pthread_mutex_lock(&h->mu);
+    e = find_entry_locked(h, desc->id);
     if (e && current_instance(e)) {
         e->wanted = 1;
         e->last_used_ns = now_ns();
@@ -838,6 +909,8 @@ llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const ch
             if (s) {
                 s->h = h;
                 s->inst = in;
+                snprintf(s->engine_id, sizeof s->engine_id, "%s", in->pl->m->id);
+                snprintf(s->engine_version, sizeof s->engine_version, "%s", in->pl->m->version);
                 pthread_mutex_lock(&in->mu);
                 st = in->pl->api->session_create(in->em, params, &s->es, eerr, sizeof eerr);
                 pthread_mutex_unlock(&in->mu);
@@ -901,8 +974,8 @@ void llmr_engine_host_session_destroy(llmr_host_session *s) {
     free(s);
 }
 
-const char *llmr_host_session_engine_id(const llmr_host_session *s) { return s->inst->pl->m->id; }
-const char *llmr_host_session_engine_version(const llmr_host_session *s) { return s->inst->pl->m->version; }
+const char *llmr_host_session_engine_id(const llmr_host_session *s) { return s->engine_id; }
+const char *llmr_host_session_engine_version(const llmr_host_session *s) { return s->engine_version; }
 
 /* Forwards each token to the caller, feeding the watchdog. Returns non-zero to stop after a cancel. */
 static int on_token_trampoline(void *user, int32_t token) {
@@ -960,15 +1033,16 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
     pthread_mutex_unlock(&h->mu);
 
     if (atomic_load(&s->timed_out)) {
-        /* T112: free the session (its KV memory) now; the client gets a timeout */
+        /* T112: free the session (its KV memory) now; the client gets a timeout. The message is
+         * written first: once released, the instance may be unloaded by another thread. */
+        set_err(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
+                "cancelled it and freed the session after %u token(s)", in->e->id, in->pl->m->id, h->stall_ms, s->tokens);
         release_engine_session(s);
         pthread_mutex_lock(&h->mu);
         h->timeouts++;
         pthread_mutex_unlock(&h->mu);
         st = LLMR_ENGINE_TIMEOUT;
         res.finish = LLMR_FINISH_CANCELLED;
-        set_err(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
-                "cancelled it and freed the session after %u token(s)", in->e->id, in->pl->m->id, h->stall_ms, s->tokens);
     } else if (atomic_load(&s->cancel_req) && (st == LLMR_ENGINE_OK || st == LLMR_ENGINE_CANCELLED)) {
         st = LLMR_ENGINE_CANCELLED;
         res.finish = LLMR_FINISH_CANCELLED;
@@ -1046,12 +1120,8 @@ static int poll_impl(llmr_engine_host *h, int wait, llmr_resource_state *out, ch
     int stuck_logged = 0;
     /* T105: while at or above the threshold, unload the least-recently-used idle model */
     while (rc == 0 && (rs.vram_alert || rs.ram_alert)) {
-        instance *victim = NULL;
         pthread_mutex_lock(&h->mu);
-        for (entry *e = h->entries; e; e = e->next) {
-            instance *in = current_instance(e);
-            if (in && in->sessions == 0 && (!victim || e->last_used_ns < victim->e->last_used_ns)) victim = in;
-        }
+        instance *victim = lru_idle_locked(h, NULL);
         if (victim) {
             unlink_instance_locked(victim);
             victim->e->lru_unloads++;
@@ -1191,6 +1261,7 @@ llmr_engine_status llmr_engine_host_create(const llmr_engine_host_config *cfg, l
     h->stall_ms = cfg->stall_timeout_ms ? cfg->stall_timeout_ms : 30000;
     h->watch_ms = cfg->watch_interval_ms ? cfg->watch_interval_ms : 2000;
     h->watch = !cfg->no_watch;
+    h->keep_libraries = cfg->keep_libraries;
     h->max_context = cfg->max_context;
     h->max_sessions = cfg->max_sessions;
     h->default_budget = cfg->default_vram_budget;
@@ -1343,6 +1414,9 @@ int llmr_engine_host_models(llmr_engine_host *h, llmr_host_model_info **out, siz
         i->tokens_generated = atomic_load(&e->tokens);
         i->idle_seconds = now > e->last_used_ns ? (double)(now - e->last_used_ns) / 1e9 : 0;
         i->lru_unloads = e->lru_unloads;
+        i->loading = e->loading;
+        i->last_status = e->last_status;
+        snprintf(i->last_error, sizeof i->last_error, "%s", e->last_error);
     }
     pthread_mutex_unlock(&h->mu);
     *out = v;

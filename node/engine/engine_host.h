@@ -7,8 +7,9 @@
  *     it returns is checked in turn (ABI major, table size, every entry, the id). A rejected plugin is
  *     logged with the field at fault and listed by llmr_engine_host_rejections;
  *   - chooses an engine per model (engine_registry.h) and loads it: estimate_vram first, then the
- *     per-engine VRAM budget and the device's free VRAM; a model that does not fit is refused with
- *     OOM_VRAM naming bytes needed and free before the engine allocates anything (T106, T107);
+ *     per-engine VRAM budget and the device's free VRAM (idle models are unloaded, LRU first, when
+ *     that makes it fit); a model that does not fit is refused with OOM_VRAM naming bytes needed and
+ *     free before the engine allocates anything (T106, T107);
  *   - creates sessions on the model's current instance, runs generate with a stall watchdog: a
  *     generation that yields no token for stall_timeout_ms (default 30 s, prompt evaluation included)
  *     is cancelled, its session freed (VRAM returned) and TIMEOUT returned (T112). Tokens keep the
@@ -64,6 +65,9 @@ typedef struct llmr_engine_host_config {
     size_t n_budgets;
     uint32_t max_context;             /* passed to engines in llmr_load_params; 0 = engine default */
     uint32_t max_sessions;            /* idem */
+    int keep_libraries;               /* 1: dlopen with RTLD_NODELETE, so a replaced version's library
+                                         stays mapped after its models are unloaded (for runtimes
+                                         that cannot be unloaded safely); 0: dlclose it */
 } llmr_engine_host_config;
 
 /* Creates the host and scans cfg->engines_dir (plugins that fail are logged and skipped; zero plugins
@@ -139,6 +143,9 @@ typedef struct llmr_host_model_info {
     uint64_t tokens_generated;        /* through this host, since the model was first loaded */
     double idle_seconds;              /* since the last session ended or started */
     uint64_t lru_unloads;
+    int loading;                      /* a load is in progress */
+    llmr_engine_status last_status;   /* of the latest load attempt */
+    char last_error[512];             /* its message when it failed, else "" */
 } llmr_host_model_info;
 
 /* A malloc'd snapshot of every known model; caller frees *out. 0 or -1 (OOM). */
@@ -210,7 +217,8 @@ char *llmr_engine_host_metrics_text(llmr_engine_host *h, size_t *len_out);
  * object (caller json_decref's it; NULL when out of memory): "gpus" [{index, memory_total_bytes,
  * memory_free_bytes}] (empty when VRAM is unknown), "ram_total_bytes", "ram_free_bytes", "alerts"
  * (strings such as "vram_high: VRAM use 93.0% >= 90%", "ram_high: …", "engine_over_budget: <id>"),
- * and "models" [{id, state "ready" (loaded) | "pending" (LRU-unloaded), engine, loaded}]. The node
+ * and "models" [{id, state, engine, loaded, reason}]: state "ready" (loaded), "loading", "unsupported"
+ * or "failed" (the latest load failed; reason says why), else "pending" (e.g. LRU-unloaded). The node
  * adds node_id and active_requests and merges model states it owns (downloads, unsupported). */
 struct json_t;
 struct json_t *llmr_engine_host_heartbeat_json(llmr_engine_host *h);

@@ -177,10 +177,16 @@ json_t *llmr_engine_host_heartbeat_json(llmr_engine_host *h) {
     llmr_host_model_info *ms = NULL;
     size_t nm = 0;
     if (!bad && llmr_engine_host_models(h, &ms, &nm) == 0) {
-        for (size_t i = 0; i < nm && !bad; i++)
-            bad |= push(models, json_pack("{s:s, s:s, s:s, s:b}", "id", ms[i].model_id, "state",
-                                          ms[i].loaded ? "ready" : "pending", "engine", ms[i].engine_id,
-                                          "loaded", ms[i].loaded)) != 0;
+        for (size_t i = 0; i < nm && !bad; i++) {
+            const llmr_host_model_info *m = &ms[i];
+            const char *state = m->loaded ? "ready" : m->loading ? "loading"
+                              : m->last_status == LLMR_ENGINE_UNSUPPORTED ? "unsupported"
+                              : m->last_status != LLMR_ENGINE_OK ? "failed" : "pending";
+            json_t *jm = json_pack("{s:s, s:s, s:b}", "id", m->model_id, "state", state, "loaded", m->loaded);
+            if (jm && m->engine_id[0]) json_object_set_new(jm, "engine", json_string(m->engine_id));
+            if (jm && !m->loaded && m->last_error[0]) json_object_set_new(jm, "reason", json_string(m->last_error));
+            bad |= push(models, jm) != 0;
+        }
         free(ms);
     } else bad = 1;
     if (!bad) {
