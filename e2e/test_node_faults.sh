@@ -49,6 +49,7 @@ cmp "$T/hub/openai/tiny-flaky/$S5" "$T/node/models/openai/tiny-flaky/$S5" || fai
 grep -q "openai/tiny-flaky: $S5 complete after [2-9] attempts" "$T/node.log" || fail "the dropped transfer was not resumed"
 ok "corrupted once + dropped mid-file -> refetched and resumed, ready, byte-identical"
 
-curl -s "$NODE/metrics" | grep -q '^llmr_node_verify_failures_total [3-9]' || fail "verify failures not counted in /metrics"
+vf=$(curl -s "$NODE/metrics" | sed -n "s/^llmr_node_verify_failures_total //p")
+[ "${vf:-0}" -ge 3 ] || fail "verify failures counted in /metrics: ${vf:-none}, expected at least 3"
 validate_traces heartbeat node-heartbeat.schema.json
 echo PASS

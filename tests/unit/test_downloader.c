@@ -235,7 +235,7 @@ START_TEST(test_server_sends_too_much) {
     llmr_dl_opts o = opts();
     char err[1024] = "";
     ck_assert_int_eq(llmr_dl_fetch(&o, &f, 1, NULL, err, sizeof err), LLMR_DL_EVERIFY);
-    ck_assert_ptr_nonnull(strstr(err, "more than the manifest's 1000 bytes"));
+    ck_assert_msg(strstr(err, "more than the") && strstr(err, "1000 bytes"), "%s", err); /* cut off by the client or by us */
     ck_assert(!exists("model.safetensors.partial"));
     free(f.url);
 }
