@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "node/api.h"
+#include "node/generate.h"
 #include "node/heartbeat.h"
 #include "node/node.h"
 #include "node/sync.h"
@@ -19,7 +20,8 @@ static const char *DESCRIPTION =
     "llmr-node: a GPU node of llmr. Registers with the router (GPU inventory via NVML, loaded at run\n"
     "time), fetches every registered model (resumable, sha256-verified downloads), validates it and\n"
     "loads it through its engine plugins; reports per-model state, progress and GPU memory in\n"
-    "heartbeats. Serves POST /v0/sync (router push), GET /metrics and GET /v0/status.";
+    "heartbeats. Serves POST /v0/sync (router push), POST /v0/generate (inference, SSE), GET /metrics\n"
+    "and GET /v0/status.";
 
 static void on_term(void *arg) {
     llmr_node *n = arg;
@@ -154,6 +156,7 @@ int main(int argc, char **argv) {
     n->port = llmr_http_server_port(n->http);
     default_address(n);
     if (llmr_node_api_init(n) != 0) { fprintf(stderr, "llmr-node: cannot add the API routes\n"); goto out; }
+    if (!(n->generate = llmr_generate_create(n, err, sizeof err))) { fprintf(stderr, "llmr-node: %s\n", err); goto out; }
     if (!(n->router = llmr_router_client_create(n->cfg.router_url, n->cfg.state_dir, llmr_node_register_body, n, err,
                                                 sizeof err))) {
         fprintf(stderr, "llmr-node: %s\n", err);
@@ -172,6 +175,7 @@ out:
     atomic_store(&n->stop, 1);
     llmr_heartbeat_destroy(n->heartbeat);
     llmr_sync_destroy(n->sync);
+    llmr_generate_destroy(n->generate);
     llmr_http_server_destroy(n->http);
     llmr_router_client_destroy(n->router);
     llmr_loop_destroy(n->loop);

@@ -11,7 +11,8 @@
  *   downloader      verified resumable downloads (.partial + Range, sha256 before rename);
  *   model_storage   snapshot validation and the ModelDescriptor;
  *   models          the per-model state machine the heartbeat reports;
- *   api             the node's HTTP API: POST /v0/sync, GET /metrics, GET /v0/status.
+ *   api             the node's HTTP API: POST /v0/sync, GET /metrics, GET /v0/status;
+ *   generate        the inference API: POST /v0/generate, tokens streamed back as SSE.
  * Threads: the event loop (HTTP API), the heartbeat thread (registration too), the sync thread, and
  * --max-parallel-downloads workers. Shutdown (SIGTERM) stops the loop, then each module in reverse. */
 #ifndef LLMR_NODE_NODE_H
@@ -44,6 +45,7 @@ typedef struct llmr_node_config {
 
 typedef struct llmr_sync llmr_sync;
 typedef struct llmr_heartbeat llmr_heartbeat;
+typedef struct llmr_generate llmr_generate;
 
 typedef struct llmr_node {
     llmr_node_config cfg;
@@ -59,6 +61,7 @@ typedef struct llmr_node {
     llmr_router_client *router;
     llmr_sync *sync;
     llmr_heartbeat *heartbeat;
+    llmr_generate *generate;       /* POST /v0/generate (node/generate.h) */
     atomic_int stop;               /* set once at shutdown; every thread watches it */
     atomic_int active_requests;    /* inference requests in flight */
     atomic_ulong heartbeats_ok, heartbeats_failed, sync_notices, manifests_fetched;

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/path_safety.h"
 #include "node/downloader.h"
+#include "node/generate.h"
 #include "node/manifest.h"
 #include "node/model_storage.h"
 #include "node/workers.h"
@@ -298,6 +299,7 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
         if (list_has(list, views[i].id)) continue;
         cancel_job(s, views[i].id);
         llmr_node_engines_unload(n->engines, views[i].id);
+        llmr_generate_forget(n->generate, views[i].id);
         llmr_models_remove(n->models, views[i].id);
         log_info("model %s is no longer registered at the router: forgotten (its files stay in %s)", views[i].id,
                  n->cfg.models_dir);
