@@ -158,10 +158,12 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBS)
 # An engine links the PIC common library statically so the .so carries what it uses.
 # CUDA engines: cudart is linked statically; cuBLAS dynamically (present wherever the CUDA runtime is).
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lrt
+# nvcc rejects -pthread as a link option; -lpthread means the same to it.
+NVCC_LDLIBS = $(patsubst -pthread,-lpthread,$(LDLIBS))
 define engine_rule
 $(BUILD)/engines/$(1)/lib$(1).so: $(call obj,$(wildcard engines/$(1)/*.c) $(wildcard engines/$(1)/*.cu)) $(LIB_COMMON)
 	@mkdir -p $$(dir $$@)
-	$(if $(call cuda_engine,$(1)),$$(NVCC) -shared -o $$@ $(call obj,$(wildcard engines/$(1)/*.c) $(wildcard engines/$(1)/*.cu)) $(LIB_COMMON) $(CUDA_LDLIBS) $$(LDLIBS),$$(CC) -shared -o $$@ $(call obj,$(wildcard engines/$(1)/*.c)) $(LIB_COMMON) $$(LDLIBS))
+	$(if $(call cuda_engine,$(1)),$$(NVCC) -shared -o $$@ $(call obj,$(wildcard engines/$(1)/*.c) $(wildcard engines/$(1)/*.cu)) $(LIB_COMMON) $(CUDA_LDLIBS) $$(NVCC_LDLIBS),$$(CC) -shared -o $$@ $(call obj,$(wildcard engines/$(1)/*.c)) $(LIB_COMMON) $$(LDLIBS))
 $(BUILD)/engines/$(1)/manifest.json: engines/$(1)/manifest.json
 	@mkdir -p $$(dir $$@)
 	cp $$< $$@
@@ -193,7 +195,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c
 define gpu_test_rule
 $(BUILD)/tests/gpu/$(1): $(call obj,$(wildcard tests/gpu/$(1)/*.c) $(wildcard tests/gpu/$(1)/*.cu)) $(LIBS)
 	@mkdir -p $$(dir $$@)
-	$$(NVCC) -o $$@ $(call obj,$(wildcard tests/gpu/$(1)/*.c) $(wildcard tests/gpu/$(1)/*.cu)) $(LIBS) $(CUDA_LDLIBS) $$(LDLIBS)
+	$$(NVCC) -o $$@ $(call obj,$(wildcard tests/gpu/$(1)/*.c) $(wildcard tests/gpu/$(1)/*.cu)) $(LIBS) $(CUDA_LDLIBS) $$(NVCC_LDLIBS)
 endef
 $(foreach t,$(notdir $(GPU_TESTS)),$(eval $(call gpu_test_rule,$(t))))
 

@@ -126,6 +126,13 @@ void llmr_http_add_header(llmr_http_request *r, const char *name, const char *va
 static void send_reply(llmr_http_request *r, int status, const char *ctype, const char *body, size_t len) {
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
     if (ctype && !evhttp_find_header(h, "Content-Type")) evhttp_add_header(h, "Content-Type", ctype);
+    if (evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD) {
+        /* HEAD: the headers a GET would get, never the body (evhttp would send it and break keep-alive) */
+        char cl[32];
+        snprintf(cl, sizeof cl, "%zu", len);
+        if (!evhttp_find_header(h, "Content-Length")) evhttp_add_header(h, "Content-Length", cl);
+        len = 0;
+    }
     struct evbuffer *buf = evbuffer_new();
     if (buf && len) evbuffer_add(buf, body, len);
     evhttp_send_reply(r->req, status, NULL, buf);

@@ -2,6 +2,8 @@
 #include "common/hub_client.h"
 
 #include <ctype.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <errno.h>
 #include <openssl/evp.h>
 #include <jansson.h>
@@ -9,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/path_safety.h"
+#include "common/sha256.h"
 
 #define MAX_PAGES 100000
 #define MAX_LISTING_BYTES (256u << 20)
@@ -421,38 +425,56 @@ llmr_hub_status llmr_hub_fetch(llmr_hub *h, const char *repo, const char *rev, c
     return st;
 }
 
-/* A regular (non-LFS) file's listing oid is git's blob sha1 of its content: check it after the
- * download, since only LFS files carry a sha256. On mismatch the file is removed. */
-static llmr_hub_status verify_git_oid(const char *dest, const llmr_hub_file *f, const char *what, char *err, size_t es) {
-    FILE *fp = fopen(dest, "rb");
+/* git's blob sha1 of a file ("blob <size>\0" + content) into hex. 0, or -1 with errno set. */
+static int git_blob_sha1_file(const char *path, char hex[41]) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return -1;
     EVP_MD_CTX *c = EVP_MD_CTX_new();
-    llmr_hub_status st = LLMR_HUB_EIO;
-    if (!fp || !c) {
-        snprintf(err, es, "%s: verify %s: %s", what, dest, fp ? "out of memory" : strerror(errno));
-        goto out;
-    }
-    char head[48], buf[65536], hex[41];
-    int hl = snprintf(head, sizeof head, "blob %llu", (unsigned long long)f->size);
+    struct stat sb;
+    int rc = -1;
+    if (!c || fstat(fileno(fp), &sb) != 0) goto out;
+    char head[48], buf[65536];
+    int hl = snprintf(head, sizeof head, "blob %llu", (unsigned long long)sb.st_size);
     EVP_DigestInit_ex(c, EVP_sha1(), NULL);
     EVP_DigestUpdate(c, head, (size_t)hl + 1);
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, fp)) > 0) EVP_DigestUpdate(c, buf, n);
-    if (ferror(fp)) { snprintf(err, es, "%s: verify %s: read error", what, dest); goto out; }
+    if (ferror(fp)) goto out;
     unsigned char md[20];
     unsigned ml = 0;
     EVP_DigestFinal_ex(c, md, &ml);
     for (int i = 0; i < 20; i++) snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    rc = 0;
+out:
+    fclose(fp);
+    EVP_MD_CTX_free(c);
+    return rc;
+}
+
+/* A regular (non-LFS) file's listing oid is git's blob sha1 of its content: check it after the
+ * download, since only LFS files carry a sha256. On mismatch the file is removed. */
+static llmr_hub_status verify_git_oid(const char *dest, const llmr_hub_file *f, const char *what, char *err, size_t es) {
+    char hex[41];
+    if (git_blob_sha1_file(dest, hex) != 0) {
+        snprintf(err, es, "%s: verify %s: %s", what, dest, strerror(errno));
+        return LLMR_HUB_EIO;
+    }
     if (strcmp(hex, f->oid) != 0) {
-        st = LLMR_HUB_EVERIFY;
         snprintf(err, es, "%s: git blob sha1 %s, the listing says %s (file removed)", what, hex, f->oid);
         unlink(dest);
-        goto out;
+        return LLMR_HUB_EVERIFY;
     }
-    st = LLMR_HUB_OK;
-out:
-    if (fp) fclose(fp);
-    EVP_MD_CTX_free(c);
-    return st;
+    return LLMR_HUB_OK;
+}
+
+int llmr_hub_file_matches(const char *path, const llmr_hub_file *f, int size_only) {
+    struct stat sb;
+    if (!path || !f || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != f->size) return 0;
+    if (size_only) return 1;
+    char hex[65], err[256];
+    if (f->is_lfs) return llmr_sha256_file(path, hex, NULL, NULL, err, sizeof err) == 0 && strcmp(hex, f->sha256) == 0;
+    if (!f->oid[0]) return 1; /* nothing to compare with */
+    return git_blob_sha1_file(path, hex) == 0 && strcmp(hex, f->oid) == 0;
 }
 
 llmr_hub_status llmr_hub_download(llmr_hub *h, const char *repo, const char *rev, const char *path,
@@ -487,5 +509,92 @@ llmr_hub_status llmr_hub_download(llmr_hub *h, const char *repo, const char *rev
     if (st == LLMR_HUB_OK && expect && !expect->is_lfs && expect->oid[0]) st = verify_git_oid(dest, expect, what, err, es);
     if (result) *result = res;
     free(url);
+    return st;
+}
+
+/* ---- whole snapshots -------------------------------------------------------------------------- */
+
+typedef struct snap_progress {
+    const llmr_hub_snapshot_opts *o;
+    const char *path;
+    uint64_t before;      /* bytes of the snapshot already in place before this file */
+    uint64_t all_total;
+} snap_progress;
+
+static int snap_on_progress(void *user, uint64_t bytes, uint64_t total, double rate) {
+    snap_progress *p = user;
+    return p->o->progress(p->o->user, p->path, bytes, total, p->before + bytes, p->all_total, rate);
+}
+
+static int selected(const llmr_hub_snapshot_opts *o, const char *path) {
+    if (!o->include) return 1;
+    for (const char *const *g = o->include; *g; g++)
+        if (fnmatch(*g, path, 0) == 0) return 1;
+    return 0;
+}
+
+/* mkdir -p of the folders leading to path (not path itself). */
+static int make_parents(const char *path) {
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) { errno = ENAMETOOLONG; return -1; }
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+llmr_hub_status llmr_hub_snapshot_download(llmr_hub *h, const char *repo, const char *rev, const char *dir,
+                                           const llmr_hub_snapshot_opts *opts, llmr_hub_snapshot_result *out,
+                                           char *err, size_t es) {
+    llmr_hub_snapshot_opts none = {0};
+    const llmr_hub_snapshot_opts *o = opts ? opts : &none;
+    llmr_hub_snapshot_result res;
+    memset(&res, 0, sizeof res);
+    if (out) *out = res;
+    if (!h || !dir || !*dir) { snprintf(err, es, "snapshot download: missing hub or folder"); return LLMR_HUB_EINVAL; }
+    llmr_hub_status st = llmr_hub_revision(h, repo, rev, res.commit, err, es);
+    llmr_hub_file *files = NULL;
+    size_t n = 0;
+    if (st == LLMR_HUB_OK) st = llmr_hub_list_files(h, repo, res.commit, &files, &n, err, es);
+    for (size_t i = 0; st == LLMR_HUB_OK && i < n; i++)
+        if (selected(o, files[i].path)) { res.files++; res.bytes_total += files[i].size; }
+    uint64_t done = 0;
+    for (size_t i = 0; st == LLMR_HUB_OK && i < n; i++) {
+        llmr_hub_file *f = &files[i];
+        if (!selected(o, f->path)) continue;
+        if (o->cancel && atomic_load(o->cancel)) {
+            st = LLMR_HUB_EABORTED;
+            snprintf(err, es, "snapshot %s: cancelled before %s", repo, f->path);
+            break;
+        }
+        char dest[PATH_MAX];
+        errno = ENAMETOOLONG;
+        if (snprintf(dest, sizeof dest, "%s/%s", dir, f->path) >= (int)sizeof dest || make_parents(dest) != 0) {
+            st = LLMR_HUB_EIO;
+            snprintf(err, es, "snapshot %s: %s/%s: cannot create its folder: %s", repo, dir, f->path,
+                     strerror(errno));
+            break;
+        }
+        if (llmr_hub_file_matches(dest, f, o->trust_existing_size)) {
+            res.skipped++;
+            done += f->size;
+            if (o->file_done) o->file_done(o->user, f, 1, NULL);
+            continue;
+        }
+        snap_progress sp = {.o = o, .path = f->path, .before = done, .all_total = res.bytes_total};
+        llmr_httpc_download_opts d = {.expected_size = -1, .cancel = o->cancel,
+                                      .progress = o->progress ? snap_on_progress : NULL, .progress_user = &sp};
+        llmr_httpc_download_result r;
+        st = llmr_hub_download(h, repo, res.commit, f->path, dest, f, &d, &r, err, es);
+        if (st != LLMR_HUB_OK) break;
+        res.bytes_downloaded += r.bytes - r.resumed_from;
+        done += f->size;
+        if (o->file_done) o->file_done(o->user, f, 0, &r);
+    }
+    llmr_hub_files_free(files, n);
+    if (out) *out = res;
     return st;
 }

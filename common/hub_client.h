@@ -10,6 +10,7 @@
  *   llmr_hub_revision     GET /api/models/{repo}/revision/{rev} -> the commit sha.
  *   llmr_hub_fetch        GET /{repo}/resolve/{rev}/{path} into memory (small files: config.json...).
  *   llmr_hub_download     the same URL into a file, resumable (see llmr_httpc_download).
+ *   llmr_hub_snapshot_download  a whole repo into a folder (pinned commit, skip/resume/verify).
  *   llmr_hub_resolve_url  builds that URL (each path segment percent-encoded, rev fully encoded).
  *
  * Errors distinguish what a caller acts on: the repo, revision or file does not exist (404, or the
@@ -98,6 +99,44 @@ llmr_hub_status llmr_hub_download(llmr_hub *hub, const char *repo, const char *r
                                   const char *dest, const llmr_hub_file *expect,
                                   const llmr_httpc_download_opts *opts, llmr_httpc_download_result *result,
                                   char *err, size_t err_size);
+
+/* Progress of a snapshot download: the file in flight (its bytes/total) and the whole snapshot's.
+ * Return non-zero to abort (partials stay; a later call resumes). */
+typedef int (*llmr_hub_progress_fn)(void *user, const char *path, uint64_t file_bytes, uint64_t file_total,
+                                    uint64_t all_bytes, uint64_t all_total, double bytes_per_s);
+/* Called once per file when it is in place: skipped = 1 if it was already complete (res is NULL then). */
+typedef void (*llmr_hub_file_done_fn)(void *user, const llmr_hub_file *f, int skipped,
+                                      const llmr_httpc_download_result *res);
+
+typedef struct llmr_hub_snapshot_opts {
+    const char *const *include;     /* NULL-terminated fnmatch globs over paths; NULL = every file */
+    int trust_existing_size;        /* 1: a file already there with the right size counts as complete;
+                                     * 0 (default): it must also match its sha256 / git sha1 */
+    llmr_hub_progress_fn progress;
+    llmr_hub_file_done_fn file_done;
+    void *user;                     /* for both callbacks */
+    const atomic_int *cancel;
+} llmr_hub_snapshot_opts;
+
+typedef struct llmr_hub_snapshot_result {
+    char commit[41];                /* the commit every file came from */
+    size_t files;                   /* files selected */
+    size_t skipped;                 /* of which already complete */
+    uint64_t bytes_total;           /* their total size */
+    uint64_t bytes_downloaded;      /* bytes fetched by this call */
+} llmr_hub_snapshot_result;
+
+/* Downloads repo at rev into dir (dir/{path}, folders created), like huggingface_hub's
+ * snapshot_download with local_dir: rev is pinned to its commit sha first so every file comes from
+ * one snapshot; complete files are skipped, partial ones resumed; every file is verified against
+ * the listing. Stops at the first failure (the message names the file). opts and out may be NULL. */
+llmr_hub_status llmr_hub_snapshot_download(llmr_hub *hub, const char *repo, const char *rev, const char *dir,
+                                           const llmr_hub_snapshot_opts *opts, llmr_hub_snapshot_result *out,
+                                           char *err, size_t err_size);
+
+/* 1 if the file at path is complete for entry f: its size, and unless size_only its sha256 (LFS)
+ * or git blob sha1 (others) match. */
+int llmr_hub_file_matches(const char *path, const llmr_hub_file *f, int size_only);
 
 /* "{endpoint}/{repo}/resolve/{rev}/{path}" with rev and each path segment percent-encoded.
  * malloc'd; NULL on allocation failure or an invalid repo id / unsafe path. */

@@ -100,6 +100,19 @@ code=$(curl -s -o "$WORK/404.json" -D "$WORK/404.h" -w '%{http_code}' "$U/nother
 check "unknown file -> 404 EntryNotFound" bash -c "[ $code = 404 ] && grep -qi 'X-Error-Code: EntryNotFound' '$WORK/404.h'"
 code=$(curl -s -o /dev/null -D "$WORK/404.h" -w '%{http_code}' "$HUB_URL/org/tiny/resolve/0000000000000000000000000000000000000000/config.json")
 check "unknown revision -> 404 RevisionNotFound" bash -c "[ $code = 404 ] && grep -qi 'X-Error-Code: RevisionNotFound' '$WORK/404.h'"
+# HEAD then GET on one keep-alive connection: a HEAD reply must carry no body, or the GET's reply
+# would be read from the middle of it (checked for an API answer, a file, and an error)
+head_then_get() {
+  exec 3<>"/dev/tcp/127.0.0.1/$HUB_PORT" || return 1
+  printf 'HEAD %s HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' "$1" >&3
+  timeout 5 cat <&3 > "$WORK/pipelined.txt"; exec 3<&-
+  [ "$(grep -c '^HTTP/1.1 ' "$WORK/pipelined.txt")" = 2 ] && \
+    [ "$(sed -n '2,$p' "$WORK/pipelined.txt" | grep -m1 -n '^HTTP/1.1 200' | cut -d: -f1)" -gt 0 ] && \
+    ! tr -d '\r' < "$WORK/pipelined.txt" | awk 'BEGIN{h=1} /^$/{if(h==1){getline; print; exit}}' | grep -q '^{'
+}
+check "HEAD on model info: no body" head_then_get /api/models/org/tiny
+check "HEAD on a file: no body" head_then_get /org/tiny/resolve/main/config.json
+check "HEAD on a 404: no body" head_then_get /org/tiny/resolve/main/nothere.json
 check "HEAD 404 has no body" test "$(curl -s -I -o /dev/null -w '%{http_code}:%{size_download}' "$U/nothere.json")" = "404:0"
 check "traversal ../ -> 400" test "$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "$U/../../../../etc/passwd")" = 400
 check "traversal %2e%2e -> 400" test "$(curl -s -o /dev/null -w '%{http_code}' "$U/%2e%2e/%2e%2e/secret")" = 400

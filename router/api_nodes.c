@@ -1,9 +1,9 @@
 /* api_nodes.c — POST /v0/nodes, GET /v0/nodes, POST /v0/health, the heartbeat watchdog, and the
  * /v0/sync pushes to nodes; also the worker-thread bookkeeping shared by the router's modules. */
-#include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/http_client.h"
 #include "common/log.h"
 #include "router/nodes.h"
 #include "router/registry.h"
@@ -52,9 +52,9 @@ static void h_register(llmr_http_request *req, void *user) {
     if (who.role == ROUTER_ROLE_NODE) {
         const char *claimed = json_string_value(json_object_get(body, "node_id"));
         if (claimed && strcmp(claimed, who.id)) {
-            json_decref(body);
             llmr_http_reply_error(req, 403, NULL, "wrong_node", "node_id", NULL,
                                   "this token belongs to node '%s', not '%.63s'", who.id, claimed);
+            json_decref(body);
             return;
         }
         json_object_set_new(body, "node_id", json_string(who.id));
@@ -150,38 +150,20 @@ typedef struct push_job {
     size_t n;
 } push_job;
 
-static size_t discard(char *p, size_t sz, size_t n, void *u) {
-    (void)p;
-    (void)u;
-    return sz * n;
-}
-
-/* One POST; the node answers 2xx when it accepted the notice. */
+/* One POST; the node answers 2xx when it accepted the notice. No retry: nodes also poll. */
 static void push_one(const router_node_target *t, const char *body) {
-    char url[400], auth[200], cerr[CURL_ERROR_SIZE] = "";
+    char url[400], err[1024];
     snprintf(url, sizeof url, "%s/v0/sync", t->base_url);
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s", t->token);
-    CURL *c = curl_easy_init();
+    llmr_httpc_opts o = {.connect_timeout_ms = 3000, .timeout_ms = 10000, .retries = -1, .bearer_token = t->token};
+    llmr_httpc *c = llmr_httpc_create(&o);
     if (!c) return;
-    struct curl_slist *h = curl_slist_append(NULL, auth);
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    if (cc != CURLE_OK) log_warn("sync push to node %s (%s) failed: %s; it will catch up by polling", t->id, url,
-                                 cerr[0] ? cerr : curl_easy_strerror(cc));
-    else if (status / 100 != 2) log_warn("sync push to node %s (%s): HTTP %ld", t->id, url, status);
-    else log_debug("sync push to node %s: HTTP %ld", t->id, status);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
+    llmr_httpc_resp resp = {0};
+    llmr_httpc_status st = llmr_httpc_post_json(c, url, body, &resp, err, sizeof err);
+    if (st != LLMR_HTTPC_OK) log_warn("sync push to node %s failed: %s; it will catch up by polling", t->id, err);
+    else if (resp.status / 100 != 2) log_warn("sync push to node %s (%s): HTTP %ld", t->id, url, resp.status);
+    else log_debug("sync push to node %s: HTTP %ld", t->id, resp.status);
+    llmr_httpc_resp_free(&resp);
+    llmr_httpc_destroy(c);
 }
 
 static void *push_thread(void *p) {

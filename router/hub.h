@@ -58,10 +58,10 @@ typedef struct router_hub {
  * path segment percent-encoded. malloc'd; NULL on allocation failure. */
 char *router_hub_resolve_url(const char *endpoint, const char *repo, const char *commit, const char *path);
 
-/* The real hub over HTTP(S): GET ENDPOINT/api/models/REPO/revision/REV (commit sha), then
- * ENDPOINT/api/models/REPO/tree/COMMIT?recursive=true (following pagination), and resolve URLs for
- * files. endpoint is copied. NULL on allocation failure. */
-router_hub *router_hub_http_create(const char *endpoint, const char *token);
+/* The real hub over HTTP(S), through common/hub_client.h: GET ENDPOINT/api/models/REPO/revision/REV
+ * (commit sha), then the tree at that commit (all pages), and resolve URLs for files. endpoint NULL:
+ * $HF_ENDPOINT, else huggingface.co; token NULL or "": none. NULL with the cause in err. */
+router_hub *router_hub_http_create(const char *endpoint, const char *token, char *err, size_t err_size);
 /* Frees any hub made by this module (calls its destroy). Accepts NULL. */
 void router_hub_destroy(router_hub *hub);
 

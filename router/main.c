@@ -45,7 +45,18 @@ static const char *default_supported_models(void) {
     return "supported_models.json";
 }
 
-static int run(router_ctx *ctx) {
+/* Writes the port atomically (temp file + rename) so a reader never sees a partial number. */
+static int write_port_file(const char *path, int port) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return -1;
+    fprintf(f, "%d\n", port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) { unlink(tmp); return -1; }
+    return 0;
+}
+
+static int run(router_ctx *ctx, const char *port_file) {
     char err[2048];
     router_config *c = &ctx->cfg;
     if (mkdir(c->data_dir, 0700) != 0 && errno != EEXIST) {
@@ -64,7 +75,10 @@ static int run(router_ctx *ctx) {
         log_error("--supported-models: %s", err);
         return 1;
     }
-    if (!(ctx->hub = router_hub_http_create(c->hub_endpoint, c->hub_token))) { log_error("out of memory"); return 1; }
+    if (!(ctx->hub = router_hub_http_create(c->hub_endpoint, c->hub_token, err, sizeof err))) {
+        log_error("--hub-endpoint: %s", err);
+        return 1;
+    }
     ctx->check_template = router_template_check_available ? router_template_check : NULL;
     if (!(ctx->loop = llmr_loop_create())) { log_error("cannot create the event loop"); return 1; }
     llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
@@ -78,6 +92,10 @@ static int run(router_ctx *ctx) {
     /* The port line is what scripts wait for (and read, with --listen HOST:0). */
     log_info("listening on port %d (data %s, hub %s, schema v%d)", llmr_http_server_port(ctx->http), c->data_dir,
              c->hub_endpoint, router_db_version(ctx->db));
+    if (port_file && write_port_file(port_file, llmr_http_server_port(ctx->http)) != 0) {
+        log_error("--port-file %s: cannot write: %s", port_file, strerror(errno));
+        return 1;
+    }
     int rc = llmr_loop_run(ctx->loop);
     router_jobs_wait(ctx);
     log_info("stopped");
@@ -88,6 +106,7 @@ int main(int argc, char **argv) {
     router_ctx *ctx = &g_ctx;
     router_config *c = &ctx->cfg;
     const char *log_level = NULL;
+    const char *port_file = NULL;
     int log_json = 0;
     const char *hf = getenv("HF_ENDPOINT");
     llmr_option opts[] = {
@@ -113,6 +132,7 @@ int main(int argc, char **argv) {
          &c->sync_interval_s},
         {"max-registrations", "LLMR_MAX_REGISTRATIONS", LLMR_OPT_INT, "8", "registrations validated at once (more get 429)",
          &c->max_registrations},
+        {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},
     };
@@ -135,7 +155,7 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     pthread_mutex_init(&ctx->jobs_mu, NULL);
     pthread_cond_init(&ctx->jobs_cv, NULL);
-    int rc = run(ctx);
+    int rc = run(ctx, port_file);
     router_jobs_wait(ctx);
     router_nodes_fini(ctx);
     llmr_http_server_destroy(ctx->http);

@@ -1,5 +1,5 @@
 /* template_check.h — the chat-template parse check used at registration (validate.h's
- * router_template_check_fn), backed by the Jinja engine when it is part of the build. */
+ * router_template_check_fn), backed by the Jinja engine (router/chat_prompt.h). */
 #ifndef ROUTER_TEMPLATE_CHECK_H
 #define ROUTER_TEMPLATE_CHECK_H
 
@@ -9,8 +9,8 @@
  * and the parser's message otherwise. */
 int router_template_check(const char *src, size_t len, int *line, int *column, char *err, size_t err_size);
 
-/* 1 when the Jinja engine (router/template/jinja.h) is built in; 0 otherwise, and then
- * router_template_check must not be used (registration records a warning instead). */
+/* 1 when the Jinja engine is built in (always, since router/template/ was merged); a build without
+ * it would set 0 and registration would record a warning instead of checking. */
 extern const int router_template_check_available;
 
 #endif

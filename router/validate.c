@@ -331,9 +331,10 @@ static int check_index(vctx *c, json_t **shards) {
     char why[256] = "";
     json_object_foreach(wm, tensor, shard) {
         if (!json_is_string(shard)) {
+            verdict(c->v, 400, "invalid_index", NULL, NULL, "%s of '%s': weight_map[\"%.200s\"] is not a string",
+                    INDEX_NAME, c->req->repo, tensor);
             json_decref(names), json_decref(unsafe), json_decref(missing), json_decref(idx);
-            return verdict(c->v, 400, "invalid_index", NULL, NULL, "%s of '%s': weight_map[\"%.200s\"] is not a string",
-                           INDEX_NAME, c->req->repo, tensor);
+            return c->v->status;
         }
         const char *s = json_string_value(shard);
         int seen = 0;

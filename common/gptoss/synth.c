@@ -168,7 +168,7 @@ static int add_layer(plan *p, int L) {
              add_bf16(p, HF("self_attn.v_proj.bias"), OR("attn.qkv.bias"), 2, 1, SH(KV), 0, 0.1f) &&
              add_bf16(p, HF("self_attn.o_proj.weight"), OR("attn.out.weight"), 0, 2, SH(H, Q), 0, 0.5f * sQ) &&
              add_bf16(p, HF("self_attn.o_proj.bias"), OR("attn.out.bias"), 0, 1, SH(H), 0, 0.05f) &&
-             add_bf16(p, HF("self_attn.sinks"), OR("attn.sinks"), 0, 1, SH((uint64_t)d->num_heads), 0.5f, 1.0f) &&
+             add_bf16(p, HF("self_attn.sinks"), OR("attn.sinks"), 0, 1, SH((uint64_t)d->num_heads), 1.5f, 1.0f) &&
              add_bf16(p, HF("post_attention_layernorm.weight"), OR("mlp.norm.scale"), 0, 1, SH(H), 1.0f, 0.1f) &&
              /* router logits ~N(0, 3): the 4th/5th gap is then usually far above fp noise */
              add_bf16(p, HF("mlp.router.weight"), OR("mlp.gate.weight"), 0, 2, SH(E, H), 0, 3.0f * sH) &&

@@ -9,7 +9,7 @@
 #include <string.h>
 
 typedef struct sym { int32_t id, prev, next; } sym;        /* a BPE symbol; id < 0 = merged away */
-typedef struct hent { uint32_t rank; int32_t pos, new_id; } hent; /* a candidate merge */
+typedef struct hent { uint32_t rank; int32_t pos, new_id, left, right; } hent; /* a candidate merge */
 
 typedef struct enc_ctx {
     const tokenizer *t;
@@ -19,7 +19,46 @@ typedef struct enc_ctx {
     hent *heap; size_t heap_cap;
     pcre2_match_data *md;
     char *err; size_t err_size;
+    struct pcache *cache;         /* piece -> ids memo for this call (NULL until first needed) */
 } enc_ctx;
+
+/* Memo of BPE results for the pieces of one call: text repeats words, and a short piece costs a
+ * dozen merge-table lookups that miss the cache. Keys point into the text being encoded, so the
+ * memo cannot outlive the call (and no state is shared between calls or threads). */
+#define PCACHE_SLOTS 4096
+#define PCACHE_MAX_FILL (PCACHE_SLOTS / 4 * 3)
+typedef struct pcache_slot { const uint8_t *key; uint32_t len, tag, off, n; } pcache_slot;
+typedef struct pcache {
+    pcache_slot slot[PCACHE_SLOTS];
+    size_t fill;
+    int32_t *pool; size_t pool_len, pool_cap;
+} pcache;
+
+static const pcache_slot *pcache_find(const pcache *pc, const uint8_t *p, size_t n, uint64_t h) {
+    for (size_t i = (size_t)h & (PCACHE_SLOTS - 1);; i = (i + 1) & (PCACHE_SLOTS - 1)) {
+        const pcache_slot *s = &pc->slot[i];
+        if (!s->key) return NULL;
+        if (s->tag == (uint32_t)(h >> 32) && s->len == n && memcmp(s->key, p, n) == 0) return s;
+    }
+}
+
+static void pcache_add(pcache *pc, const uint8_t *p, size_t n, uint64_t h, const int32_t *ids, size_t k) {
+    if (pc->fill >= PCACHE_MAX_FILL) return;
+    if (pc->pool_len + k > pc->pool_cap) {
+        size_t cap = pc->pool_cap ? pc->pool_cap * 2 : 4096;
+        while (cap < pc->pool_len + k) cap *= 2;
+        int32_t *np = realloc(pc->pool, cap * sizeof *np);
+        if (!np) return; /* a memo is optional */
+        pc->pool = np;
+        pc->pool_cap = cap;
+    }
+    size_t i = (size_t)h & (PCACHE_SLOTS - 1);
+    while (pc->slot[i].key) i = (i + 1) & (PCACHE_SLOTS - 1);
+    memcpy(pc->pool + pc->pool_len, ids, k * sizeof *ids);
+    pc->slot[i] = (pcache_slot){p, (uint32_t)n, (uint32_t)(h >> 32), (uint32_t)pc->pool_len, (uint32_t)k};
+    pc->pool_len += k;
+    pc->fill++;
+}
 
 static int emit(enc_ctx *c, int32_t id) {
     if (c->count_only) { c->n++; return 0; }
@@ -81,6 +120,58 @@ static int grow_scratch(enc_ctx *c, size_t n) {
     return 0;
 }
 
+#define BPE_SMALL 128 /* pieces up to this many bytes use the array method */
+#define NO_MERGE UINT32_MAX
+
+/* BPE of a short piece with plain arrays: ids[] are the current symbols, rank[i]/nid[i] the merge
+ * of (ids[i], ids[i+1]). Each step merges the lowest rank, leftmost on ties -- the same order as
+ * HF's heap of (rank, position), since positions keep their order -- then refreshes the two pairs
+ * that changed. Everything stays in L1; the only cache misses are the merge-table lookups, and
+ * the first round of those is prefetched together. */
+static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t ids[BPE_SMALL]) {
+    int32_t nid[BPE_SMALL];
+    uint32_t rank[BPE_SMALL];
+    size_t m = n;
+    for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[p[i]];
+    for (size_t i = 0; i + 1 < n; i++) {
+        uint64_t key = (uint64_t)(uint32_t)ids[i] << 32 | (uint32_t)ids[i + 1];
+        __builtin_prefetch(&t->mmap[tok_hash_pair(key) & t->mmap_mask]);
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        if (!tok_merge_lookup(t, ids[i], ids[i + 1], &rank[i], &nid[i])) rank[i] = NO_MERGE;
+    while (m > 1) {
+        size_t best = 0;
+        for (size_t i = 1; i + 1 < m; i++)
+            if (rank[i] < rank[best]) best = i;
+        if (rank[best] == NO_MERGE) break;
+        ids[best] = nid[best];
+        m--;
+        /* Drop symbol best+1: pairs after it shift left by one. */
+        memmove(&ids[best + 1], &ids[best + 2], (m - best - 1) * sizeof ids[0]);
+        memmove(&rank[best + 1], &rank[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof rank[0]);
+        memmove(&nid[best + 1], &nid[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof nid[0]);
+        if (best > 0 && !tok_merge_lookup(t, ids[best - 1], ids[best], &rank[best - 1], &nid[best - 1]))
+            rank[best - 1] = NO_MERGE;
+        if (best + 1 < m && !tok_merge_lookup(t, ids[best], ids[best + 1], &rank[best], &nid[best]))
+            rank[best] = NO_MERGE;
+    }
+    return m;
+}
+
+/* BPE of a short piece through the per-call memo. */
+static int bpe_small_cached(enc_ctx *c, const uint8_t *p, size_t n) {
+    int32_t ids[BPE_SMALL];
+    uint64_t h = tok_hash_bytes(p, n);
+    if (!c->cache) c->cache = calloc(1, sizeof *c->cache); /* NULL: work without a memo */
+    const pcache_slot *hit = c->cache ? pcache_find(c->cache, p, n, h) : NULL;
+    const int32_t *out = hit ? c->cache->pool + hit->off : ids;
+    size_t m = hit ? hit->n : bpe_small(c->t, p, n, ids);
+    if (!hit && c->cache) pcache_add(c->cache, p, n, h, ids, m);
+    for (size_t i = 0; i < m; i++)
+        if (emit(c, out[i]) < 0) return TOKENIZER_ENOMEM;
+    return 0;
+}
+
 /* Byte-level BPE of one pre-tokenized piece p[0..n), n >= 1. */
 static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
@@ -89,6 +180,9 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
         int32_t whole = tok_bytes_lookup(t, p, n);
         if (whole >= 0) return emit(c, whole);
     }
+    if (n <= BPE_SMALL) return bpe_small_cached(c, p, n);
+    /* Long pieces (whitespace runs, unspaced CJK paragraphs): HF's algorithm, a heap of candidate
+     * merges ordered by (rank, position) over a linked list of symbols: O(n log n). */
     if (grow_scratch(c, n) < 0) return TOKENIZER_ENOMEM;
     sym *s = c->syms;
     hent *h = c->heap;
@@ -102,22 +196,23 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     }
     for (size_t i = 0; i + 1 < n; i++)
         if (tok_merge_lookup(t, s[i].id, s[i + 1].id, &rank, &nid))
-            hpush(h, &hn, (hent){rank, (int32_t)i, nid});
+            hpush(h, &hn, (hent){rank, (int32_t)i, nid, s[i].id, s[i + 1].id});
     while (hn > 0) {
         hent top = hpop(h, &hn);
         sym *l = &s[top.pos];
         if (l->id < 0 || l->next < 0) continue;
         sym *r = &s[l->next];
-        /* Stale entry: the pair at this position is no longer the one this merge was for. */
-        if (!tok_merge_lookup(t, l->id, r->id, &rank, &nid) || nid != top.new_id) continue;
-        l->id = nid;
+        /* Stale entry: the pair at this position is no longer the one this merge was for. (HF
+         * compares the merged id instead; since symbols only grow, the two tests agree.) */
+        if (l->id != top.left || r->id != top.right) continue;
+        l->id = top.new_id;
         l->next = r->next;
         if (r->next >= 0) s[r->next].prev = top.pos;
         r->id = -1;
         if (l->prev >= 0 && tok_merge_lookup(t, s[l->prev].id, l->id, &rank, &nid))
-            hpush(h, &hn, (hent){rank, l->prev, nid});
+            hpush(h, &hn, (hent){rank, l->prev, nid, s[l->prev].id, l->id});
         if (l->next >= 0 && tok_merge_lookup(t, l->id, s[l->next].id, &rank, &nid))
-            hpush(h, &hn, (hent){rank, top.pos, nid});
+            hpush(h, &hn, (hent){rank, top.pos, nid, l->id, s[l->next].id});
     }
     for (int32_t i = 0; i >= 0; i = s[i].next)
         if (emit(c, s[i].id) < 0) return TOKENIZER_ENOMEM;
@@ -214,6 +309,8 @@ static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) 
     pcre2_match_data_free(c->md);
     free(c->syms);
     free(c->heap);
+    if (c->cache) free(c->cache->pool);
+    free(c->cache);
     free(fixed);
     return rc;
 }

@@ -143,6 +143,14 @@ static void set_err(char *err, size_t err_size, const char *fmt, ...) {
 
 static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
+/* Copies src into dst, truncating; dst is always NUL-terminated (size > 0). */
+static void copy_str(char *dst, size_t size, const char *src) {
+    size_t n = strlen(src);
+    if (n >= size) n = size - 1;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
 /* --- plugins --------------------------------------------------------------------------------- */
 
 /* Logs a line from a plugin through the node's log, prefixed by the engine id. */
@@ -579,7 +587,7 @@ static llmr_engine_status load_instance(llmr_engine_host *h, entry *e, char *err
     pthread_mutex_lock(&h->mu);
     e->loading = 0;
     e->last_status = st;
-    snprintf(e->last_error, sizeof e->last_error, "%s", st == LLMR_ENGINE_OK ? "" : msg);
+    copy_str(e->last_error, sizeof e->last_error, st == LLMR_ENGINE_OK ? "" : msg);
     pthread_mutex_unlock(&h->mu);
     if (err && err_size) snprintf(err, err_size, "%s", msg);
     return st;

@@ -64,6 +64,13 @@ static jv to_str(jrender *r, jv v, int line) {
     return mkstr(r, &b, line);
 }
 
+static jv str_concat_simple(jrender *r, jv a, jv b, int line) {
+    jbuf x = {0};
+    jbuf_put(&x, a.u.s, a.n);
+    jbuf_put(&x, b.u.s, b.n);
+    return mkstr(r, &x, line);
+}
+
 static jv mk_gen(jlist *l) { l->kind = JL_GEN; return jv_list(l); }
 
 /* ---- iteration ------------------------------------------------------------------------------ */
@@ -71,9 +78,12 @@ jlist *jb_iter(jrender *r, jv v, int line) {
     switch (v.t) {
     case JT_LIST:
         if (v.u.l->kind == JL_LIST) return v.u.l;
+        if (v.u.l->gen_err) { fail_type(r, line, "%s", v.u.l->gen_err); return NULL; }
         { jlist *l = jlist_new(r->ar, v.u.l->n, JL_LIST);
           if (!l) { nomem(r, line); return NULL; }
-          memcpy(l->it, v.u.l->it, v.u.l->n * sizeof(jv)); l->n = v.u.l->n; return l; }
+          if (v.u.l->n) memcpy(l->it, v.u.l->it, v.u.l->n * sizeof(jv));
+          l->n = v.u.l->n;
+          return l; }
     case JT_UNDEF: { jlist *l = jlist_new(r->ar, 0, JL_LIST); if (!l) nomem(r, line); return l; }
     case JT_DICT: {
         jlist *l = jlist_new(r->ar, v.u.d->n, JL_LIST);
@@ -256,23 +266,99 @@ static jv strip(jv s, int which, jv chars) {
     return jv_strn(s.u.s + a, b - a);
 }
 
-static jv case_map(jrender *r, jv s, int mode, int line) {   /* 0 lower 1 upper 2 title 3 capitalize 4 swapcase */
-    char *p = jarena_alloc(r->ar, (size_t)s.n + 1);
-    if (!p) { nomem(r, line); return jv_undef(); }
-    bool prev_cased = false;
-    for (size_t i = 0; i < s.n; i++) {
-        unsigned char c = (unsigned char)s.u.s[i];
-        unsigned char o = c;
-        if (mode == 0) o = (unsigned char)tolower(c);
-        else if (mode == 1) o = (unsigned char)toupper(c);
-        else if (mode == 2) o = (unsigned char)(prev_cased ? tolower(c) : toupper(c));
-        else if (mode == 3) o = (unsigned char)(i == 0 ? toupper(c) : tolower(c));
-        else o = (unsigned char)(isupper(c) ? tolower(c) : toupper(c));
-        if (c >= 0x80) o = c;
-        prev_cased = isalpha(c) || (c >= 0x80 && prev_cased);
-        p[i] = (char)o;
+/* Simple case mapping of the scripts chat text commonly uses (Latin-1, Latin Extended-A, Greek,
+ * Cyrillic); other code points are left unchanged. */
+static uint32_t cp_upper(uint32_t c) {
+    if (c >= 'a' && c <= 'z') return c - 32;
+    if (c < 0x80) return c;
+    if ((c >= 0xE0 && c <= 0xFE && c != 0xF7)) return c - 32;
+    if (c == 0xFF) return 0x178;
+    if (c == 0xB5) return 0x39C;
+    if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c & ~1u;
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c : c - 1;
+    if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
+    if (c == 0x3C2) return 0x3A3;
+    if (c >= 0x3AC && c <= 0x3AF) return c == 0x3AC ? 0x386 : c - 37;
+    if (c >= 0x430 && c <= 0x44F) return c - 32;
+    if (c >= 0x450 && c <= 0x45F) return c - 80;
+    return c;
+}
+
+static uint32_t cp_lower(uint32_t c) {
+    if (c >= 'A' && c <= 'Z') return c + 32;
+    if (c < 0x80) return c;
+    if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;
+    if (c == 0x178) return 0xFF;
+    if ((c >= 0x100 && c <= 0x137) || (c >= 0x14A && c <= 0x177)) return c | 1u;
+    if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;
+    if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
+    if (c == 0x386) return 0x3AC;
+    if (c >= 0x388 && c <= 0x38A) return c + 37;
+    if (c >= 0x410 && c <= 0x42F) return c + 32;
+    if (c >= 0x400 && c <= 0x40F) return c + 80;
+    return c;
+}
+
+static bool cp_cased(uint32_t c) { return cp_upper(c) != c || cp_lower(c) != c; }
+
+static size_t utf8_put(char *o, uint32_t c) {
+    if (c < 0x80) { o[0] = (char)c; return 1; }
+    if (c < 0x800) { o[0] = (char)(0xC0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3F)); return 2; }
+    if (c < 0x10000) { o[0] = (char)(0xE0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3F)); o[2] = (char)(0x80 | (c & 0x3F)); return 3; }
+    o[0] = (char)(0xF0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3F)); o[2] = (char)(0x80 | ((c >> 6) & 0x3F)); o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* One code point at s[*i] (advances *i); a stray byte decodes as itself with *raw set. */
+static uint32_t cp_next(const char *s, size_t n, size_t *i, bool *raw) {
+    const unsigned char *u = (const unsigned char *)s;
+    uint32_t c = u[*i];
+    int k = c >= 0xF0 && c < 0xF8 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+    *raw = false;
+    if (c < 0x80) { (*i)++; return c; }
+    if (!k || *i + (size_t)k >= n) { *raw = true; (*i)++; return c; }
+    uint32_t cp = c & (0x3Fu >> k);
+    for (int j = 1; j <= k; j++) {
+        if ((u[*i + (size_t)j] & 0xC0) != 0x80) { *raw = true; (*i)++; return c; }
+        cp = (cp << 6) | (u[*i + (size_t)j] & 0x3F);
     }
-    return jv_strn(p, s.n);
+    *i += (size_t)k + 1;
+    return cp;
+}
+
+/* mode: 0 lower, 1 upper, 2 str.title(), 3 capitalize, 4 swapcase, 5 jinja2's title filter
+ * (capitalise each chunk after whitespace or one of - ( { [ <, lower the rest). */
+static jv case_map(jrender *r, jv s, int mode, int line) {
+    char *p = jarena_alloc(r->ar, (size_t)s.n * 2 + 4);
+    if (!p) { nomem(r, line); return jv_undef(); }
+    size_t o = 0, i = 0, idx = 0;
+    bool prev_cased = false, word_start = true;
+    while (i < s.n) {
+        bool raw;
+        size_t st = i;
+        uint32_t c = cp_next(s.u.s, s.n, &i, &raw);
+        if (raw) { p[o++] = s.u.s[st]; prev_cased = false; idx++; continue; }
+        uint32_t m = c;
+        switch (mode) {
+        case 0: m = cp_lower(c); break;
+        case 1: m = cp_upper(c); break;
+        case 2: m = prev_cased ? cp_lower(c) : cp_upper(c); break;
+        case 3: m = idx == 0 ? cp_upper(c) : cp_lower(c); break;
+        case 4: m = cp_upper(c) != c ? cp_upper(c) : cp_lower(c); break;
+        case 5: {
+            bool sep = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' ||
+                       c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+            m = sep ? c : word_start ? cp_upper(c) : cp_lower(c);
+            word_start = sep;
+            break;
+        }
+        }
+        prev_cased = cp_cased(c);
+        o += utf8_put(p + o, m);
+        idx++;
+    }
+    p[o] = 0;
+    return jv_strn(p, o);
 }
 
 static jv str_replace(jrender *r, jv s, jv old, jv rep, int64_t count, int line) {
@@ -691,7 +777,8 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
         /* changed(*values) */
         jlist *cur = jlist_new(r->ar, a->nargs, JL_LIST);
         if (!cur) { nomem(r, line); return jv_undef(); }
-        memcpy(cur->it, a->args, a->nargs * sizeof(jv)); cur->n = a->nargs;
+        if (a->nargs) memcpy(cur->it, a->args, a->nargs * sizeof(jv));
+        cur->n = a->nargs;
         jv cv = jv_list(cur);
         bool changed = !lp->changed_set || !jv_equal(lp->changed_last, cv);
         lp->changed_last = cv; lp->changed_set = true;
@@ -908,7 +995,7 @@ static bool sort_items(jrender *r, jv *items, jv *keys, size_t n, bool reverse, 
 static jlist *copy_list(jrender *r, const jlist *src, int line) {
     jlist *l = jlist_new(r->ar, src->n, JL_LIST);
     if (!l) { nomem(r, line); return NULL; }
-    memcpy(l->it, src->it, src->n * sizeof(jv));
+    if (src->n) memcpy(l->it, src->it, src->n * sizeof(jv));
     l->n = src->n;
     return l;
 }
@@ -1180,7 +1267,12 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     }
     if (F("items")) {
         if (self.t == JT_UNDEF) { jlist *l = jlist_new(r->ar, 0, JL_GEN); if (!l) nomem(r, line); return l ? jv_list(l) : jv_undef(); }
-        if (self.t != JT_DICT) return fail_type(r, line, "Can only get item pairs from a mapping.");
+        if (self.t != JT_DICT) {   /* jinja2's do_items is a generator: it fails when iterated */
+            jlist *l = jlist_new(r->ar, 0, JL_GEN);
+            if (!l) { nomem(r, line); return jv_undef(); }
+            l->gen_err = "Can only get item pairs from a mapping.";
+            return jv_list(l);
+        }
         jfunc fn = { .kind = FN_METHOD, .self = self, .name = "items" };
         jargs none = {0};
         jv l = call_method(r, &fn, &none, line);
@@ -1292,7 +1384,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         double v = x * m;
         if (method.t == JT_STR && method.n == 4 && !memcmp(method.u.s, "ceil", 4)) v = ceil(v);
         else if (method.t == JT_STR && method.n == 5 && !memcmp(method.u.s, "floor", 5)) v = floor(v);
-        else v = round(v);
+        else v = nearbyint(v);   /* Python's round(): half to even */
         return jv_float(v / m);
     }
     if (F("attr")) {
@@ -1304,7 +1396,24 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (self.t != JT_STR) return fail_type(r, line, "format filter needs a string");
         return percent_format(r, self, a, line);
     }
-    if (F("batch") || F("slice")) return fail_type(r, line, "filter '%.*s' is not supported by this engine", (int)n, name);
+    if (F("batch")) {
+        jv cnt = arg(a, 0, "linecount", jv_int(1), NULL);
+        bool has_fill;
+        jv fill = arg(a, 1, "fill_with", jv_none(), &has_fill);
+        if (cnt.t != JT_INT || cnt.u.i <= 0) return fail_type(r, line, "batch() needs a positive integer");
+        jlist *src = jb_iter(r, self, line);
+        if (!src) return jv_undef();
+        jlist *out = jlist_new(r->ar, 0, JL_GEN), *cur = NULL;
+        if (!out) { nomem(r, line); return jv_undef(); }
+        for (size_t i = 0; i < src->n; i++) {
+            if (!cur) { cur = jlist_new(r->ar, 0, JL_LIST); if (!cur || !jlist_push(r->ar, out, jv_list(cur))) { nomem(r, line); return jv_undef(); } }
+            if (!jlist_push(r->ar, cur, src->it[i])) { nomem(r, line); return jv_undef(); }
+            if ((int64_t)cur->n == cnt.u.i) cur = NULL;
+        }
+        if (cur && has_fill) while ((int64_t)cur->n < cnt.u.i) if (!jlist_push(r->ar, cur, fill)) { nomem(r, line); return jv_undef(); }
+        return jv_list(out);
+    }
+    if (F("slice")) return fail_type(r, line, "filter 'slice' is not supported by this engine");
     /* string filters: the value is converted with str() first, like jinja2's soft_str */
     jv s = to_str(r, self, line);
     if (jr_failed(r)) return jv_undef();
@@ -1312,7 +1421,26 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("upper")) return case_map(r, s, 1, line);
     if (F("lower")) return case_map(r, s, 0, line);
     if (F("capitalize")) return case_map(r, s, 3, line);
-    if (F("title")) return case_map(r, s, 2, line);
+    if (F("title")) return case_map(r, s, 5, line);
+    if (F("truncate")) {
+        jv lenv = arg(a, 0, "length", jv_int(255), NULL);
+        bool killwords = jv_truthy(arg(a, 1, "killwords", jv_bool(false), NULL));
+        jv end = arg(a, 2, "end", jv_strn("...", 3), NULL);
+        jv leeway = arg(a, 3, "leeway", jv_int(5), NULL);
+        if (lenv.t != JT_INT || end.t != JT_STR || leeway.t != JT_INT) return fail_type(r, line, "truncate(length, killwords, end, leeway) has wrong argument types");
+        int64_t cps = (int64_t)utf8_count(s.u.s, s.n), endn = (int64_t)utf8_count(end.u.s, end.n);
+        if (lenv.u.i < endn) return jr_fail(r, JINJA_ERENDER, line, "AssertionError: expected length >= %lld, got %lld", (long long)endn, (long long)lenv.u.i);
+        if (leeway.u.i < 0) return jr_fail(r, JINJA_ERENDER, line, "AssertionError: expected leeway >= 0, got %lld", (long long)leeway.u.i);
+        if (cps <= lenv.u.i + leeway.u.i) return s;
+        size_t cut = utf8_offset(s.u.s, s.n, (size_t)(lenv.u.i - endn));
+        jv head = jv_strn(s.u.s, cut);
+        if (!killwords) {
+            const char *sp = NULL;
+            for (size_t k = cut; k-- > 0;) if (s.u.s[k] == ' ') { sp = s.u.s + k; break; }
+            if (sp) head = jv_strn(s.u.s, (size_t)(sp - s.u.s));
+        }
+        return str_concat_simple(r, head, end, line);
+    }
     if (F("replace")) {
         jv old = arg(a, 0, "old", jv_none(), NULL), rep = arg(a, 1, "new", jv_none(), NULL);
         jv cnt = arg(a, 2, "count", jv_none(), NULL);
@@ -1338,8 +1466,9 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         return e;
     }
     if (F("center")) {
+        jv eighty = jv_int(80);
         jargs ca = { a->args, a->nargs, a->kwnames, a->kwargs, a->nkw };
-        if (!a->nargs) { static jv eighty; eighty = jv_int(80); ca.args = &eighty; ca.nargs = 1; }
+        if (!a->nargs) { ca.args = &eighty; ca.nargs = 1; }
         return str_method(r, s, "center", &ca, line);
     }
     return jr_fail(r, JINJA_ERENDER, line, "TemplateAssertionError: no filter named '%.*s'", (int)n, name);

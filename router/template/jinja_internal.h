@@ -66,7 +66,7 @@ typedef struct jv {
     } u;
 } jv;
 
-typedef struct jlist { size_t n, cap; jv *it; int kind; } jlist;
+typedef struct jlist { size_t n, cap; jv *it; int kind; const char *gen_err; /* JL_GEN: TypeError raised when iterated */ } jlist;
 typedef struct jdict { size_t n, cap; jv *k; jv *v; } jdict;
 
 static inline jv jv_undef(void) { jv v = {0}; v.t = JT_UNDEF; return v; }

@@ -188,8 +188,8 @@ static jv str_concat(jrender *r, jv a, jv b, int line) {
     if (n > r->opts->max_output) return jr_fail(r, JINJA_ELIMIT, line, "string longer than the output limit (%zu bytes)", r->opts->max_output);
     char *p = jarena_alloc(r->ar, n + 1);
     if (!p) { oom(r, line); return jv_undef(); }
-    memcpy(p, a.u.s, a.n);
-    memcpy(p + a.n, b.u.s, b.n);
+    if (a.n) memcpy(p, a.u.s, a.n);
+    if (b.n) memcpy(p + a.n, b.u.s, b.n);
     return jv_strn(p, n);
 }
 

@@ -45,7 +45,7 @@ static inline char *fx_read(const char *path) {
 static inline void fx_copy(const char *src, const char *dst) {
     FILE *in = fopen(src, "rb");
     ck_assert_msg(in != NULL, "missing %s (run make)", src);
-    char tmp[8192];
+    char tmp[8400];
     snprintf(tmp, sizeof tmp, "%s.tmp", dst);
     FILE *out = fopen(tmp, "wb");
     ck_assert_ptr_nonnull(out);
@@ -64,14 +64,14 @@ static inline void fx_copy(const char *src, const char *dst) {
 
 /* Installs the test plugin as ROOT/NAME with the given manifest version. */
 static inline void fx_install(const char *root, const char *name, const char *version) {
-    char dir[4096], path[4400], text[1024];
+    char dir[8192], path[8300], text[1024];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/libtestengine.so", dir);
     fx_copy(fx_testengine_so(), path);
     snprintf(text, sizeof text, FX_MANIFEST_FMT, version);
     snprintf(path, sizeof path, "%s/manifest.json", dir);
-    char tmp[4500];
+    char tmp[8400];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     fx_write(tmp, text);
     ck_assert_int_eq(rename(tmp, path), 0);
@@ -79,7 +79,7 @@ static inline void fx_install(const char *root, const char *name, const char *ve
 
 /* A model folder ROOT/NAME whose testengine.json is `behaviour` (a JSON object). */
 static inline char *fx_model(const char *root, const char *name, const char *behaviour) {
-    char dir[4096], path[4200];
+    char dir[8192], path[8300];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     mkdir(dir, 0755);
     snprintf(path, sizeof path, "%s/testengine.json", dir);

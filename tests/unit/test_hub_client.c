@@ -3,6 +3,7 @@
  * errors (401 RepoNotFound for unknown repos), and also hostile answers (unsafe names, pagination
  * loops, links to another host, non-JSON). llmr-hub itself is exercised by e2e/test_hub.sh. */
 #include "common/hub_client.h"
+#include "common/path_safety.h"
 #include "common/sha256.h"
 #include "tests/unit/scripted_server.h"
 #include "tests/unit/testutil.h"
@@ -68,8 +69,31 @@ static void h_hub(tsrv *s, int fd, const ts_req *r) {
         reply_json(fd, 200, "Link: </api/models/org/loop/tree/main?recursive=true>; rel=\"next\"\r\n", "[]");
     } else if (starts(p, "/api/models/org/offsite/tree/")) {
         reply_json(fd, 200, "Link: <http://evil.example/steal?recursive=true>; rel=\"next\"\r\n", "[]");
+    } else if (starts(p, "/api/models/org/fuzz/tree/")) {
+        /* a valid page with a few bytes flipped (seeded per request), to shake the parser */
+        char page[sizeof PAGE3 + sizeof PAGE2];
+        snprintf(page, sizeof page, "%s", r->n % 2 ? PAGE3 : PAGE2);
+        unsigned seed = (unsigned)r->n * 2654435761u;
+        size_t len = strlen(page);
+        for (int k = 0; k < 1 + (int)(seed % 4); k++) {
+            seed = seed * 1103515245u + 12345u;
+            page[(seed >> 8) % len] = (char)(seed >> 20);
+        }
+        ts_reply(fd, 200, "Content-Type: application/json\r\n", page, strlen(page)); /* may stop at a NUL */
     } else if (starts(p, "/api/models/org/notjson/")) {
         reply_json(fd, 200, NULL, "<html>hi</html>");
+    } else if (strcmp(p, "/api/models/org/snap/revision/main") == 0) {
+        reply_json(fd, 200, NULL, "{\"id\":\"org/snap\",\"sha\":\"" COMMIT "\",\"siblings\":[]}");
+    } else if (starts(p, "/api/models/org/snap/tree/abcdef0123456789abcdef0123456789abcdef01?")) {
+        reply_json(fd, 200, NULL,
+                   "[{\"type\":\"file\",\"oid\":\"daa5053ecf5f9a37b2de733d0751cc1ab53ac010\",\"size\":7,\"path\":\"a.json\"},"
+                   "{\"type\":\"directory\",\"oid\":\"" OID1 "\",\"size\":0,\"path\":\"w\"},"
+                   "{\"type\":\"file\",\"oid\":\"" OID1 "\",\"size\":3,\"path\":\"w/x.bin\",\"lfs\":{\"oid\":"
+                   "\"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\",\"size\":3,\"pointerSize\":120}}]");
+    } else if (strcmp(p, "/org/snap/resolve/abcdef0123456789abcdef0123456789abcdef01/a.json") == 0) {
+        reply_json(fd, 200, NULL, "{\"a\":1}");
+    } else if (strcmp(p, "/org/snap/resolve/abcdef0123456789abcdef0123456789abcdef01/w/x.bin") == 0) {
+        ts_reply(fd, 200, NULL, "abc", 3);
     } else if (strcmp(p, "/org/model/resolve/main/config.json") == 0) {
         reply_json(fd, 200, NULL, "{\"a\":1}");
     } else if (strcmp(p, "/org/model/resolve/main/dir/a%20b.txt") == 0) {
@@ -172,6 +196,32 @@ START_TEST(hostile_listings) {
 }
 END_TEST
 
+START_TEST(mutated_listings_never_crash) {
+    tsrv *s = ts_start(h_hub, NULL);
+    llmr_hub *h = hub_for(s);
+    int ok = 0, proto = 0;
+    for (int i = 0; i < 300; i++) {
+        llmr_hub_file *f;
+        size_t n;
+        char err[1024];
+        llmr_hub_status st = llmr_hub_list_files(h, "org/fuzz", "main", &f, &n, err, sizeof err);
+        ck_assert_msg(st == LLMR_HUB_OK || st == LLMR_HUB_EPROTO, "status %d: %s", st, err);
+        if (st == LLMR_HUB_OK) {
+            ok++;
+            for (size_t k = 0; k < n; k++) ck_assert(llmr_path_is_safe(f[k].path, err, sizeof err));
+        } else {
+            proto++;
+            ck_assert_ptr_null(f);
+            ck_assert(strlen(err) > 0);
+        }
+        llmr_hub_files_free(f, n);
+    }
+    ck_assert_int_gt(proto, 0);
+    llmr_hub_destroy(h);
+    ts_stop(s);
+}
+END_TEST
+
 START_TEST(fetch_and_download) {
     tsrv *s = ts_start(h_hub, NULL);
     llmr_hub *h = hub_for(s);
@@ -218,6 +268,67 @@ START_TEST(fetch_and_download) {
     ck_assert_int_eq(llmr_hub_download(h, "org/model", "main", "gone.bin", dest, NULL, NULL, &res, err, sizeof err),
                      LLMR_HUB_ENOFILE);
     ck_assert_ptr_nonnull(strstr(err, "HTTP 404"));
+    rmdir(dir);
+    free(dir);
+    llmr_hub_destroy(h);
+    ts_stop(s);
+}
+END_TEST
+
+typedef struct { int done, skipped; } snap_ctx;
+
+static void snap_done(void *u, const llmr_hub_file *f, int skipped, const llmr_httpc_download_result *r) {
+    snap_ctx *c = u;
+    (void)f;
+    c->done++;
+    c->skipped += skipped;
+    ck_assert(skipped ? r == NULL : r != NULL);
+}
+
+START_TEST(snapshot_download) {
+    tsrv *s = ts_start(h_hub, NULL);
+    llmr_hub *h = hub_for(s);
+    char *dir = llmr_test_tmpdir(), err[1024], p1[512], p2[512];
+    snprintf(p1, sizeof p1, "%s/a.json", dir);
+    snprintf(p2, sizeof p2, "%s/w/x.bin", dir);
+    snap_ctx c = {0};
+    llmr_hub_snapshot_opts o = {.file_done = snap_done, .user = &c};
+    llmr_hub_snapshot_result res;
+    llmr_hub_status st = llmr_hub_snapshot_download(h, "org/snap", "main", dir, &o, &res, err, sizeof err);
+    ck_assert_msg(st == LLMR_HUB_OK, "%s", err);
+    ck_assert_str_eq(res.commit, "abcdef0123456789abcdef0123456789abcdef01");
+    ck_assert_int_eq(res.files, 2);
+    ck_assert_int_eq(res.skipped, 0);
+    ck_assert_int_eq(res.bytes_downloaded, 10);
+    ck_assert_int_eq(c.done, 2);
+    llmr_hub_file fa = {.size = 7, .oid = "daa5053ecf5f9a37b2de733d0751cc1ab53ac010"};
+    ck_assert(llmr_hub_file_matches(p1, &fa, 0));
+
+    /* again: both complete; a same-size corruption is found by hashing unless sizes are trusted */
+    ck_assert_int_eq(llmr_hub_snapshot_download(h, "org/snap", "main", dir, &o, &res, err, sizeof err), LLMR_HUB_OK);
+    ck_assert_int_eq(res.skipped, 2);
+    FILE *f = fopen(p2, "wb");
+    fputs("abd", f);
+    fclose(f);
+    o.trust_existing_size = 1;
+    ck_assert_int_eq(llmr_hub_snapshot_download(h, "org/snap", "main", dir, &o, &res, err, sizeof err), LLMR_HUB_OK);
+    ck_assert_int_eq(res.skipped, 2);
+    o.trust_existing_size = 0;
+    ck_assert_int_eq(llmr_hub_snapshot_download(h, "org/snap", "main", dir, &o, &res, err, sizeof err), LLMR_HUB_OK);
+    ck_assert_int_eq(res.skipped, 1);
+    ck_assert_int_eq(res.bytes_downloaded, 3);
+
+    const char *only_json[] = {"*.json", NULL};
+    o.include = only_json;
+    ck_assert_int_eq(llmr_hub_snapshot_download(h, "org/snap", "main", dir, &o, &res, err, sizeof err), LLMR_HUB_OK);
+    ck_assert_int_eq(res.files, 1);
+
+    ck_assert_int_eq(llmr_hub_snapshot_download(h, "org/missing", "main", dir, NULL, &res, err, sizeof err),
+                     LLMR_HUB_ENOREPO);
+    unlink(p1);
+    unlink(p2);
+    snprintf(p2, sizeof p2, "%s/w", dir);
+    rmdir(p2);
     rmdir(dir);
     free(dir);
     llmr_hub_destroy(h);
@@ -306,7 +417,9 @@ static Suite *suite(void) {
     tcase_add_test(t, list_follows_pagination);
     tcase_add_test(t, revision_and_errors);
     tcase_add_test(t, hostile_listings);
+    tcase_add_test(t, mutated_listings_never_crash);
     tcase_add_test(t, fetch_and_download);
+    tcase_add_test(t, snapshot_download);
     tcase_add_test(t, resolve_urls);
     tcase_add_test(t, environment_endpoint_and_token);
     tcase_add_test(t, unreachable_names_hub);

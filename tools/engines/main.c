@@ -77,7 +77,7 @@ typedef struct opts {
 } opts;
 
 static int parse_opts(int argc, char **argv, opts *o) {
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc; i += 2) { /* options come in pairs: --name value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) { fprintf(stderr, "llmr-engines: %s needs a value\n", a); return -1; }
         if (strcmp(a, "--engines-dir") == 0) o->engines_dir = v;
@@ -95,7 +95,6 @@ static int parse_opts(int argc, char **argv, opts *o) {
             o->arts[o->n_arts].name = argv[i + 1];
             o->arts[o->n_arts++].path = eq + 1;
         } else { fprintf(stderr, "llmr-engines: unknown option %s\n", a); return -1; }
-        i++;
     }
     return 0;
 }

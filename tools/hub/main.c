@@ -48,7 +48,8 @@ typedef struct hub_app {
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
-/* The hub's error shape: {"error": msg} plus X-Error-Code / X-Error-Message (HEAD: headers only). */
+/* The hub's error shape: {"error": msg} plus X-Error-Code / X-Error-Message (for HEAD the server
+ * layer sends the headers only). */
 static void hub_error(llmr_http_request *req, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void hub_error(llmr_http_request *req, int status, const char *code, const char *fmt, ...) {
@@ -62,10 +63,6 @@ static void hub_error(llmr_http_request *req, int status, const char *code, cons
     if (code) llmr_http_add_header(req, "X-Error-Code", code);
     llmr_http_add_header(req, "X-Error-Message", msg);
     log_debug("%s %s -> %d %s", llmr_http_method(req), llmr_http_path(req), status, msg);
-    if (strcmp(llmr_http_method(req), "HEAD") == 0) {
-        llmr_http_reply_text(req, status, "application/json", NULL, 0);
-        return;
-    }
     json_t *o = json_pack("{s:s}", "error", msg);
     llmr_http_reply_json(req, status, o);
 }

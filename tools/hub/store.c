@@ -121,8 +121,10 @@ static void git_blob_sha1_buf(const char *data, size_t len, char out[41]) {
     hex(md, 20, out);
 }
 
-/* sha256 and git blob sha1 of a file in one read. */
-static int hash_file(const char *abspath, uint64_t size, char sha256[65], char sha1[41], char *err, size_t es) {
+/* sha256 and (want_sha1) git blob sha1 of a file in one read; without want_sha1, sha1 is all zeros
+ * (LFS files: their git oid comes from the pointer text, so the content's sha1 is not needed). */
+static int hash_file(const char *abspath, uint64_t size, int want_sha1, char sha256[65], char sha1[41], char *err,
+                     size_t es) {
     int fd = open(abspath, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { snprintf(err, es, "%s: %s", abspath, strerror(errno)); return -1; }
     EVP_MD_CTX *a = EVP_MD_CTX_new(), *b = EVP_MD_CTX_new();
@@ -143,7 +145,7 @@ static int hash_file(const char *abspath, uint64_t size, char sha256[65], char s
         if (r < 0) { snprintf(err, es, "%s: read: %s", abspath, strerror(errno)); goto out; }
         if (r == 0) break;
         EVP_DigestUpdate(a, buf, (size_t)r);
-        EVP_DigestUpdate(b, buf, (size_t)r);
+        if (want_sha1) EVP_DigestUpdate(b, buf, (size_t)r);
         done += (uint64_t)r;
     }
     if (done != size) { snprintf(err, es, "%s: changed while hashing", abspath); goto out; }
@@ -152,7 +154,8 @@ static int hash_file(const char *abspath, uint64_t size, char sha256[65], char s
     EVP_DigestFinal_ex(a, md, &n);
     hex(md, 32, sha256);
     EVP_DigestFinal_ex(b, md, &n);
-    hex(md, 20, sha1);
+    if (want_sha1) hex(md, 20, sha1);
+    else memset(sha1, '0', 40), sha1[40] = 0;
     rc = 0;
 out:
     free(buf);
@@ -232,7 +235,8 @@ int hub_store_hash(hub_store *s, const char *repo, hub_entry *e, char *err, size
         char sha256[65], sha1[41];
         if (sidecar_get(s, abspath, &sb, sha256, sha1) != 0) {
             if (sb.st_size >= (off_t)HUB_LFS_THRESHOLD) log_info("hashing %s/%s (%lld bytes)", repo, e->path, (long long)sb.st_size);
-            if (hash_file(abspath, (uint64_t)sb.st_size, sha256, sha1, err, es) != 0) return -1;
+            int lfs = hub_is_lfs(e->path, (uint64_t)sb.st_size);
+            if (hash_file(abspath, (uint64_t)sb.st_size, !lfs, sha256, sha1, err, es) != 0) return -1;
             sidecar_put(s, abspath, &sb, sha256, sha1);
         }
         if (!c) {

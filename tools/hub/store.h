@@ -12,7 +12,7 @@
  * *.safetensors, *.bin, *.gguf, are LFS files: their tree entry carries lfs.oid = sha256 and their
  * git oid is the blob sha1 of the LFS pointer text; other files' oid is their own git blob sha1.
  *
- * Hashes (sha256 and git blob sha1, computed in one pass) are cached in memory and in a sidecar
+ * Hashes (sha256, plus the git blob sha1 for non-LFS files, in one pass) are cached in memory and in a sidecar
  * folder (one small file per served file, named by the sha256 of its absolute path, keyed by
  * size + mtime_ns + inode): a file that changes is hashed again. Hashing runs on the caller's
  * thread; llmr-hub prehashes at startup so the first request of a big file does not stall. */

@@ -76,7 +76,11 @@ int main(int argc, char **argv) {
         uint64_t u;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
         else if (!strcmp(a, "--dry-run")) o.dry_run = 1;
-        else if (!v) { fprintf(stderr, "llmr-mkmodel: %s needs a value (see --help)\n", a); return 2; }
+        else if (strcmp(a, "--preset") && strcmp(a, "--out") && strcmp(a, "--tokenizer-dir") && strcmp(a, "--chat-template") &&
+                 strcmp(a, "--seed") && strcmp(a, "--threads") && strcmp(a, "--shard-cap")) {
+            fprintf(stderr, "llmr-mkmodel: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (!v) { fprintf(stderr, "llmr-mkmodel: %s needs a value (see --help)\n", a); return 2; }
         else if (!strcmp(a, "--preset")) { o.preset = v; i++; }
         else if (!strcmp(a, "--out")) { o.out_dir = v; i++; }
         else if (!strcmp(a, "--tokenizer-dir")) { tok_dir = v; i++; }

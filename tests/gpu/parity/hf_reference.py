@@ -112,12 +112,24 @@ def load_model(args, torch, transformers):
         kw["quantization_config"] = transformers.Mxfp4Config(dequantize=True)
     except AttributeError:
         pass
+    kw["device_map"] = args.device
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(args.model, experts_implementation="eager", **kw)
     except TypeError:  # a transformers without the experts interface: its experts are eager already
         model = transformers.AutoModelForCausalLM.from_pretrained(args.model, **kw)
     # Dequantized MXFP4 values are exact in bf16 and fp32, so casting after load loses nothing.
-    model = model.to(dtype=dtype, device=args.device).eval()
+    if any(p.is_floating_point() and p.dtype != dtype for p in model.parameters()):
+        try:
+            model = model.to(dtype=dtype)
+        except (ValueError, TypeError):
+            for p in model.parameters():
+                if p.is_floating_point():
+                    p.data = p.data.to(dtype)
+    bad = sorted({str(p.dtype) for p in model.parameters() if p.is_floating_point() and p.dtype != dtype})
+    if bad:
+        print(f"hf_reference.py: parameters left in {bad} after casting to {dtype}", file=sys.stderr)
+        sys.exit(2)
+    model = model.eval()
     experts_impl = getattr(model.config, "_experts_implementation", None) or "eager (no experts interface)"
     return model, experts_impl
 

@@ -1,0 +1,86 @@
+/* attention.cu — causal attention with per-head sinks, full or sliding window, GQA (see kernels.h).
+ *
+ * One warp per (query, head). Each lane walks keys lane, lane+32, ... keeping its own online softmax
+ * (running max m, sum l, weighted value sum acc[64]); the lanes are then merged together with the sink,
+ * which joins the denominator as exp(sink - m) and has no value vector. Math matches
+ * softmax([scores, sink]) with the sink column dropped. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#define ATT_WARPS 4
+
+__global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *q, const float *kc, const float *vc,
+                                                                   const uint16_t *sinks, int T, int pos0,
+                                                                   int n_heads, int n_kv, int window, float *out) {
+    const int D = GPTOSS_HEAD_DIM;
+    const int lane = threadIdx.x & 31;
+    const long wid = (long)blockIdx.x * ATT_WARPS + (threadIdx.x >> 5);
+    if (wid >= (long)T * n_heads) return;
+    const int h = (int)(wid % n_heads), t = (int)(wid / n_heads);
+    const int kvh = h / (n_heads / n_kv);
+    const int pos = pos0 + t;
+    const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const float scale = 0.125f; /* 1/sqrt(64) */
+
+    float qv[GPTOSS_HEAD_DIM];
+    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
+#pragma unroll
+    for (int i = 0; i < D / 4; i++) {
+        float4 v = q4[i];
+        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
+    }
+    float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
+#pragma unroll
+    for (int d = 0; d < D; d++) acc[d] = 0.0f;
+    const size_t row = (size_t)n_kv * D;
+    for (int j = lo + lane; j <= pos; j += 32) {
+        const float4 *k4 = (const float4 *)(kc + (size_t)j * row + (size_t)kvh * D);
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 kv = k4[i];
+            s = fmaf(qv[4 * i], kv.x, s); s = fmaf(qv[4 * i + 1], kv.y, s);
+            s = fmaf(qv[4 * i + 2], kv.z, s); s = fmaf(qv[4 * i + 3], kv.w, s);
+        }
+        s *= scale;
+        const float mn = fmaxf(m, s);
+        const float f = expf(m - mn), p = expf(s - mn);
+        l = l * f + p;
+        const float4 *v4 = (const float4 *)(vc + (size_t)j * row + (size_t)kvh * D);
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 vv = v4[i];
+            acc[4 * i] = acc[4 * i] * f + p * vv.x; acc[4 * i + 1] = acc[4 * i + 1] * f + p * vv.y;
+            acc[4 * i + 2] = acc[4 * i + 2] * f + p * vv.z; acc[4 * i + 3] = acc[4 * i + 3] * f + p * vv.w;
+        }
+        m = mn;
+    }
+    /* Merge the lanes: common max including the sink, then rescale and sum. */
+    const float sink = gptoss_bf16_to_f32(sinks[h]);
+    float M = fmaxf(m, sink);
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    const float f = m == -INFINITY ? 0.0f : expf(m - M);
+    float L = l * f;
+    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    L += expf(sink - M);
+    float mine0 = 0.0f, mine1 = 0.0f; /* this lane writes dims lane and lane+32 */
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+        float v = acc[d] * f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (d == lane) mine0 = v;
+        if (d == lane + 32) mine1 = v;
+    }
+    float *o = out + (size_t)t * n_heads * D + (size_t)h * D;
+    o[lane] = mine0 / L;
+    o[lane + 32] = mine1 / L;
+}
+
+cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
+                             int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+    const long warps = (long)T * n_heads;
+    if (warps <= 0) return cudaSuccess;
+    if (n_kv <= 0 || n_heads % n_kv != 0) return cudaErrorInvalidValue;
+    attention_kernel<<<(unsigned)((warps + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * 32, 0, s>>>(
+        q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
+    return cudaGetLastError();
+}

@@ -1,0 +1,107 @@
+/* kernels.h — the CUDA kernels of the gpt-oss engine, one launcher per computation.
+ *
+ * Conventions shared by every launcher:
+ *  - activations are fp32, row-major [tokens, features]; weights are bf16 stored as raw uint16_t
+ *    (the checkpoint's bytes, converted exactly by a 16-bit shift) or packed MXFP4 (uint8 blocks +
+ *    E8M0 scales, exactly the checkpoint layout); every sum accumulates in fp32;
+ *  - launchers only enqueue work on `stream` and return the launch status (cudaGetLastError), so the
+ *    caller checks every step; nothing synchronizes;
+ *  - shapes are arguments, never compile-time constants, except head_dim which must be 64
+ *    (GPTOSS_HEAD_DIM): the model loader refuses other values.
+ * Each kernel has a plain CPU loop twin in tests/gpu/gptoss_kernels that it is checked against. */
+#ifndef GPTOSS_CUDA_KERNELS_H
+#define GPTOSS_CUDA_KERNELS_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#define GPTOSS_HEAD_DIM 64
+#define GPTOSS_TOPK 4
+#define GPTOSS_MAX_EXPERTS 256
+
+/* Exact bf16 -> fp32 (bf16 is the upper half of an fp32). */
+static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float((uint32_t)v << 16);
+#else
+    union { uint32_t u; float f; } c;
+    c.u = (uint32_t)v << 16;
+    return c.f;
+#endif
+}
+
+/* x[t, :] = embed[tokens[t], :] for t < T (bf16 rows to fp32). */
+cudaError_t gptoss_embed(const uint16_t *embed, const int32_t *tokens, int T, int H, float *x, cudaStream_t stream);
+
+/* y[t, :] = x[t, :] * rsqrt(mean(x[t, :]^2) + eps) * w  (fp32 math, as transformers with fp32 norm weights). */
+cudaError_t gptoss_rmsnorm(const float *x, const uint16_t *w, int T, int H, float eps, float *y, cudaStream_t stream);
+
+/* y[t, n] (+)= sum_k x[t, k] * W[n, k] + b[n] for t < T, n < N; W bf16 [N, K] (nn.Linear layout),
+ * b bf16 [N] or NULL; x has row stride ldx, y row stride ldy. accumulate = 1 adds into y (residual). */
+cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
+                          float *y, int ldy, int accumulate, cudaStream_t stream);
+
+/* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
+ * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
+cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,
+                        cudaStream_t stream);
+
+/* Attention with sinks for T queries at positions pos0..pos0+T-1 over the KV cache rows 0..pos.
+ * q [T, n_heads*64]; kc, vc [max_ctx, n_kv*64] (this layer); head h uses KV head h / (n_heads/n_kv).
+ * window > 0: a query at i sees keys i-window+1 .. i. sinks bf16 [n_heads]. Scores scaled by 1/8.
+ * out [T, n_heads*64]. */
+cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
+                             int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+
+/* Router: for each token, the top-4 of logits [T, E] (ties to the lower expert id), softmax over those 4.
+ * ids [T, 4] int32 in descending logit order, w [T, 4] fp32. */
+cudaError_t gptoss_router_topk(const float *logits, int T, int E, int32_t *ids, float *w, cudaStream_t stream);
+
+/* Router weights for given expert ids (parity runs that force the reference's choices):
+ * w[t, k] = softmax over k of logits[t, ids[t, k]]. */
+cudaError_t gptoss_router_weights(const float *logits, int T, int E, const int32_t *ids, float *w, cudaStream_t stream);
+
+/* Groups the T*4 (token, slot) pairs by expert: counts[E], offsets[E] (exclusive prefix sum),
+ * pair_token[T*4] (token of each grouped pair) and pair_of[T*4] (grouped position of pair t*4+k).
+ * One block; order inside an expert's group is arbitrary (results do not depend on it). */
+cudaError_t gptoss_moe_route(const int32_t *ids, int T, int E, int32_t *counts, int32_t *offsets,
+                             int32_t *pair_token, int32_t *pair_of, cudaStream_t stream);
+
+/* Grouped MXFP4 matmul: for expert e and each grouped pair p in [offsets[e], offsets[e]+counts[e]):
+ *   y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n],  row(p) = gather ? gather[p] : p,
+ * W_e[n, k] = fp4(nibble) * 2^(scale - 127) read from blocks [E, N, K/32, 16] (element 2j in the low
+ * nibble of byte j) and scales [E, N, K/32]; b bf16 [E, N]. K must be a multiple of 32.
+ * max_rows bounds counts[e] (T for top-k routing). */
+cudaError_t gptoss_mxfp4_grouped(const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
+                                 const uint8_t *scales, const uint16_t *b, const int32_t *counts,
+                                 const int32_t *offsets, int E, int max_rows, int K, int N, float *y,
+                                 cudaStream_t stream);
+
+/* Clamped SwiGLU on interleaved gate/up rows: gu [P, 2I] -> a [P, I]:
+ * g = min(gu[2j], limit), u = clamp(gu[2j+1], -limit, limit), a = g * sigmoid(alpha*g) * (u + 1). */
+cudaError_t gptoss_swiglu(const float *gu, int P, int I, float alpha, float limit, float *a, cudaStream_t stream);
+
+/* x[t, :] += sum_k w[t, k] * y[pair_of[t*4+k], :] (k summed in slot order 0..3). */
+cudaError_t gptoss_moe_combine(const float *y, const float *w, const int32_t *pair_of, int T, int H, float *x,
+                               cudaStream_t stream);
+
+/* Sampling on the GPU, one token from logits [V]. Steps, in order:
+ *  1. penalties (when counts != NULL): l -= counts[i]*frequency + (counts[i] > 0)*presence;
+ *  2. temperature <= 0: argmax, ties to the lowest id; done;
+ *  3. p_i = exp((l_i - max) / temperature) (so the top token has p = 1);
+ *  4. top_k > 0: keep p_i >= the k-th largest p (tokens tied with it are kept too);
+ *  5. 0 < top_p < 1: keep the largest p's whose sum reaches top_p of the kept mass (ties kept);
+ *  6. min_p > 0: keep p_i >= min_p (relative to the top token);
+ *  7. u in [0, 1): the first id (ascending) whose running kept mass exceeds u * total.
+ * work: V floats of scratch. out: the chosen id (device int32). One block; deterministic for a given u. */
+typedef struct gptoss_sample_args {
+    float temperature, top_p, min_p, frequency_penalty, presence_penalty, u;
+    int top_k;
+} gptoss_sample_args;
+cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
+                          int32_t *out, cudaStream_t stream);
+
+/* counts[token] += 1 (penalty bookkeeping, stays on the device). */
+cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
+
+#endif

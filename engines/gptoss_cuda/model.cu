@@ -1,0 +1,732 @@
+/* model.cu — weights, sessions and the forward pass of gpt-oss on one GPU (see model.h). */
+#include "engines/gptoss_cuda/model.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "common/checkpoint.h"
+}
+#include "engines/gptoss_cuda/kernels.h"
+
+/* ---------------------------------------------------------------- small helpers */
+
+static llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...) {
+    if (err && es) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, es, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* A failed CUDA call becomes INTERNAL (OOM_VRAM for an allocation) naming the step. */
+#define CUDA_TRY(call, what)                                                                                    \
+    do {                                                                                                        \
+        cudaError_t e_ = (call);                                                                                \
+        if (e_ != cudaSuccess)                                                                                  \
+            return fail(e_ == cudaErrorMemoryAllocation ? LLMR_ENGINE_OOM_VRAM : LLMR_ENGINE_INTERNAL, err, es, \
+                        "CUDA error in %s: %s", (what), cudaGetErrorString(e_));                               \
+    } while (0)
+
+static uint64_t align256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
+
+/* ---------------------------------------------------------------- weights plan */
+
+typedef struct layer_weights {
+    const uint16_t *attn_norm, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b, *sinks;
+    const uint16_t *mlp_norm, *router_w, *router_b, *gu_bias, *dn_bias;
+    const uint8_t *gu_blocks, *gu_scales, *dn_blocks, *dn_scales;
+} layer_weights;
+
+/* One tensor to place in the device arena: what the checkpoint must hold and where it goes. */
+typedef struct tensor_plan {
+    char name[96];
+    llmr_st_dtype dtype;
+    int ndim;
+    uint64_t shape[4];
+    uint64_t bytes, arena_off;
+    size_t shard;
+    uint64_t file_begin;
+    const void **dst;
+} tensor_plan;
+
+typedef struct plan {
+    tensor_plan *t;
+    size_t n, cap;
+    uint64_t arena_bytes;
+} plan;
+
+struct gptoss_model {
+    gptoss_config cfg;
+    int device;
+    cudaStream_t stream;
+    pthread_mutex_t mu;
+    const llmr_host_api *host;
+    uint32_t max_context, max_sessions;
+    void *arena;
+    uint64_t arena_bytes, work_bytes;
+    layer_weights layers[GPTOSS_MAX_LAYERS];
+    const uint16_t *embed, *norm, *lm_head;
+    float *inv_freq, attn_factor;
+    /* workspace for one chunk of GPTOSS_CHUNK tokens */
+    void *work;
+    float *x, *h, *q, *o, *rl, *rw, *gu, *act, *dn, *sample_work;
+    int32_t *ids, *counts, *offsets, *pair_token, *pair_of, *tok, *sample_out;
+    /* accounting */
+    uint64_t session_bytes; /* held by live sessions */
+    uint32_t active_sessions;
+    uint64_t tokens_generated;
+};
+
+struct gptoss_session {
+    gptoss_model *m;
+    uint32_t max_ctx, n_ctx;
+    int have_logits;
+    float *kv;          /* [layers][2][max_ctx][n_kv*64] */
+    float *logits;      /* [vocab]: the distribution after the last evaluated token */
+    int32_t *counts;    /* [vocab]: generated-token counts for the penalties */
+    uint64_t bytes;
+    volatile int cancel;
+};
+
+static void mlog(const gptoss_model *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void mlog(const gptoss_model *m, int level, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (m && m->host && m->host->log) m->host->log(m->host->host, level, line);
+    else fprintf(stderr, "gptoss_cuda: %s\n", line);
+}
+
+static int plan_add(plan *p, const char *name, llmr_st_dtype dt, int ndim, const uint64_t *shape, const void **dst) {
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 512;
+        tensor_plan *nt = (tensor_plan *)realloc(p->t, nc * sizeof *nt);
+        if (!nt) return -1;
+        p->t = nt;
+        p->cap = nc;
+    }
+    tensor_plan *t = &p->t[p->n++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->dtype = dt;
+    t->ndim = ndim;
+    uint64_t numel = 1;
+    for (int i = 0; i < ndim; i++) { t->shape[i] = shape[i]; numel *= shape[i]; }
+    t->bytes = numel * (dt == LLMR_ST_BF16 ? 2 : 1);
+    t->arena_off = p->arena_bytes;
+    p->arena_bytes += align256(t->bytes);
+    t->dst = dst;
+    return 0;
+}
+
+/* The exact tensor set of a gpt-oss checkpoint for this config (names, dtypes, shapes). When m is
+ * non-NULL each entry records the model field that receives the tensor's device address. */
+static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
+    const uint64_t H = (uint64_t)c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
+                   KVD = (uint64_t)c->num_kv_heads * c->head_dim, E = (uint64_t)c->num_experts,
+                   I = (uint64_t)c->intermediate_size, V = (uint64_t)c->vocab_size;
+    char nm[96];
+#define ADD(dt, dstp, ...)                                                                         \
+    do {                                                                                           \
+        const uint64_t shp_[] = {__VA_ARGS__};                                                     \
+        if (plan_add(p, nm, dt, (int)(sizeof shp_ / sizeof shp_[0]), shp_, (const void **)(dstp))) \
+            return -1;                                                                             \
+    } while (0)
+#define NAME(...) snprintf(nm, sizeof nm, __VA_ARGS__)
+    for (int l = 0; l < c->num_layers; l++) {
+        layer_weights *w = m ? &m->layers[l] : NULL;
+#define F(field) (w ? &w->field : NULL)
+        NAME("model.layers.%d.input_layernorm.weight", l); ADD(LLMR_ST_BF16, F(attn_norm), H);
+        NAME("model.layers.%d.self_attn.q_proj.weight", l); ADD(LLMR_ST_BF16, F(q_w), QD, H);
+        NAME("model.layers.%d.self_attn.q_proj.bias", l); ADD(LLMR_ST_BF16, F(q_b), QD);
+        NAME("model.layers.%d.self_attn.k_proj.weight", l); ADD(LLMR_ST_BF16, F(k_w), KVD, H);
+        NAME("model.layers.%d.self_attn.k_proj.bias", l); ADD(LLMR_ST_BF16, F(k_b), KVD);
+        NAME("model.layers.%d.self_attn.v_proj.weight", l); ADD(LLMR_ST_BF16, F(v_w), KVD, H);
+        NAME("model.layers.%d.self_attn.v_proj.bias", l); ADD(LLMR_ST_BF16, F(v_b), KVD);
+        NAME("model.layers.%d.self_attn.o_proj.weight", l); ADD(LLMR_ST_BF16, F(o_w), H, QD);
+        NAME("model.layers.%d.self_attn.o_proj.bias", l); ADD(LLMR_ST_BF16, F(o_b), H);
+        NAME("model.layers.%d.self_attn.sinks", l); ADD(LLMR_ST_BF16, F(sinks), (uint64_t)c->num_heads);
+        NAME("model.layers.%d.post_attention_layernorm.weight", l); ADD(LLMR_ST_BF16, F(mlp_norm), H);
+        NAME("model.layers.%d.mlp.router.weight", l); ADD(LLMR_ST_BF16, F(router_w), E, H);
+        NAME("model.layers.%d.mlp.router.bias", l); ADD(LLMR_ST_BF16, F(router_b), E);
+        NAME("model.layers.%d.mlp.experts.gate_up_proj_blocks", l); ADD(LLMR_ST_U8, F(gu_blocks), E, 2 * I, H / 32, 16);
+        NAME("model.layers.%d.mlp.experts.gate_up_proj_scales", l); ADD(LLMR_ST_U8, F(gu_scales), E, 2 * I, H / 32);
+        NAME("model.layers.%d.mlp.experts.gate_up_proj_bias", l); ADD(LLMR_ST_BF16, F(gu_bias), E, 2 * I);
+        NAME("model.layers.%d.mlp.experts.down_proj_blocks", l); ADD(LLMR_ST_U8, F(dn_blocks), E, H, I / 32, 16);
+        NAME("model.layers.%d.mlp.experts.down_proj_scales", l); ADD(LLMR_ST_U8, F(dn_scales), E, H, I / 32);
+        NAME("model.layers.%d.mlp.experts.down_proj_bias", l); ADD(LLMR_ST_BF16, F(dn_bias), E, H);
+#undef F
+    }
+    NAME("model.embed_tokens.weight"); ADD(LLMR_ST_BF16, m ? &m->embed : NULL, V, H);
+    NAME("model.norm.weight"); ADD(LLMR_ST_BF16, m ? &m->norm : NULL, H);
+    NAME("lm_head.weight"); ADD(LLMR_ST_BF16, m ? &m->lm_head : NULL, V, H);
+#undef ADD
+#undef NAME
+    return 0;
+}
+
+/* Structural limits of these kernels; anything else is UNSUPPORTED with the field named. */
+static llmr_engine_status check_config(const gptoss_config *c, char *err, size_t es) {
+    if (c->head_dim != GPTOSS_HEAD_DIM)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: head_dim %d unsupported (kernels need 64)", c->head_dim);
+    if (c->experts_per_token != GPTOSS_TOPK)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: num_experts_per_tok %d unsupported (need 4)",
+                    c->experts_per_token);
+    if (c->num_experts < GPTOSS_TOPK || c->num_experts > GPTOSS_MAX_EXPERTS)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: num_local_experts %d outside 4..%d", c->num_experts,
+                    GPTOSS_MAX_EXPERTS);
+    if (c->hidden_size <= 0 || c->hidden_size % 32 || c->intermediate_size <= 0 || c->intermediate_size % 32)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es,
+                    "config.json: hidden_size %d and intermediate_size %d must be positive multiples of 32 (MXFP4 blocks)",
+                    c->hidden_size, c->intermediate_size);
+    if (c->num_kv_heads <= 0 || c->num_heads % c->num_kv_heads)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                    c->num_heads, c->num_kv_heads);
+    if (c->num_layers <= 0 || c->num_layers > GPTOSS_MAX_LAYERS || c->vocab_size <= 0)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "config.json: num_hidden_layers %d or vocab_size %d out of range",
+                    c->num_layers, c->vocab_size);
+    return LLMR_ENGINE_OK;
+}
+
+/* Checks every planned tensor against the checkpoint (MODEL_CORRUPT names the tensor and shard) and
+ * records where each one lives. */
+static llmr_engine_status plan_check(plan *p, llmr_checkpoint *ck, char *err, size_t es) {
+    for (size_t i = 0; i < p->n; i++) {
+        tensor_plan *t = &p->t[i];
+        char msg[400];
+        if (!llmr_checkpoint_expect(ck, t->name, t->dtype, t->ndim, t->shape, msg, sizeof msg))
+            return fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg);
+        const llmr_st_tensor *st = llmr_checkpoint_find(ck, t->name, &t->shard);
+        t->file_begin = st->begin;
+    }
+    return LLMR_ENGINE_OK;
+}
+
+static uint32_t pick_context(const gptoss_config *c, uint32_t want) {
+    uint32_t mc = want ? want : GPTOSS_DEFAULT_CONTEXT;
+    if (c->max_position_embeddings > 0 && mc > (uint32_t)c->max_position_embeddings) mc = (uint32_t)c->max_position_embeddings;
+    return mc;
+}
+
+static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
+    const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim;
+    return align256((uint64_t)c->num_layers * 2 * ctx * kvd * 4) + 2 * align256((uint64_t)c->vocab_size * 4);
+}
+
+/* Workspace layout for GPTOSS_CHUNK tokens; with m non-NULL the pointers are set from base. */
+static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *base) {
+    const uint64_t C = GPTOSS_CHUNK, H = c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
+                   E = c->num_experts, I = c->intermediate_size, V = c->vocab_size, P = C * GPTOSS_TOPK;
+    uint64_t off = 0;
+#define CARVE(field, type, count)                                                    \
+    do {                                                                             \
+        if (m) m->field = (type *)(base + off);                                      \
+        off += align256((uint64_t)(count) * sizeof(type));                           \
+    } while (0)
+    CARVE(x, float, C * H);
+    CARVE(h, float, C * H);
+    CARVE(q, float, C * QD);
+    CARVE(o, float, C * QD);
+    CARVE(rl, float, C * E);
+    CARVE(rw, float, C * GPTOSS_TOPK);
+    CARVE(gu, float, P * 2 * I);
+    CARVE(act, float, P * I);
+    CARVE(dn, float, P * H);
+    CARVE(sample_work, float, V);
+    CARVE(ids, int32_t, C * GPTOSS_TOPK);
+    CARVE(counts, int32_t, E);
+    CARVE(offsets, int32_t, E);
+    CARVE(pair_token, int32_t, P);
+    CARVE(pair_of, int32_t, P);
+    CARVE(tok, int32_t, C);
+    CARVE(sample_out, int32_t, 1);
+#undef CARVE
+    return off;
+}
+
+static llmr_engine_status open_and_plan(const char *dir, gptoss_config *cfg, llmr_checkpoint **ck, plan *p,
+                                        gptoss_model *m, char *err, size_t es) {
+    char msg[512];
+    if (gptoss_config_load(dir, cfg, msg, sizeof msg))
+        return fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg);
+    llmr_engine_status st = check_config(cfg, err, es);
+    if (st != LLMR_ENGINE_OK) return st;
+    if (llmr_checkpoint_open(dir, ck, msg, sizeof msg)) return fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg);
+    if (plan_build(cfg, m, p)) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory planning the tensors");
+    return plan_check(p, *ck, err, es);
+}
+
+llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, uint32_t max_sessions, uint64_t *bytes,
+                                         char *err, size_t es) {
+    gptoss_config cfg;
+    llmr_checkpoint *ck = NULL;
+    plan p = {NULL, 0, 0, 0};
+    llmr_engine_status st = open_and_plan(dir, &cfg, &ck, &p, NULL, err, es);
+    if (st == LLMR_ENGINE_OK) {
+        const uint32_t ctx = pick_context(&cfg, max_context);
+        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL) +
+                 (uint64_t)(max_sessions ? max_sessions : 1) * session_bytes_for(&cfg, ctx) + 256;
+    }
+    free(p.t);
+    llmr_checkpoint_destroy(ck);
+    return st;
+}
+
+/* ---------------------------------------------------------------- streaming the weights */
+
+static int cmp_file_order(const void *a, const void *b) {
+    const tensor_plan *x = (const tensor_plan *)a, *y = (const tensor_plan *)b;
+    if (x->shard != y->shard) return x->shard < y->shard ? -1 : 1;
+    return x->file_begin < y->file_begin ? -1 : x->file_begin > y->file_begin;
+}
+
+#define STAGE_BYTES ((size_t)32 << 20)
+
+/* Copies every tensor from the shard mmaps to its arena slot through two pinned buffers: while the
+ * GPU pulls one buffer, the CPU fills the other from the page cache. */
+static llmr_engine_status stream_weights(gptoss_model *m, plan *p, llmr_checkpoint *ck, char *err, size_t es) {
+    qsort(p->t, p->n, sizeof *p->t, cmp_file_order);
+    void *stage[2] = {NULL, NULL};
+    cudaEvent_t ev[2] = {NULL, NULL};
+    llmr_engine_status st = LLMR_ENGINE_OK;
+    int cur = 0;
+    char msg[400];
+    if (cudaMallocHost(&stage[0], STAGE_BYTES) != cudaSuccess || cudaMallocHost(&stage[1], STAGE_BYTES) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_OOM_RAM, err, es, "cannot pin 2 x %zu bytes of host memory for weight staging", STAGE_BYTES);
+        goto out;
+    }
+    if (cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming) != cudaSuccess ||
+        cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "cudaEventCreate failed");
+        goto out;
+    }
+    for (size_t i = 0; i < p->n && st == LLMR_ENGINE_OK; i++) {
+        tensor_plan *t = &p->t[i];
+        const uint8_t *src = (const uint8_t *)llmr_checkpoint_data(ck, t->name, NULL, msg, sizeof msg);
+        if (!src) { st = fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg); break; }
+        uint8_t *dst = (uint8_t *)m->arena + t->arena_off;
+        *t->dst = dst;
+        for (uint64_t done = 0; done < t->bytes;) {
+            const size_t n = (size_t)((t->bytes - done) < STAGE_BYTES ? (t->bytes - done) : STAGE_BYTES);
+            cudaError_t e = cudaEventSynchronize(ev[cur]);
+            if (e == cudaSuccess) {
+                memcpy(stage[cur], src + done, n);
+                e = cudaMemcpyAsync(dst + done, stage[cur], n, cudaMemcpyHostToDevice, m->stream);
+            }
+            if (e == cudaSuccess) e = cudaEventRecord(ev[cur], m->stream);
+            if (e != cudaSuccess) {
+                st = fail(LLMR_ENGINE_INTERNAL, err, es, "copying %s to the GPU: %s", t->name, cudaGetErrorString(e));
+                break;
+            }
+            done += n;
+            cur ^= 1;
+        }
+    }
+    if (st == LLMR_ENGINE_OK && cudaStreamSynchronize(m->stream) != cudaSuccess)
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
+out:
+    if (stage[0] || stage[1]) cudaStreamSynchronize(m->stream);
+    for (int i = 0; i < 2; i++) {
+        if (ev[i]) cudaEventDestroy(ev[i]);
+        if (stage[i]) cudaFreeHost(stage[i]);
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- load / free */
+
+void gptoss_model_free(gptoss_model *m) {
+    if (!m) return;
+    if (m->device >= 0) cudaSetDevice(m->device);
+    if (m->stream) cudaStreamSynchronize(m->stream);
+    cudaFree(m->arena);
+    cudaFree(m->work);
+    cudaFree(m->inv_freq);
+    if (m->stream) cudaStreamDestroy(m->stream);
+    pthread_mutex_destroy(&m->mu);
+    free(m);
+}
+
+llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budget, uint32_t max_context,
+                                     uint32_t max_sessions, const llmr_host_api *host, gptoss_model **out, char *err,
+                                     size_t es) {
+    if (device < 0) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "gptoss_cuda needs a GPU (device %d given)", device);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "no CUDA device is usable: %s", cudaGetErrorString(cudaGetLastError()));
+    if (device >= ndev) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "device %d does not exist (%d CUDA devices)", device, ndev);
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess || prop.major < 9)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "device %d (%s) has compute capability %d.%d; gptoss_cuda needs 9.0",
+                    device, prop.name, prop.major, prop.minor);
+    if (cudaSetDevice(device) != cudaSuccess) return fail(LLMR_ENGINE_INTERNAL, err, es, "cudaSetDevice(%d) failed", device);
+
+    gptoss_model *m = (gptoss_model *)calloc(1, sizeof *m);
+    if (!m) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory");
+    m->device = device;
+    m->host = host;
+    pthread_mutex_init(&m->mu, NULL);
+    llmr_checkpoint *ck = NULL;
+    plan p = {NULL, 0, 0, 0};
+    llmr_engine_status st = open_and_plan(dir, &m->cfg, &ck, &p, m, err, es);
+    uint64_t need = 0, ws = 0, sess = 0;
+    size_t free_b = 0, total_b = 0;
+    if (st != LLMR_ENGINE_OK) goto fail;
+    m->max_context = pick_context(&m->cfg, max_context);
+    m->max_sessions = max_sessions ? max_sessions : 1;
+    ws = workspace_layout(&m->cfg, NULL, NULL);
+    sess = session_bytes_for(&m->cfg, m->max_context);
+    need = p.arena_bytes + ws + (uint64_t)m->max_sessions * sess;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "cudaMemGetInfo failed on device %d", device);
+        goto fail;
+    }
+    if (need > free_b || (budget && need > budget)) {
+        st = fail(LLMR_ENGINE_OOM_VRAM, err, es,
+                  "loading needs %llu bytes of GPU memory (weights %llu, workspace %llu, KV %u x %llu for %u tokens) "
+                  "but device %d has %llu free%s%llu",
+                  (unsigned long long)need, (unsigned long long)p.arena_bytes, (unsigned long long)ws, m->max_sessions,
+                  (unsigned long long)sess, m->max_context, device, (unsigned long long)free_b,
+                  budget ? " and the budget is " : "", (unsigned long long)(budget ? budget : 0));
+        goto fail;
+    }
+    if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMalloc(&m->arena, p.arena_bytes) != cudaSuccess || cudaMalloc(&m->work, ws) != cudaSuccess ||
+        cudaMalloc((void **)&m->inv_freq, GPTOSS_HEAD_DIM / 2 * sizeof(float)) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "GPU allocation of %llu bytes failed on device %d: %s",
+                  (unsigned long long)(p.arena_bytes + ws), device, cudaGetErrorString(cudaGetLastError()));
+        goto fail;
+    }
+    m->arena_bytes = p.arena_bytes;
+    m->work_bytes = ws;
+    workspace_layout(&m->cfg, m, (char *)m->work);
+    {
+        float inv[GPTOSS_HEAD_DIM / 2];
+        gptoss_yarn_inv_freq(&m->cfg, inv, &m->attn_factor);
+        if (cudaMemcpy(m->inv_freq, inv, sizeof inv, cudaMemcpyHostToDevice) != cudaSuccess) {
+            st = fail(LLMR_ENGINE_INTERNAL, err, es, "uploading the RoPE table failed");
+            goto fail;
+        }
+    }
+    st = stream_weights(m, &p, ck, err, es);
+    if (st != LLMR_ENGINE_OK) goto fail;
+    mlog(m, LLMR_LOG_INFO, "loaded %s on device %d (%s): %d layers, %llu weight bytes, context %u", dir, device,
+         prop.name, m->cfg.num_layers, (unsigned long long)p.arena_bytes, m->max_context);
+    free(p.t);
+    llmr_checkpoint_destroy(ck);
+    *out = m;
+    return LLMR_ENGINE_OK;
+fail:
+    free(p.t);
+    llmr_checkpoint_destroy(ck);
+    gptoss_model_free(m);
+    return st;
+}
+
+const gptoss_config *gptoss_model_config(const gptoss_model *m) { return &m->cfg; }
+uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context; }
+
+void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
+    pthread_mutex_lock(&m->mu);
+    out->vram_bytes = m->arena_bytes + m->work_bytes + m->session_bytes;
+    out->ram_bytes = sizeof *m;
+    out->active_sessions = m->active_sessions;
+    out->tokens_generated = m->tokens_generated;
+    out->vocab_size = (uint32_t)m->cfg.vocab_size;
+    out->max_context = m->max_context;
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* ---------------------------------------------------------------- sessions */
+
+llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gptoss_session **out, char *err,
+                                      size_t es) {
+    if (max_context > m->max_context)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "session max_context %u exceeds the model's %u", max_context,
+                    m->max_context);
+    gptoss_session *s = (gptoss_session *)calloc(1, sizeof *s);
+    if (!s) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory");
+    s->m = m;
+    s->max_ctx = max_context ? max_context : m->max_context;
+    const gptoss_config *c = &m->cfg;
+    const uint64_t kv = (uint64_t)c->num_layers * 2 * s->max_ctx * c->num_kv_heads * c->head_dim * sizeof(float);
+    s->bytes = session_bytes_for(c, s->max_ctx);
+    pthread_mutex_lock(&m->mu);
+    cudaSetDevice(m->device);
+    cudaError_t e = cudaMalloc((void **)&s->kv, kv);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&s->logits, (size_t)c->vocab_size * sizeof(float));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&s->counts, (size_t)c->vocab_size * sizeof(int32_t));
+    if (e == cudaSuccess) {
+        m->session_bytes += s->bytes;
+        m->active_sessions++;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (e != cudaSuccess) {
+        size_t fb = 0, tb = 0;
+        cudaGetLastError();
+        cudaMemGetInfo(&fb, &tb);
+        cudaFree(s->kv);
+        cudaFree(s->logits);
+        cudaFree(s->counts);
+        const unsigned long long need = (unsigned long long)s->bytes;
+        free(s);
+        return fail(LLMR_ENGINE_OOM_VRAM, err, es, "a session of %u tokens needs %llu bytes of GPU memory; %llu free",
+                    max_context ? max_context : m->max_context, need, (unsigned long long)fb);
+    }
+    *out = s;
+    return LLMR_ENGINE_OK;
+}
+
+void gptoss_session_free(gptoss_session *s) {
+    if (!s) return;
+    gptoss_model *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    cudaSetDevice(m->device);
+    cudaStreamSynchronize(m->stream);
+    cudaFree(s->kv);
+    cudaFree(s->logits);
+    cudaFree(s->counts);
+    m->session_bytes -= s->bytes;
+    m->active_sessions--;
+    pthread_mutex_unlock(&m->mu);
+    free(s);
+}
+
+void gptoss_session_cancel(gptoss_session *s) {
+    if (s) __atomic_store_n(&s->cancel, 1, __ATOMIC_RELEASE);
+}
+
+static int cancelled(gptoss_session *s) { return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE); }
+
+/* ---------------------------------------------------------------- forward pass */
+
+/* Host destinations of the parity/debug outputs for the rows of one chunk. */
+typedef struct debug_out {
+    float *hidden, *router, *logits; /* see gptoss_session_eval_debug; NULL = not wanted */
+    const int32_t *force_topk;       /* [layers, n_total, 4] or NULL */
+    float *logits_dev;               /* [GPTOSS_CHUNK, vocab] device scratch when logits are wanted */
+    size_t n_total, row0;            /* rows of the whole request, first row of this chunk */
+} debug_out;
+
+static llmr_engine_status copy_rows(float *dst_host, const float *src_dev, size_t bytes, cudaStream_t st, char *err,
+                                    size_t es) {
+    CUDA_TRY(cudaMemcpyAsync(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, st), "debug copy");
+    CUDA_TRY(cudaStreamSynchronize(st), "debug copy");
+    return LLMR_ENGINE_OK;
+}
+
+/* Evaluates T (<= GPTOSS_CHUNK) tokens at positions s->n_ctx.. and leaves the distribution after the
+ * last one in s->logits. Reads as the model.h overview says. */
+static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int T, debug_out *dbg, char *err,
+                                  size_t es) {
+    gptoss_model *m = s->m;
+    const gptoss_config *c = &m->cfg;
+    cudaStream_t st = m->stream;
+    const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
+    const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
+    const int pos0 = (int)s->n_ctx;
+    char what[96];
+    CUDA_TRY(cudaMemcpyAsync(m->tok, tokens, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, st), "token upload");
+    CUDA_TRY(gptoss_embed(m->embed, m->tok, T, H, m->x, st), "embedding");
+    if (dbg && dbg->hidden) {
+        llmr_engine_status r = copy_rows(dbg->hidden + dbg->row0 * H, m->x, (size_t)T * H * sizeof(float), st, err, es);
+        if (r != LLMR_ENGINE_OK) return r;
+    }
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
+        snprintf(what, sizeof what, "layer %d attention", l);
+        CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->k_w, w->k_b, T, H, KVD, kc + (size_t)pos0 * KVD, KVD, 0, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->v_w, w->v_b, T, H, KVD, vc + (size_t)pos0 * KVD, KVD, 0, st), what);
+        CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
+        CUDA_TRY(gptoss_rope(kc + (size_t)pos0 * KVD, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
+        CUDA_TRY(gptoss_attention(m->q, kc, vc, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+                                  m->o, st), what);
+        CUDA_TRY(gptoss_linear(m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1, st), what);
+
+        snprintf(what, sizeof what, "layer %d experts", l);
+        CUDA_TRY(gptoss_rmsnorm(m->x, w->mlp_norm, T, H, c->rms_norm_eps, m->h, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->router_w, w->router_b, T, H, E, m->rl, E, 0, st), what);
+        if (dbg && dbg->force_topk) {
+            CUDA_TRY(cudaMemcpyAsync(m->ids, dbg->force_topk + ((size_t)l * dbg->n_total + dbg->row0) * GPTOSS_TOPK,
+                                     (size_t)T * GPTOSS_TOPK * sizeof(int32_t), cudaMemcpyHostToDevice, st), what);
+            CUDA_TRY(gptoss_router_weights(m->rl, T, E, m->ids, m->rw, st), what);
+        } else {
+            CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
+        }
+        CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
+        CUDA_TRY(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                      m->offsets, E, T, H, 2 * I, m->gu, st), what);
+        CUDA_TRY(gptoss_swiglu(m->gu, T * GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st), what);
+        CUDA_TRY(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E,
+                                      T, I, H, m->dn, st), what);
+        CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
+        if (dbg && dbg->router) {
+            llmr_engine_status r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0) * E, m->rl,
+                                             (size_t)T * E * sizeof(float), st, err, es);
+            if (r != LLMR_ENGINE_OK) return r;
+        }
+        if (dbg && dbg->hidden) {
+            llmr_engine_status r = copy_rows(dbg->hidden + ((size_t)(l + 1) * dbg->n_total + dbg->row0) * H, m->x,
+                                             (size_t)T * H * sizeof(float), st, err, es);
+            if (r != LLMR_ENGINE_OK) return r;
+        }
+    }
+    /* Final norm and unembedding: every row for the debug path, else only the last row. */
+    if (dbg && dbg->logits) {
+        CUDA_TRY(gptoss_rmsnorm(m->x, m->norm, T, H, c->rms_norm_eps, m->h, st), "final norm");
+        CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, T, H, V, dbg->logits_dev, V, 0, st), "lm_head");
+        llmr_engine_status r = copy_rows(dbg->logits + dbg->row0 * (size_t)V, dbg->logits_dev,
+                                         (size_t)T * V * sizeof(float), st, err, es);
+        if (r != LLMR_ENGINE_OK) return r;
+        CUDA_TRY(cudaMemcpyAsync(s->logits, dbg->logits_dev + (size_t)(T - 1) * V, (size_t)V * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, st), "logits copy");
+    } else {
+        CUDA_TRY(gptoss_rmsnorm(m->x + (size_t)(T - 1) * H, m->norm, 1, H, c->rms_norm_eps, m->h, st), "final norm");
+        CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st), "lm_head");
+    }
+    CUDA_TRY(cudaStreamSynchronize(st), "forward pass");
+    s->n_ctx += (uint32_t)T;
+    s->have_logits = 1;
+    return LLMR_ENGINE_OK;
+}
+
+/* Appends tokens in chunks; checks the cancel flag between chunks. */
+static llmr_engine_status eval_tokens(gptoss_session *s, const int32_t *tokens, size_t n, debug_out *dbg, char *err,
+                                      size_t es) {
+    for (size_t done = 0; done < n;) {
+        if (cancelled(s)) return fail(LLMR_ENGINE_CANCELLED, err, es, "cancelled during prefill");
+        const int T = (int)(n - done < GPTOSS_CHUNK ? n - done : GPTOSS_CHUNK);
+        if (dbg) dbg->row0 = done;
+        llmr_engine_status st = forward(s, tokens + done, T, dbg, err, es);
+        if (st != LLMR_ENGINE_OK) return st;
+        done += (size_t)T;
+    }
+    return LLMR_ENGINE_OK;
+}
+
+static llmr_engine_status check_tokens(const gptoss_session *s, const int32_t *tokens, size_t n, char *err, size_t es) {
+    if (n && !tokens) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "n_tokens is %zu but tokens is NULL", n);
+    if (n > (size_t)(s->max_ctx - s->n_ctx))
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "%zu tokens do not fit: the session holds %u of %u", n, s->n_ctx,
+                    s->max_ctx);
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= s->m->cfg.vocab_size)
+            return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "token %d at index %zu is outside the vocabulary (0..%d)",
+                        tokens[i], i, s->m->cfg.vocab_size - 1);
+    return LLMR_ENGINE_OK;
+}
+
+llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *tokens, size_t n, float *logits,
+                                             float *hidden, float *router_logits, const int32_t *force_topk,
+                                             char *err, size_t es) {
+    gptoss_model *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    cudaSetDevice(m->device);
+    debug_out dbg = {hidden, router_logits, logits, force_topk, NULL, n, 0};
+    llmr_engine_status st = check_tokens(s, tokens, n, err, es);
+    for (size_t i = 0; st == LLMR_ENGINE_OK && force_topk && i < n * GPTOSS_TOPK * (size_t)m->cfg.num_layers; i++)
+        if (force_topk[i] < 0 || force_topk[i] >= m->cfg.num_experts)
+            st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk[%zu] = %d is not an expert id", i, force_topk[i]);
+    if (st == LLMR_ENGINE_OK && logits &&
+        cudaMalloc((void **)&dbg.logits_dev, (size_t)GPTOSS_CHUNK * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
+        st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", GPTOSS_CHUNK);
+    if (st == LLMR_ENGINE_OK) st = eval_tokens(s, tokens, n, &dbg, err, es);
+    cudaFree(dbg.logits_dev);
+    pthread_mutex_unlock(&m->mu);
+    return st;
+}
+
+/* ---------------------------------------------------------------- generate */
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static llmr_engine_status generate_locked(gptoss_session *s, const llmr_generate_request *req, llmr_token_cb cb,
+                                          void *user, llmr_generate_result *res, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    const int V = m->cfg.vocab_size;
+    float *logits_out = LLMR_HAS_FIELD(req, llmr_generate_request, logits_out) ? req->logits_out : NULL;
+    llmr_sampling_params sp = req->sampling;
+    llmr_engine_status st = check_tokens(s, req->tokens, req->n_tokens, err, es);
+    if (st != LLMR_ENGINE_OK) return st;
+    if (req->n_tokens == 0 && !s->have_logits && (req->max_tokens > 0 || logits_out))
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "the session is empty and the request has no tokens");
+    if (req->n_stop_ids && !req->stop_ids) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "n_stop_ids without stop_ids");
+    st = eval_tokens(s, req->tokens, req->n_tokens, NULL, err, es);
+    res->n_prompt = (uint32_t)req->n_tokens;
+    if (st != LLMR_ENGINE_OK) return st;
+    if (logits_out) CUDA_TRY(cudaMemcpy(logits_out, s->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost), "logits copy");
+    const int penalties = sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f;
+    if (penalties) CUDA_TRY(cudaMemsetAsync(s->counts, 0, (size_t)V * sizeof(int32_t), m->stream), "penalty reset");
+    uint64_t rng = sp.seed ^ 0x6a09e667f3bcc909ull;
+    gptoss_sample_args a;
+    a.temperature = sp.temperature;
+    a.top_k = sp.top_k;
+    a.top_p = sp.top_p;
+    a.min_p = sp.min_p;
+    a.frequency_penalty = sp.frequency_penalty;
+    a.presence_penalty = sp.presence_penalty;
+    res->finish = LLMR_FINISH_LENGTH;
+    for (uint32_t i = 0; i < req->max_tokens; i++) {
+        if (cancelled(s)) return fail(LLMR_ENGINE_CANCELLED, err, es, "cancelled");
+        if (s->n_ctx >= s->max_ctx) break; /* LENGTH: context full */
+        a.u = (float)(splitmix64(&rng) >> 40) * (1.0f / 16777216.0f);
+        int32_t tok = -1;
+        CUDA_TRY(gptoss_sample(s->logits, V, penalties ? s->counts : NULL, a, m->sample_work, m->sample_out, m->stream),
+                 "sampling");
+        if (penalties) CUDA_TRY(gptoss_count_token(s->counts, m->sample_out, m->stream), "sampling");
+        CUDA_TRY(cudaMemcpyAsync(&tok, m->sample_out, sizeof tok, cudaMemcpyDeviceToHost, m->stream), "sampling");
+        CUDA_TRY(cudaStreamSynchronize(m->stream), "sampling");
+        if (tok < 0 || tok >= V) return fail(LLMR_ENGINE_INTERNAL, err, es, "sampler produced token %d", tok);
+        res->n_generated++;
+        m->tokens_generated++;
+        int stop = 0;
+        for (size_t k = 0; k < req->n_stop_ids; k++) stop |= req->stop_ids[k] == tok;
+        if (cb && cb(user, tok)) stop = 1;
+        /* The generated token joins the session, so a next turn continues after it. */
+        if (s->n_ctx < s->max_ctx) {
+            st = forward(s, &tok, 1, NULL, err, es);
+            if (st != LLMR_ENGINE_OK) return st;
+        }
+        if (stop) { res->finish = LLMR_FINISH_STOP; break; }
+    }
+    return LLMR_ENGINE_OK;
+}
+
+llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generate_request *req, llmr_token_cb cb,
+                                           void *user, llmr_generate_result *res_out, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    llmr_generate_result res;
+    memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    pthread_mutex_lock(&m->mu); /* generate calls on one model are serialized (no batching yet) */
+    __atomic_store_n(&s->cancel, 0, __ATOMIC_RELEASE);
+    cudaSetDevice(m->device);
+    llmr_engine_status st = generate_locked(s, req, cb, user, &res, err, es);
+    if (st == LLMR_ENGINE_CANCELLED) res.finish = LLMR_FINISH_CANCELLED;
+    res.n_context = s->n_ctx;
+    pthread_mutex_unlock(&m->mu);
+    if (res_out) {
+        uint32_t sz = res_out->struct_size && res_out->struct_size < sizeof res ? res_out->struct_size : (uint32_t)sizeof res;
+        res.struct_size = sz;
+        memcpy(res_out, &res, sz);
+    }
+    return st;
+}

@@ -1,0 +1,69 @@
+/* model.h — the gpt-oss model on one GPU: weights, sessions (KV caches) and the forward pass.
+ *
+ * Load path: config.json -> shape plan -> every tensor checked (name, dtype, shape) before any device
+ * memory is taken -> VRAM needed vs free (OOM_VRAM names both) -> one device arena -> tensors streamed
+ * from the shard mmaps through two pinned staging buffers, shard by shard in file order (no host copy
+ * of a whole tensor or shard). MXFP4 expert blocks/scales are copied packed, as stored.
+ *
+ * Forward (model.cu): per chunk of up to GPTOSS_CHUNK tokens, embed, then per layer RMSNorm -> QKV
+ * (+bias) -> RoPE -> K,V into the session cache -> attention with sinks -> o_proj (+bias, residual) ->
+ * RMSNorm -> router -> top-4 -> grouped MXFP4 gate_up -> SwiGLU -> grouped MXFP4 down -> weighted
+ * gather (residual); final RMSNorm and lm_head for the rows that need logits.
+ *
+ * Threading: the engine serializes every call that touches the GPU with the model's mutex. */
+#ifndef GPTOSS_CUDA_MODEL_H
+#define GPTOSS_CUDA_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmr_engine.h"
+#ifdef __cplusplus
+extern "C" { /* the common library is C */
+#endif
+#include "common/gptoss/config.h"
+#ifdef __cplusplus
+}
+#endif
+
+#define GPTOSS_CHUNK 256            /* tokens per prefill step (bounds the workspace) */
+#define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
+
+typedef struct gptoss_model gptoss_model;
+typedef struct gptoss_session gptoss_session;
+
+/* Reads config.json and every tensor header; fills *bytes with the device memory a load would take
+ * (weights + max_sessions KV caches of max_context + workspace). Nothing is allocated on the GPU. */
+llmr_engine_status gptoss_model_estimate(const char *model_dir, uint32_t max_context, uint32_t max_sessions,
+                                         uint64_t *bytes, char *err, size_t err_size);
+
+/* Loads onto device `device` (>= 0). vram_budget 0 = no limit. */
+llmr_engine_status gptoss_model_load(const char *model_dir, int device, uint64_t vram_budget, uint32_t max_context,
+                                     uint32_t max_sessions, const llmr_host_api *host, gptoss_model **out,
+                                     char *err, size_t err_size);
+void gptoss_model_free(gptoss_model *m);
+
+const gptoss_config *gptoss_model_config(const gptoss_model *m);
+uint32_t gptoss_model_max_context(const gptoss_model *m);
+void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out);
+
+/* A session with a KV cache of max_context positions (0 = the model's). */
+llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gptoss_session **out, char *err,
+                                      size_t err_size);
+void gptoss_session_free(gptoss_session *s);
+
+/* The engine's generate (ABI semantics). */
+llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generate_request *req, llmr_token_cb cb,
+                                           void *user, llmr_generate_result *res, char *err, size_t err_size);
+void gptoss_session_cancel(gptoss_session *s);
+
+/* Parity/debug path: appends tokens[0..n) to the session and copies to host, for every one of the n
+ * positions, whichever outputs are non-NULL: logits [n, vocab], the residual stream after the embedding
+ * and after each layer hidden [(layers + 1), n, hidden], router logits [layers, n, experts].
+ * force_topk [layers, n, 4] (or NULL): use these expert ids instead of the router's own top-4 (the
+ * weights are still the softmax of this engine's router logits at those ids). */
+llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *tokens, size_t n, float *logits,
+                                             float *hidden, float *router_logits, const int32_t *force_topk,
+                                             char *err, size_t err_size);
+
+#endif

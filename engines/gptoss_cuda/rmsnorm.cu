@@ -1,0 +1,40 @@
+/* rmsnorm.cu — token embedding lookup and RMSNorm (see kernels.h). */
+#include "engines/gptoss_cuda/kernels.h"
+
+__global__ void embed_kernel(const uint16_t *embed, const int32_t *tokens, int H, float *x) {
+    const int t = blockIdx.x;
+    const uint16_t *row = embed + (size_t)tokens[t] * H;
+    for (int i = threadIdx.x; i < H; i += blockDim.x) x[(size_t)t * H + i] = gptoss_bf16_to_f32(row[i]);
+}
+
+cudaError_t gptoss_embed(const uint16_t *embed, const int32_t *tokens, int T, int H, float *x, cudaStream_t s) {
+    if (T <= 0) return cudaSuccess;
+    embed_kernel<<<T, 256, 0, s>>>(embed, tokens, H, x);
+    return cudaGetLastError();
+}
+
+/* One block per token: a block-wide sum of squares, then the scaled copy. */
+__global__ void rmsnorm_kernel(const float *x, const uint16_t *w, int H, float eps, float *y) {
+    __shared__ float part[32];
+    const float *xr = x + (size_t)blockIdx.x * H;
+    float *yr = y + (size_t)blockIdx.x * H;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) part[0] = v;
+    }
+    __syncthreads();
+    const float r = rsqrtf(part[0] / (float)H + eps);
+    for (int i = threadIdx.x; i < H; i += blockDim.x) yr[i] = (xr[i] * r) * gptoss_bf16_to_f32(w[i]);
+}
+
+cudaError_t gptoss_rmsnorm(const float *x, const uint16_t *w, int T, int H, float eps, float *y, cudaStream_t s) {
+    if (T <= 0) return cudaSuccess;
+    rmsnorm_kernel<<<T, 256, 0, s>>>(x, w, H, eps, y);
+    return cudaGetLastError();
+}

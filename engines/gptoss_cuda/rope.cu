@@ -1,0 +1,27 @@
+/* rope.cu — YaRN rotary embedding, NeoX rotate-half pairing (i with i+32), see kernels.h. */
+#include "engines/gptoss_cuda/kernels.h"
+
+/* One thread per (token, head, i < 32). The angle is formed in fp32 exactly as transformers does
+ * (inv_freq[i] * position, then cos/sin, then times the YaRN attention factor). */
+__global__ void rope_kernel(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float af) {
+    const int half = GPTOSS_HEAD_DIM / 2;
+    const long idx = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= (long)T * n_heads * half) return;
+    const int i = (int)(idx % half);
+    const int h = (int)((idx / half) % n_heads);
+    const int t = (int)(idx / ((long)half * n_heads));
+    const float ang = (float)(pos0 + t) * inv_freq[i];
+    const float c = cosf(ang) * af, sn = sinf(ang) * af;
+    float *v = x + (size_t)t * ld + (size_t)h * GPTOSS_HEAD_DIM;
+    const float x1 = v[i], x2 = v[i + half];
+    v[i] = x1 * c - x2 * sn;
+    v[i + half] = x2 * c + x1 * sn;
+}
+
+cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float af,
+                        cudaStream_t s) {
+    const long n = (long)T * n_heads * (GPTOSS_HEAD_DIM / 2);
+    if (n <= 0) return cudaSuccess;
+    rope_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, ld, T, n_heads, pos0, inv_freq, af);
+    return cudaGetLastError();
+}

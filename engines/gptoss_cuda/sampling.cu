@@ -1,0 +1,139 @@
+/* sampling.cu — one token from a logits row, entirely on the GPU (see kernels.h for the steps).
+ *
+ * A single 1024-thread block: V is ~200k, so each pass is ~200 loads per thread. Thresholds for top_k
+ * and top_p are found by bisection on the bit pattern of positive floats (whose integer order equals
+ * their value order), 31 passes each, which needs no sort. Each thread owns a contiguous index range,
+ * so the final draw walks ids in ascending order: deterministic for a given u. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#define SMP_THREADS 1024
+
+__device__ float block_sum(float v, float *red) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float w = red[threadIdx.x];
+        for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+        if (threadIdx.x == 0) red[32] = w;
+    }
+    __syncthreads();
+    return red[32];
+}
+
+/* Sum (or count when count_only) of p >= thr over this thread's range, reduced over the block. */
+__device__ float mass_at_least(const float *p, int lo, int hi, float thr, int count_only, float *red) {
+    float s = 0.0f;
+    for (int i = lo; i < hi; i++)
+        if (p[i] >= thr) s += count_only ? 1.0f : p[i];
+    return block_sum(s, red);
+}
+
+/* Largest threshold (as float bits in [lo_bits, 1.0]) whose kept mass/count still reaches target. */
+__device__ float bisect_threshold(const float *p, int lo, int hi, float floor_thr, float target, int count_only,
+                                  float *red) {
+    uint32_t a = __float_as_uint(floor_thr), b = __float_as_uint(1.0f); /* mass(a) >= target holds */
+    while (a < b) {
+        const uint32_t mid = a + (b - a + 1) / 2;
+        if (mass_at_least(p, lo, hi, __uint_as_float(mid), count_only, red) >= target) a = mid;
+        else b = mid - 1;
+    }
+    return __uint_as_float(a);
+}
+
+__global__ void __launch_bounds__(SMP_THREADS) sample_kernel(const float *logits, int V, const int32_t *counts,
+                                                             gptoss_sample_args a, float *p, int32_t *out) {
+    __shared__ float red[33];
+    __shared__ float fval[SMP_THREADS];
+    __shared__ int fidx[SMP_THREADS];
+    const int tid = threadIdx.x;
+    const int per = (V + SMP_THREADS - 1) / SMP_THREADS;
+    const int lo = min(V, tid * per), hi = min(V, lo + per);
+
+    /* 1-2: penalized logits and their argmax (ties to the lowest id). */
+    float best = -INFINITY;
+    int bi = -1;
+    for (int i = lo; i < hi; i++) {
+        float l = logits[i];
+        if (counts && counts[i] > 0) l -= (float)counts[i] * a.frequency_penalty + a.presence_penalty;
+        p[i] = l;
+        if (bi < 0 || l > best) { best = l; bi = i; }
+    }
+    fval[tid] = best;
+    fidx[tid] = bi;
+    __syncthreads();
+    for (int sdist = SMP_THREADS / 2; sdist > 0; sdist >>= 1) {
+        if (tid < sdist) {
+            const float ov = fval[tid + sdist];
+            const int oi = fidx[tid + sdist];
+            if (oi >= 0 && (fidx[tid] < 0 || ov > fval[tid] || (ov == fval[tid] && oi < fidx[tid]))) {
+                fval[tid] = ov;
+                fidx[tid] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    const float mx = fval[0];
+    const int arg = fidx[0];
+    if (a.temperature <= 0.0f || !(mx > -INFINITY)) {
+        if (tid == 0) *out = arg;
+        return;
+    }
+    /* 3: unnormalized probabilities, the top one is exactly 1. */
+    for (int i = lo; i < hi; i++) p[i] = expf((p[i] - mx) / a.temperature);
+    __syncthreads();
+    float thr = 0.0f;
+    /* 4: top_k. */
+    if (a.top_k > 0 && a.top_k < V)
+        thr = bisect_threshold(p, lo, hi, thr, (float)a.top_k, 1, red);
+    /* 5: top_p over what top_k kept. */
+    if (a.top_p > 0.0f && a.top_p < 1.0f) {
+        const float z = mass_at_least(p, lo, hi, thr, 0, red);
+        thr = bisect_threshold(p, lo, hi, thr, a.top_p * z, 0, red);
+    }
+    /* 6: min_p relative to the top token (p = 1). */
+    if (a.min_p > 0.0f && a.min_p > thr) thr = fminf(a.min_p, 1.0f);
+    /* 7: the draw, in ascending id order. */
+    float mine = 0.0f;
+    for (int i = lo; i < hi; i++)
+        if (p[i] >= thr) mine += p[i];
+    fval[tid] = mine;
+    __syncthreads();
+    if (tid == 0) {
+        float total = 0.0f;
+        for (int i = 0; i < SMP_THREADS; i++) total += fval[i];
+        const float target = a.u * total;
+        float run = 0.0f;
+        int chosen = arg; /* fallback: rounding left nothing past target */
+        int owner = -1;
+        for (int i = 0; i < SMP_THREADS && owner < 0; i++) {
+            if (fval[i] > 0.0f && run + fval[i] > target) owner = i;
+            else run += fval[i];
+        }
+        if (owner >= 0) {
+            const int olo = min(V, owner * per), ohi = min(V, olo + per);
+            for (int i = olo; i < ohi; i++) {
+                if (p[i] < thr) continue;
+                run += p[i];
+                chosen = i;
+                if (run > target) break;
+            }
+        }
+        *out = chosen;
+    }
+}
+
+cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
+                          int32_t *out, cudaStream_t s) {
+    if (V <= 0) return cudaErrorInvalidValue;
+    sample_kernel<<<1, SMP_THREADS, 0, s>>>(logits, V, counts, a, work, out);
+    return cudaGetLastError();
+}
+
+__global__ void count_token_kernel(int32_t *counts, const int32_t *token) { counts[*token] += 1; }
+
+cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t s) {
+    count_token_kernel<<<1, 1, 0, s>>>(counts, token);
+    return cudaGetLastError();
+}
