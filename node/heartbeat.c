@@ -52,6 +52,7 @@ json_t *llmr_heartbeat_body(llmr_node *n) {
         json_array_append_new(alerts, json_string(a));
     }
     json_object_set_new(o, "alerts", alerts);
+    llmr_node_engines_sync_loaded(n->engines, n->models);
     json_object_set_new(o, "models", llmr_models_json(n->models));
     return o;
 }
