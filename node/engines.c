@@ -283,6 +283,26 @@ void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models) {
 #endif
 }
 
+void llmr_node_engines_alerts(llmr_node_engines *e, json_t *arr) {
+#if HAVE_ENGINE_HOST
+    if (!e->host || !arr) return;
+    llmr_host_snapshot snap;
+    llmr_engine_host_snapshot(e->host, &snap);
+    char a[160];
+    if (snap.res.valid && snap.res.vram_alert) {
+        snprintf(a, sizeof a, "vram: %.0f%% used (threshold %.0f%%)", snap.res.vram_ratio * 100, snap.res.threshold * 100);
+        json_array_append_new(arr, json_string(a));
+    }
+    if (snap.res.valid && snap.res.ram_alert) {
+        snprintf(a, sizeof a, "ram: %.0f%% used (threshold %.0f%%)", snap.res.ram_ratio * 100, snap.res.threshold * 100);
+        json_array_append_new(arr, json_string(a));
+    }
+#else
+    (void)e;
+    (void)arr;
+#endif
+}
+
 char *llmr_node_engines_metrics(llmr_node_engines *e, size_t *len_out) {
 #if HAVE_ENGINE_HOST
     if (e->host) return llmr_engine_host_metrics_text(e->host, len_out);

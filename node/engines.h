@@ -70,6 +70,9 @@ void llmr_node_engines_unload(llmr_node_engines *e, const char *model_id);
  * the next session loads the model again, so the model stays ready). */
 void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models);
 
+/* Appends the EngineHost's current resource alerts ("vram: 93% used (threshold 90%)") to arr. */
+void llmr_node_engines_alerts(llmr_node_engines *e, json_t *arr);
+
 /* The EngineHost's Prometheus text (malloc'd; NULL when none). */
 char *llmr_node_engines_metrics(llmr_node_engines *e, size_t *len_out);
 
