@@ -430,6 +430,8 @@ static llmr_httpc_status xfer_perform(xfer *x, long total_timeout_ms, const char
         snprintf(detail, detail_size, "%s", x->io_msg);
     } else if (rc != CURLE_OK && !(x->range_mismatch && rc == CURLE_WRITE_ERROR)) {
         st = map_curl(rc, h);
+        /* a name lookup that times out (unreachable DNS server) is a DNS failure for the user */
+        if (st == LLMR_HTTPC_ETIMEOUT && strstr(errbuf, "Resolving timed out")) st = LLMR_HTTPC_EDNS;
         snprintf(detail, detail_size, "%s", errbuf[0] ? errbuf : curl_easy_strerror(rc));
     }
 out:
@@ -513,9 +515,9 @@ static llmr_httpc_status run_with_retries(xfer *x, long timeout_ms, char *err, s
         x->resp->attempts = a;
         st = xfer_perform(x, timeout_ms, NULL, detail, sizeof detail);
         if (x->sink == SINK_STREAM && x->delivered > 0) break; /* bytes went out: never replay */
-        int again;
-        if (st == LLMR_HTTPC_OK) again = retryable_status(x->resp->status) && idempotent(x->method);
-        else again = transport_error(st) && (idempotent(x->method) || never_connected(st));
+        int again, safe = idempotent(x->method) || q->idempotent;
+        if (st == LLMR_HTTPC_OK) again = retryable_status(x->resp->status) && safe;
+        else again = transport_error(st) && (safe || never_connected(st));
         if (!again) break;
     }
     if (st != LLMR_HTTPC_OK) fail_msg(err, es, x->method, q->url, st, detail);
@@ -732,7 +734,12 @@ llmr_httpc_status llmr_httpc_download(llmr_httpc *c, const char *url, const char
     }
 done:
     if (st != LLMR_HTTPC_OK) fail_msg(err, es, "GET", url, st, detail);
-    if (fd >= 0) close(fd);
+    if (fd >= 0) {
+        struct stat now;
+        /* an empty partial holds nothing to resume: do not leave it behind */
+        if (st != LLMR_HTTPC_OK && fstat(fd, &now) == 0 && now.st_size == 0) unlink(partial);
+        close(fd);
+    }
     llmr_httpc_resp_free(&resp);
     llmr_sha256_destroy(hash);
     free(partial);

@@ -13,8 +13,8 @@
  *
  * Retries (exponential backoff from backoff_ms doubling up to backoff_max_ms, honoring Retry-After
  * within that bound): transport errors, 429 and 5xx are retried for idempotent requests (GET, HEAD,
- * PUT, DELETE, OPTIONS); a POST is retried only when the connection was never made (DNS, refused),
- * since then the server cannot have seen it. A stream is never retried once body bytes were delivered.
+ * PUT, DELETE, OPTIONS, or any request marked req.idempotent); a POST is otherwise retried only when
+ * the connection was never made (DNS, refused), since then the server cannot have seen it. A stream is never retried once body bytes were delivered.
  *
  * Errors: every call returns an llmr_httpc_status; the human message in err names the method, the URL
  * and the cause ("GET http://h:1/x: connection refused (...)"). An HTTP status >= 400 is not an error
@@ -78,6 +78,8 @@ typedef struct llmr_httpc_req {
     long timeout_ms;                 /* overrides the client's total timeout when > 0 */
     int no_retry;                    /* 1: a single attempt whatever the method */
     const atomic_int *cancel;        /* when non-NULL and set non-zero (any thread): abort (EABORTED) */
+    int idempotent;                  /* 1: retry like GET even for POST (the caller knows a replay is
+                                      * harmless, e.g. a registration keyed by node id) */
 } llmr_httpc_req;
 
 /* A response header (name as the server spelled it). */

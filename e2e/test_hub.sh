@@ -136,6 +136,16 @@ check ".commit pins the sha" bash -c "curl -s '$HUB_URL/api/models/org/pinned/re
 check "commit sha accepted as revision" test "$(curl -s -o /dev/null -w '%{http_code}' "$HUB_URL/org/pinned/resolve/0123456789abcdef0123456789abcdef01234567/config.json")" = 200
 check "hash cache lives outside the root" bash -c "ls '$WORK/cache' | grep -q . && ! grep -rq llmr-hub-cache '$ROOT'"
 
+# --- hostile request paths: random percent-encoded bytes under every route; the hub must survive ---
+for i in $(seq 1 12); do
+  junk=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' | sed 's/../%&/g')
+  for pre in "" "org/" "org/tiny/resolve/main/" "org/tiny/resolve/$junk/" "api/models/" "api/models/org/tiny/tree/main/" "api/models/org/tiny/revision/"; do
+    curl -s -o /dev/null --max-time 5 "$HUB_URL/$pre$junk" || true
+  done
+done
+check "hub survives hostile paths" test "$(curl -s -o /dev/null -w '%{http_code}' "$U/config.json")" = 200
+check "hub process still alive" kill -0 "$HUB_PID"
+
 # --- a changed file: new sha256 in the listing, new commit sha ---
 printf 'y' > "$T/one.bin"; touch -d '2001-01-01' "$T/one.bin"
 commit2=$(curl -s "$HUB_URL/api/models/org/tiny/revision/main" | sed -n 's/.*"sha":"\([0-9a-f]*\)".*/\1/p')
@@ -165,6 +175,7 @@ kill -TERM "$HUB_PID"; sleep 0.3
 check "llmr-hub stops on SIGTERM" bash -c "! kill -0 $HUB_PID 2>/dev/null"
 check "llmr-hub logged its stop" grep -q 'stopped' "$HUB_LOG"
 wait "$HUB_PID" 2>/dev/null; HUB_PID=""
+check "no sanitizer report in the hub log (meaningful in sanitizer builds)" bash -c "! grep -qE 'Sanitizer|runtime error' '$HUB_LOG'"
 
 check "--help works" bash -c "'$BIN/llmr-hub' --help | grep -q -- '--root'"
 check "cache inside root is refused" bash -c "! '$BIN/llmr-hub' --root '$ROOT' --cache '$ROOT/org/c' --listen 127.0.0.1:0 >/dev/null 2>&1"

@@ -48,9 +48,10 @@ hub_start() {
 }
 
 hub_stop() {
-  [ -n "${HUB_PID:-}" ] || return 0
-  kill "$HUB_PID" 2>/dev/null
-  wait "$HUB_PID" 2>/dev/null
-  HUB_PID=""
+  if [ -n "${HUB_PID:-}" ]; then
+    kill "$HUB_PID" 2>/dev/null
+    wait "$HUB_PID" 2>/dev/null
+    HUB_PID=""
+  fi
   rm -f "${HUB_LOG:-}"
 }

@@ -106,6 +106,12 @@ START_TEST(post_not_retried_on_5xx) {
     ck_assert_int_eq(r.attempts, 1);
     ck_assert_int_eq(ts_count(s), 1);
     llmr_httpc_resp_free(&r);
+    /* unless the caller declares it idempotent: then 503 and 429 are retried as for GET */
+    llmr_httpc_req q = {.method = "POST", .url = ts_url(s, "/register"), .body = "{}", .idempotent = 1};
+    ck_assert_int_eq(llmr_httpc_do(c, &q, &r, err, sizeof err), LLMR_HTTPC_OK);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.attempts, 2); /* the server's 2nd answer is a 429, its 3rd a 200 */
+    llmr_httpc_resp_free(&r);
     llmr_httpc_destroy(c);
     ts_stop(s);
 }
@@ -462,6 +468,7 @@ START_TEST(download_errors) {
     ck_assert_ptr_nonnull(strstr(err, "/missing"));
     ck_assert_int_eq(res.attempts, 1); /* 404 is not retried */
     ck_assert_int_ne(stat(dest, &sb), 0);
+    ck_assert_int_ne(stat(partial, &sb), 0); /* nothing was received: no empty partial left */
     ts_stop(s);
 
     dl_ctx d503 = {.status = 503};
