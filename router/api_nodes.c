@@ -59,6 +59,10 @@ static void h_register(llmr_http_request *req, void *user) {
         }
         json_object_set_new(body, "node_id", json_string(who.id));
     }
+    /* A node that advertises a wildcard address is reached where its request came from. */
+    const char *addr = json_string_value(json_object_get(body, "address"));
+    if (addr && (!strcmp(addr, "0.0.0.0") || !strcmp(addr, "::") || !strcmp(addr, "[::]")) && llmr_http_peer(req))
+        json_object_set_new(body, "address", json_string(llmr_http_peer(req)));
     int rc = router_nodes_register(ctx->nodes, body, ctx->cfg.allow_cpu_nodes, id, sizeof id, token, sizeof token, param,
                                    err, sizeof err);
     json_decref(body);

@@ -4,7 +4,7 @@
 #   router_stop | router_kill9
 #   rreq METHOD PATH [KEY [BODY|@file]]         # sets ST (status) and BODY (response text)
 #   router_make_repo ROOT ORG/NAME KIND         # KIND: sharded single gguf ...
-ROUTER_BIN="${LLMR_BUILD:-$(pwd)/build}/bin/llmr-router"
+ROUTER_BIN="${ROUTER_BIN:-${LLMR_BUILD:-$(pwd)/build}/bin/llmr-router}"
 
 router_start() {
   local data="$1"; shift

@@ -9,6 +9,7 @@
 
 #include "common/gptoss/synth.h"
 #include "llmr_engine.h"
+#include "node/engine/engine_host.h"
 #include "tests/unit/testutil.h"
 
 #define V 201088
@@ -287,6 +288,37 @@ START_TEST(cancel_from_another_thread) {
 }
 END_TEST
 
+/* The node's EngineHost finds the plugin in build/engines, selects it for a GptOssForCausalLM
+ * safetensors model on the cpu backend, loads it and generates the oracle's greedy tokens. */
+START_TEST(through_the_engine_host) {
+    const char *b = getenv("LLMR_BUILD");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/engines", b && *b ? b : "build");
+    llmr_engine_host_config cfg = {.engines_dir = dir, .backend = "cpu", .device = -1, .no_thread = 1, .no_watch = 1};
+    llmr_engine_host *h = NULL;
+    char err[512];
+    ck_assert_msg(llmr_engine_host_create(&cfg, &h, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    llmr_model_descriptor d = {.struct_size = sizeof d, .id = "test/tiny", .format = "safetensors", .runtime = "gptoss",
+                               .architecture = "GptOssForCausalLM", .model_dir = g_dir};
+    ck_assert_msg(llmr_engine_host_load(h, &d, NULL, 0, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    llmr_host_session *s = NULL;
+    ck_assert_msg(llmr_engine_host_session_create(h, "test/tiny", NULL, &s, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    ck_assert_str_eq(llmr_host_session_engine_id(s), "gptoss_ref");
+    oracle o;
+    oracle_load(&o);
+    llmr_generate_request q = {.struct_size = sizeof q, .tokens = o.tok, .n_tokens = 300, .max_tokens = 4};
+    q.sampling.struct_size = sizeof q.sampling;
+    llmr_generate_result r = {.struct_size = sizeof r};
+    collected c = {0};
+    ck_assert_msg(llmr_engine_host_generate(s, &q, collect, &c, &r, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    ck_assert_int_eq(c.n, 4);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(c.tok[i], greedy_ref(&o, i));
+    llmr_engine_host_session_destroy(s);
+    llmr_engine_host_destroy(h);
+    json_decref(o.fx);
+}
+END_TEST
+
 static Suite *engine_suite(void) {
     Suite *s = suite_create("gptoss_ref_engine");
     TCase *tc = tcase_create("abi");
@@ -298,6 +330,7 @@ static Suite *engine_suite(void) {
     tcase_add_test(tc, seed_determinism_and_stops);
     tcase_add_test(tc, bad_requests_named);
     tcase_add_test(tc, cancel_from_another_thread);
+    tcase_add_test(tc, through_the_engine_host);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -144,13 +144,22 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--model")) model_dir = v;
         else if (!strcmp(a, "--tokens")) tokens_path = v;
         else if (!strcmp(a, "--compare")) cmp_dir = v;
-        else if (!strcmp(a, "--greedy")) greedy = atoi(v);
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--tol")) tol = atof(v);
+        else if (!strcmp(a, "--greedy") || !strcmp(a, "--threads")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 0 || n > 1000000) { fprintf(stderr, "llmr-gptoss-ref: %s '%s' is not a count\n", a, v); return 2; }
+            if (!strcmp(a, "--greedy")) greedy = (int)n;
+            else threads = (int)n;
+        } else if (!strcmp(a, "--tol")) {
+            char *end;
+            tol = strtod(v, &end);
+            if (*end || !(tol > 0)) { fprintf(stderr, "llmr-gptoss-ref: --tol '%s' must be a positive number\n", v); return 2; }
+        }
         else { fprintf(stderr, "llmr-gptoss-ref: unknown option '%s' (see --help)\n", a); return 2; }
         i++;
     }
-    if (!model_dir || (!tokens_path && !cmp_dir) || greedy < 0 || threads < 1 || !(tol > 0)) {
+    if (threads < 1) { fprintf(stderr, "llmr-gptoss-ref: --threads must be at least 1\n"); return 2; }
+    if (!model_dir || (!tokens_path && !cmp_dir)) {
         fprintf(stderr, "llmr-gptoss-ref: --model and --tokens or --compare are required (see --help)\n");
         return 2;
     }
