@@ -62,6 +62,10 @@ cat > "$WORK/supported_models.json" <<'JSON'
   {"backend":"vulkan","source_repo":"openai/gpt-oss-20b","path":"vulkan/absent.bin","name":"model.vulkan.bin"}]}]}
 JSON
 
+# a synthetic gpt-oss checkpoint in the real Hugging Face layout, when llmr-mkmodel is built
+HAVE_MK=0
+mkdir -p "$ROOT/synth"
+if [ -x "$BIN/llmr-mkmodel" ] && "$BIN/llmr-mkmodel" --preset tiny --seed 7 --out "$ROOT/synth/gpt-oss-tiny" >"$WORK/mk.log" 2>&1; then HAVE_MK=1; fi
 hub_start "$ROOT" --cache "$WORK/hubcache" || exit 1
 ADMIN=admin-key-e2e-0123456789
 router_start "$WORK/data" --admin-key "$ADMIN" --hub-endpoint "$HUB_URL" --supported-models "$WORK/supported_models.json" \
@@ -111,6 +115,22 @@ check "... with a warning naming it" jq -e '.warnings|map(select(test("evil/gpt-
 check "absent artifact left out with a warning" jq -e '.warnings|map(select(test("vulkan/absent.bin")))|length==1' "$WORK/rec.json"
 check "metal artifact sha256 = the file's" test "$(jq -r '.artifacts[]|select(.backend=="metal")|.sha256' "$WORK/rec.json")" = "$(sha256sum "$R/metal/model.bin" | cut -c1-64)"
 check "format stays safetensors" test "$(jq -r .format "$WORK/rec.json")" = safetensors
+
+# --- a llmr-mkmodel checkpoint (real layout: sharded, real template and tokenizer when cached) -------
+if [ $HAVE_MK = 1 ]; then
+  reg '{"repo":"synth/gpt-oss-tiny"}'; expect 201 - "llmr-mkmodel tiny checkpoint registers"
+  M="$ROOT/synth/gpt-oss-tiny"
+  check "runtime gptoss" jbody '.runtime=="gptoss" and .architecture=="GptOssForCausalLM"'
+  nfiles=$(cd "$M" && ls | grep -E '^(config.json|tokenizer.json|tokenizer_config.json|generation_config.json|special_tokens_map.json|chat_template.jinja|model.safetensors.index.json|model-[0-9]+-of-[0-9]+.safetensors)$' | wc -l)
+  check "every checkpoint file in the record ($nfiles)" jbody ".files|length==$nfiles"
+  good=1
+  for name in $(echo "$BODY" | jq -r '.files[].name'); do
+    [ "$(sha256sum "$M/$name" | cut -c1-64)" = "$(echo "$BODY" | jq -r --arg n "$name" '.files[]|select(.name==$n)|.sha256')" ] || { good=0; echo "  $name differs"; }
+  done
+  check "every sha256 matches the checkpoint's bytes" test $good = 1
+else
+  echo "skip llmr-mkmodel checkpoint registration (llmr-mkmodel not built or failed: $(tail -1 "$WORK/mk.log" 2>/dev/null))"
+fi
 
 # --- 409: the existing record stays untouched -----------------------------------------------
 rreq GET /v0/models/openai/gpt-oss-20b "$ADMIN"; before=$(echo "$BODY" | jq -cS 'del(.nodes,.ready)')
@@ -210,7 +230,7 @@ check "router still alive after bad input" kill -0 "$ROUTER_PID"
 
 # --- list, delete --------------------------------------------------------------------------------
 rreq GET /v0/models "$ADMIN"
-check "GET /v0/models lists the 6 registered" test "$(echo "$BODY" | jq '.data|length')" = 6
+check "GET /v0/models lists the $((6 + HAVE_MK)) registered" test "$(echo "$BODY" | jq '.data|length')" = $((6 + HAVE_MK))
 rreq GET /v0/models "$NODETOK"; expect 200 - "nodes may list models (their poll)"
 rreq DELETE /v0/models/test/single "$APIKEY";        expect 403 wrong_key_kind "delete with an API key: 403"
 rreq DELETE /v0/models/Test/Single "$ADMIN";         expect 200 - "delete"

@@ -172,7 +172,9 @@ static void manifest(llmr_http_request *req, router_ctx *ctx, const char *rest) 
 static void h_model(llmr_http_request *req, void *user) {
     router_ctx *ctx = user;
     const char *rest = llmr_http_path_rest(req);
-    if (!strncmp(rest, "registry/", 9)) {
+    /* registry/OWNER/NAME/manifest.json is the manifest; a model owned by "registry" stays reachable. */
+    size_t rl = strlen(rest);
+    if (!strncmp(rest, "registry/", 9) && ((rl >= 14 && !strcmp(rest + rl - 14, "/manifest.json")) || strchr(rest + 9, '/'))) {
         if (strcmp(llmr_http_method(req), "GET")) {
             llmr_http_add_header(req, "Allow", "GET");
             llmr_http_reply_error(req, 405, NULL, "method_not_allowed", NULL, NULL, "%s is not allowed on %s (allowed: GET)",
