@@ -222,7 +222,8 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
     size_t need = (size_t)gptoss_ref_state_len(s->state) + (s->pending >= 0) + n_tok;
     if (need > (size_t)cap) { st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "%zu tokens exceed the session's context of %d", need, cap); goto out; }
     if (n_tok == 0 && s->pending < 0 && !s->have_logits && (max_tokens > 0 || logits_out)) {
-        st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "nothing to generate from: the session is empty and the request has no tokens");
+        st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "nothing to generate from: the request has no tokens and the session holds no "
+                  "logits (it is empty, or its last prompt was cancelled)");
         goto out;
     }
     /* the token generated last time, then the request's tokens */
@@ -246,6 +247,8 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
     if (!sampler || !scratch) { st = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of memory for sampling"); goto out; }
     for (uint32_t g = 0;; g++) {
         if (atomic_load(&s->cancel)) { st = LLMR_ENGINE_CANCELLED; r.finish = LLMR_FINISH_CANCELLED; break; }
+        /* tokens held (evaluated + pending) never exceed the context: a new token needs a free slot */
+        if (gptoss_ref_state_len(s->state) >= cap) { r.finish = LLMR_FINISH_LENGTH; break; }
         memcpy(scratch, s->logits, (size_t)V * sizeof *scratch);
         int32_t tok = llmr_sampler_sample(sampler, scratch);
         llmr_sampler_accept(sampler, tok);
@@ -254,7 +257,7 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
         atomic_fetch_add(&s->model->tokens_generated, 1);
         int stop_cb = on_token ? on_token(user, tok) != 0 : 0;
         if (is_stop(req, tok) || stop_cb) { r.finish = LLMR_FINISH_STOP; break; }
-        if (g + 1 >= max_tokens || gptoss_ref_state_len(s->state) + 1 >= cap) { r.finish = LLMR_FINISH_LENGTH; break; }
+        if (g + 1 >= max_tokens) { r.finish = LLMR_FINISH_LENGTH; break; }
         if ((st = eval_token(s, tok, 1, err, es)) != LLMR_ENGINE_OK) break;
         s->pending = -1;
     }

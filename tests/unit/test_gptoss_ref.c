@@ -244,6 +244,8 @@ START_TEST(load_and_forward_errors) {
     ck_assert_int_eq(gptoss_ref_load(dir, 1, 1000, &m, err, sizeof err), 2 /* LLMR_ENGINE_OOM_RAM */);
     ck_assert_ptr_nonnull(strstr(err, "1000 available"));
     ck_assert_int_eq(gptoss_ref_load(dir, 1, 0, &m, err, sizeof err), 0);
+    /* the RAM check before loading predicts exactly what the load holds */
+    ck_assert_uint_eq(gptoss_ref_ram_bytes(m), gptoss_ref_weight_bytes(gptoss_ref_config(m)));
     gptoss_ref_state *s = gptoss_ref_state_create(m, 2);
     ck_assert_int_eq(gptoss_ref_forward(m, s, 201088, NULL, NULL, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "201088"));

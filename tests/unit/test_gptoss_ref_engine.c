@@ -220,7 +220,13 @@ START_TEST(seed_determinism_and_stops) {
     collected f = {0};
     ck_assert_int_eq(gen(s, o.tok, 10, 100, 0, 0, NULL, 0, NULL, &f, &r), LLMR_ENGINE_OK);
     ck_assert_int_eq(r.finish, LLMR_FINISH_LENGTH);
-    ck_assert_uint_le(r.n_context, 16);
+    ck_assert_uint_eq(r.n_context, 16);
+    ck_assert_uint_eq(r.n_generated, 6);
+    /* full: another generate finishes LENGTH at once */
+    collected f2 = {0};
+    ck_assert_int_eq(gen(s, NULL, 0, 5, 0, 0, NULL, 0, NULL, &f2, &r), LLMR_ENGINE_OK);
+    ck_assert_int_eq(r.finish, LLMR_FINISH_LENGTH);
+    ck_assert_uint_eq(r.n_generated, 0);
     g_api->session_destroy(s);
     g_api->unload(m);
     json_decref(o.fx);

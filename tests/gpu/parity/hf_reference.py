@@ -192,7 +192,8 @@ def main():
     order = np.argsort(-router_logits, axis=-1, kind="stable")
     topk = order[..., :K].astype(np.int32)
     srt = np.take_along_axis(router_logits, order, axis=-1)
-    gap = (srt[..., K - 1] - srt[..., K]) if E > K else np.full((L, T), np.inf, dtype=np.float32)
+    # with no unchosen expert there is no tie to fear: 1e30 stands for "no gap" (JSON has no Infinity)
+    gap = (srt[..., K - 1] - srt[..., K]) if E > K else np.full((L, T), 1e30, dtype=np.float32)
     min_gap = gap.min(axis=0)
 
     os.makedirs(args.out, exist_ok=True)
