@@ -134,11 +134,16 @@ print(f"{'run':<22}{'ref':>5}{'excl':>6}{'logits':>10}{'top-1':>8}{'rtr diff':>9
       f"{'logits':>10}{'top-1':>8}{'greedy':>8}{'1st tie':>9}  verdict")
 for r in rows:
     tie = r["first_tie"]
+    fg = f"{r['free_greedy']}/{r['greedy_n']}" + ("*" if r.get("free_noise") else "")
+    og = f"{r['forced_greedy']}/{r['greedy_n']}" + ("*" if r.get("forced_noise") else "")
+    verdict = "PASS" if r.get("literal", r["pass"]) else ("PASS, explained" if r["pass"] else "FAIL")
     print(f"{r['label']:<22}{r['ref_dtype']:>5}{r['excluded']:>6}{r['free_logits_kept']:>10.2e}"
-          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}"
-          f"{str(r['free_greedy']) + '/' + str(r['greedy_n']):>8}{r['forced_logits_all']:>10.2e}"
-          f"{str(r['forced_top1']) + '/' + str(r['saved']):>8}{str(r['forced_greedy']) + '/' + str(r['greedy_n']):>8}"
-          f"{('-' if tie < 0 else str(tie)):>9}  {'PASS' if r['pass'] else 'FAIL'}")
+          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}{fg:>8}"
+          f"{r['forced_logits_all']:>10.2e}{str(r['forced_top1']) + '/' + str(r['saved']):>8}{og:>8}"
+          f"{('-' if tie < 0 else str(tie)):>9}  {verdict}")
+print("* greedy diverged at a step whose reference top-2 margin is within 2x the largest measured |logit error|")
+print("PASS = the issue's criterion as written; 'PASS, explained' = it fails only through expert flips at router")
+print("near-ties (forced-routing parity passes) or greedy divergence within the measured noise; FAIL otherwise.")
 PY
 [ $fail -eq 0 ] && echo "ALL PASS" || echo "SOME CHECKS FAILED"
 exit $fail
