@@ -530,8 +530,20 @@ static void h_generate(llmr_http_request *req, void *user) {
                               "POST /v0/generate needs Authorization: Bearer <this node's token>");
         return;
     }
+    /* A full node says so at the HTTP level (429), so the router can try another one. */
+    if (atomic_fetch_add(&n->active_requests, 1) >= n->cfg.max_concurrency) {
+        atomic_fetch_sub(&n->active_requests, 1);
+        llmr_http_add_header(req, "Retry-After", "1");
+        llmr_http_reply_error(req, 429, "rate_limit_error", "busy", NULL, NULL,
+                              "this node serves %d requests at once (--max-concurrency)", n->cfg.max_concurrency);
+        return;
+    }
     gen *x = calloc(1, sizeof *x);
-    if (!x) { llmr_http_reply_error(req, 500, "server_error", NULL, NULL, NULL, "out of memory"); return; }
+    if (!x) {
+        atomic_fetch_sub(&n->active_requests, 1);
+        llmr_http_reply_error(req, 500, "server_error", NULL, NULL, NULL, "out of memory");
+        return;
+    }
     pthread_mutex_init(&x->mu, NULL);
     x->g = g;
     x->req = req;
@@ -542,16 +554,15 @@ static void h_generate(llmr_http_request *req, void *user) {
     json_error_t je;
     json_t *body = json_loadb(btext ? btext : "", blen, 0, &je);
     char err[512];
-    if (!body) { emit_error(x, "invalid_request", "body is not valid JSON: %s (line %d)", je.text, je.line); gen_unref(x); return; }
-    int bad = llmr_gen_params_parse(body, &x->p, err, sizeof err);
-    json_decref(body);
-    if (bad) { emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
-    if (atomic_fetch_add(&n->active_requests, 1) >= n->cfg.max_concurrency) {
+    if (!body) {
         atomic_fetch_sub(&n->active_requests, 1);
-        emit_error(x, "busy", "this node serves %d requests at once (--max-concurrency)", n->cfg.max_concurrency);
+        emit_error(x, "invalid_request", "body is not valid JSON: %s (line %d)", je.text, je.line);
         gen_unref(x);
         return;
     }
+    int bad = llmr_gen_params_parse(body, &x->p, err, sizeof err);
+    json_decref(body);
+    if (bad) { atomic_fetch_sub(&n->active_requests, 1); emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
     llmr_http_on_client_gone(req, on_gone, x);
     pthread_mutex_lock(&g->mu);
     int stopping = g->stopping;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# issue 9 end to end (no GPU): llmr-hub + llmr-router (admin key, an API key) + two llmr-node on the
+# C reference engine with a tiny synthetic gpt-oss. The official openai npm SDK runs chat, streaming
+# (streamed text == non-streamed text for the same seed), completions, a tool round trip and sees
+# OpenAI-shaped errors; a client that disconnects cancels the node's generation within 1 s; a node
+# killed mid-run -> later requests succeed on the other; /metrics counts it all.
+source "$(dirname "$0")/serving_lib.sh"
+NM="${LLMR_CACHE:-$HOME/.cache/llmr}/npm/node_modules"
+command -v node >/dev/null || skip "node (JavaScript) is not installed"
+[ -d "$NM/openai" ] || skip "the openai npm SDK is not in $NM (run tools/fixtures.sh)"
+serving_up
+
+NODE_PATH="$NM" node "$ROOT/e2e/serving_sdk.js" "$ROUTER" "$API_KEY" "$REPO" || fail "openai SDK checks"
+
+auth=(-H "Authorization: Bearer $API_KEY" -H 'Content-Type: application/json')
+code=$(curl -s -o /dev/null -w '%{http_code}' "$ROUTER/v1/models")
+[ "$code" = 401 ] || fail "no key: $code"
+code=$(curl -s -o "$T/nokey.json" -w '%{http_code}' -X POST "$ROUTER/v0/api-keys" -H "Authorization: Bearer $API_KEY" -d '{}')
+[ "$code" = 403 ] || fail "an API key on /v0/api-keys: $code"
+ok "no key -> 401, API key on an admin route -> 403"
+
+# Client disconnect: a long streamed generation, abandoned after 1 s, is cancelled on its node.
+t0=$(date +%s%N)
+curl -sN --max-time 1 "${auth[@]}" "$ROUTER/v1/completions" \
+  -d "{\"model\":\"$REPO\",\"prompt\":\"hi\",\"max_tokens\":100000,\"stream\":true}" >"$T/cancel.sse"
+grep -q '"text_completion"' "$T/cancel.sse" || fail "the long request streamed nothing: $(head -c 300 "$T/cancel.sse")"
+cancelled() { grep -q "finish cancelled" "$T/node1.log" "$T/node2.log"; }
+wait_for 3 cancelled || fail "the node did not cancel the generation"
+t1=$(date +%s%N)
+idle() { for n in "$NODE1" "$NODE2"; do curl -s "$n/v0/status" | jq -e '.active_requests == 0' >/dev/null || return 1; done; }
+wait_for 3 idle || fail "a node still counts the abandoned request"
+ok "client disconnect -> node session cancelled within $(( (t1 - t0) / 1000000 - 1000 )) ms of the disconnect, slots free"
+
+# One node killed mid-run: every later request succeeds on the other (failover before the first byte).
+kill -9 "$NODE1_PID"; wait "$NODE1_PID" 2>/dev/null
+for i in 1 2 3 4; do
+  code=$(curl -s -o "$T/after$i.json" -w '%{http_code}' "${auth[@]}" "$ROUTER/v1/chat/completions" \
+    -d "{\"model\":\"$REPO\",\"messages\":[{\"role\":\"user\",\"content\":\"hi $i\"}],\"max_tokens\":4}")
+  [ "$code" = 200 ] || fail "request $i after the kill: $code $(cat "$T/after$i.json")"
+done
+ok "node 1 killed: 4 later requests answered 200 by node 2 ($(curl -s "$ROUTER/metrics" | sed -n 's/^llmr_router_failovers_total //p') failovers)"
+
+curl -s "$ROUTER/metrics" >"$T/metrics.txt"
+grep -q '^llmr_router_requests_total{route="/v1/chat/completions",status="200"}' "$T/metrics.txt" || fail "metrics: no chat requests"
+grep -q '^llmr_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="+Inf"}' "$T/metrics.txt" || fail "metrics: no latency histogram"
+grep -Eq '^llmr_router_tokens_total\{direction="out"\} [1-9]' "$T/metrics.txt" || fail "metrics: no tokens out"
+grep -q '^llmr_router_queue_depth 0' "$T/metrics.txt" || fail "metrics: queue depth"
+grep -q '^llmr_router_nodes_online' "$T/metrics.txt" || fail "metrics: nodes online"
+ok "/metrics: requests by route and status, latency histograms, tokens in/out, queue depth, nodes online"
+echo PASS
