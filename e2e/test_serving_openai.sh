@@ -8,7 +8,7 @@ source "$(dirname "$0")/serving_lib.sh"
 NM="${LLMR_CACHE:-$HOME/.cache/llmr}/npm/node_modules"
 command -v node >/dev/null || skip "node (JavaScript) is not installed"
 [ -d "$NM/openai" ] || skip "the openai npm SDK is not in $NM (run tools/fixtures.sh)"
-serving_up
+serving_up --queue-max 1 --queue-timeout-ms 1500
 
 NODE_PATH="$NM" node "$ROOT/e2e/serving_sdk.js" "$ROUTER" "$API_KEY" "$REPO" || fail "openai SDK checks"
 
@@ -40,6 +40,31 @@ for i in 1 2 3 4; do
 done
 ok "node 1 killed: 4 later requests answered 200 by node 2 ($(curl -s "$ROUTER/metrics" | sed -n 's/^llmr_router_failovers_total //p') failovers)"
 
+online1() { curl -s "$ROUTER/metrics" | grep -q '^llmr_router_nodes_online 1$'; }
+wait_for 10 online1 || fail "node 1 is still online for the router"
+# Node 2 alone (--max-concurrency 2): two long generations fill it, a third waits in the queue
+# (--queue-max 1) and gets 504 after --queue-timeout-ms 1500, a fourth finds the queue full: 429.
+long() { curl -sN --max-time 3 "${auth[@]}" "$ROUTER/v1/completions" \
+  -d "{\"model\":\"$REPO\",\"prompt\":\"hi\",\"max_tokens\":100000,\"stream\":true}" >/dev/null; }
+long & L1=$!; PIDS+=($L1)
+long & L2=$!; PIDS+=($L2)
+busy() { curl -s "$NODE2/v0/status" | jq -e '.active_requests == 2' >/dev/null; }
+wait_for 5 busy || fail "the two long requests did not reach node 2"
+curl -s -o "$T/q504.json" -w '%{http_code}' "${auth[@]}" "$ROUTER/v1/completions" \
+  -d "{\"model\":\"$REPO\",\"prompt\":\"x\",\"max_tokens\":2}" >"$T/q504.code" &
+Q=$!; PIDS+=($Q)
+depth1() { curl -s "$ROUTER/metrics" | grep -q '^llmr_router_queue_depth 1'; }
+wait_for 3 depth1 || fail "the third request is not queued"
+code=$(curl -s -D "$T/q429.h" -o "$T/q429.json" -w '%{http_code}' "${auth[@]}" "$ROUTER/v1/completions" \
+  -d "{\"model\":\"$REPO\",\"prompt\":\"x\",\"max_tokens\":2}")
+[ "$code" = 429 ] || fail "queue full: $code $(cat "$T/q429.json")"
+grep -qi '^retry-after: [0-9]' "$T/q429.h" || fail "429 without Retry-After"
+wait "$Q"
+[ "$(cat "$T/q504.code")" = 504 ] || fail "queued request: $(cat "$T/q504.code") $(cat "$T/q504.json")"
+jq -e '.error.code == "queue_timeout"' "$T/q504.json" >/dev/null || fail "504 body: $(cat "$T/q504.json")"
+kill "$L1" "$L2" 2>/dev/null; wait "$L1" "$L2" 2>/dev/null
+ok "full cluster: queued request -> 504 queue_timeout after 1.5 s, queue full -> 429 + Retry-After"
+
 curl -s "$ROUTER/metrics" >"$T/metrics.txt"
 grep -q '^llmr_router_requests_total{route="/v1/chat/completions",status="200"}' "$T/metrics.txt" || fail "metrics: no chat requests"
 grep -q '^llmr_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="+Inf"}' "$T/metrics.txt" || fail "metrics: no latency histogram"
@@ -47,4 +72,18 @@ grep -Eq '^llmr_router_tokens_total\{direction="out"\} [1-9]' "$T/metrics.txt" |
 grep -q '^llmr_router_queue_depth 0' "$T/metrics.txt" || fail "metrics: queue depth"
 grep -q '^llmr_router_nodes_online' "$T/metrics.txt" || fail "metrics: nodes online"
 ok "/metrics: requests by route and status, latency histograms, tokens in/out, queue depth, nodes online"
+
+idle2() { curl -s "$NODE2/v0/status" | jq -e '.active_requests == 0' >/dev/null; }
+wait_for 5 idle2 || fail "node 2 still counts the abandoned long requests"
+# After the first byte there is no failover: a node dying mid-stream ends the stream with an error event.
+curl -sN --max-time 10 "${auth[@]}" "$ROUTER/v1/chat/completions" \
+  -d "{\"model\":\"$REPO\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":100000,\"stream\":true}" >"$T/mid.sse" &
+M=$!; PIDS+=($M)
+streaming() { grep -q 'chat.completion.chunk' "$T/mid.sse"; }
+wait_for 5 streaming || fail "the mid-stream request did not start"
+kill -9 "$NODE2_PID"; wait "$NODE2_PID" 2>/dev/null
+wait "$M"
+tail -1 "$T/mid.sse" | grep -q '^data: {"error":' || { grep -q '^data: {"error":' "$T/mid.sse" || fail "no error event after the node died mid-stream: $(tail -c 300 "$T/mid.sse")"; }
+! grep -q 'data: \[DONE\]' "$T/mid.sse" || fail "[DONE] after a node failure"
+ok "node killed mid-stream -> the stream ends with an OpenAI error event, no [DONE]"
 echo PASS

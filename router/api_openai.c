@@ -335,6 +335,7 @@ static void on_done_event(oa_req *o, json_t *ev) {
 /* ---- node exchange and failover -------------------------------------------------------------------- */
 
 static void start_on_node(oa_req *o);
+static void on_slot(void *user, int outcome, const router_node_target *t);
 
 static int status_for_node_code(const char *code) {
     if (!code) return 502;
@@ -362,7 +363,13 @@ static void failover(oa_req *o, int status, const char *code, const char *msg) {
         json_decref(o->tools);
         o->tools = NULL;
         o->tool_calls_seen = 0;
-        int r = router_balancer_acquire(o->a->bal, o->model_id, o->failed_node, 0, &o->node, NULL, NULL, NULL);
+        int r = router_balancer_acquire(o->a->bal, o->model_id, o->failed_node, 1, &o->node, on_slot, o, &o->wait);
+        if (r == ROUTER_BAL_QUEUED) {
+            log_warn("%s %s: node %s failed before the first byte (%s); waiting for another node", o->route, o->id,
+                     o->failed_node, msg);
+            router_metrics_failover(o->a->metrics);
+            return;
+        }
         if (r == ROUTER_BAL_OK) {
             o->have_node = 1;
             log_warn("%s %s: node %s failed before the first byte (%s); retrying on node %s", o->route, o->id,
