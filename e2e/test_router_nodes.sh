@@ -121,6 +121,7 @@ hb "$GPU_ID" "$GPU_TOK" '[{"id":"test/alpha","state":"ready","engine":"gptoss-cu
 rreq GET /v1/models "$APIKEY"
 check "/v1/models lists the ready model (OpenAI shape)" jbody '.data==[.data[0]] and .data[0].id=="test/alpha" and .data[0].object=="model" and .data[0].owned_by=="test" and (.data[0].created|type)=="number"'
 rreq GET /v1/models "$GPU_TOK"; expect 403 wrong_key_kind "node token on /v1/models: 403"
+rreq GET /v0/models "$ADMIN"; check "GET /v0/models marks the ready model" jbody '.data|map(select(.id=="test/alpha"))|.[0].ready==true'
 rreq GET /v0/nodes "$ADMIN"; expect 200 - "GET /v0/nodes"
 check "GET /v0/nodes shows both, online, with GPUs, engines, memory, models" jbody "(.data|length)==2 and (.data[]|select(.id==\"$GPU_ID\")|.online==true and .status==\"online\" and .gpus[0].name==\"NVIDIA H100\" and .engines[0].id==\"gptoss-cuda\" and .gpu_status[0].memory_free_bytes==40000000000 and .active_requests==2 and .models[0].state==\"ready\" and .max_concurrency==4)"
 rreq GET /v0/nodes "$APIKEY"; expect 403 wrong_key_kind "GET /v0/nodes with an API key: 403"

@@ -144,6 +144,10 @@ static void h_list(llmr_http_request *req, void *user) {
     char err[1024];
     json_t *all = router_registry_list(ctx->db, err, sizeof err);
     if (!all) { reply_db_error(req, ROUTER_DB_EIO, err); return; }
+    size_t i;
+    json_t *r;
+    json_array_foreach(all, i, r)
+        json_object_set_new(r, "ready", json_boolean(router_nodes_model_ready(ctx->nodes, json_string_value(json_object_get(r, "id")) ?: "")));
     llmr_http_reply_json(req, 200, json_pack("{s:s, s:o}", "object", "list", "data", all));
 }
 

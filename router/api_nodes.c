@@ -2,6 +2,7 @@
  * /v0/sync pushes to nodes; also the worker-thread bookkeeping shared by the router's modules. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/http_client.h"
 #include "common/log.h"
@@ -32,10 +33,18 @@ void router_job_end(router_ctx *ctx, int *counter) {
     pthread_mutex_unlock(&ctx->jobs_mu);
 }
 
-void router_jobs_wait(router_ctx *ctx) {
+int router_jobs_wait(router_ctx *ctx, int timeout_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) deadline.tv_sec++, deadline.tv_nsec -= 1000000000L;
     pthread_mutex_lock(&ctx->jobs_mu);
-    while (ctx->jobs > 0) pthread_cond_wait(&ctx->jobs_cv, &ctx->jobs_mu);
+    while (ctx->jobs > 0)
+        if (pthread_cond_timedwait(&ctx->jobs_cv, &ctx->jobs_mu, &deadline) != 0) break;
+    int left = ctx->jobs;
     pthread_mutex_unlock(&ctx->jobs_mu);
+    return left;
 }
 
 /* --- handlers ------------------------------------------------------------------------------ */

@@ -99,14 +99,18 @@ router_db *router_db_open(const char *dir, int max_version, char *err, size_t es
     router_db *db = calloc(1, sizeof *db);
     if (!db) { snprintf(err, es, "out of memory"); return NULL; }
     int n = snprintf(db->path, sizeof db->path, "%s/router.db", dir);
-    if (n < 0 || (size_t)n >= sizeof db->path) { snprintf(err, es, "data dir path too long"); free(db); return NULL; }
+    if (n < 0 || (size_t)n >= sizeof db->path) {
+        snprintf(err, es, "data dir path too long (%zu bytes, at most %zu)", strlen(dir), sizeof db->path - 11);
+        free(db);
+        return NULL;
+    }
+    pthread_mutex_init(&db->mu, NULL);
     if (sqlite3_open_v2(db->path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
         SQLITE_OK) {
         snprintf(err, es, "%s: cannot open: %s", db->path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
         router_db_close(db);
         return NULL;
     }
-    pthread_mutex_init(&db->mu, NULL);
     sqlite3_busy_timeout(db->h, 5000);
     /* journal_mode answers with the mode in force: check that WAL really took. */
     sqlite3_stmt *st;
@@ -131,10 +135,8 @@ router_db *router_db_open(const char *dir, int max_version, char *err, size_t es
 
 void router_db_close(router_db *db) {
     if (!db) return;
-    if (db->h) {
-        sqlite3_close(db->h);
-        pthread_mutex_destroy(&db->mu);
-    }
+    sqlite3_close(db->h); /* NULL is a no-op */
+    pthread_mutex_destroy(&db->mu);
     free(db);
 }
 

@@ -101,7 +101,6 @@ static int run(router_ctx *ctx, const char *port_file) {
     }
     int rc = llmr_loop_run(ctx->loop);
     router_openai_fini(ctx);
-    router_jobs_wait(ctx);
     log_info("stopped");
     return rc ? 1 : 0;
 }
@@ -168,7 +167,13 @@ int main(int argc, char **argv) {
     pthread_mutex_init(&ctx->jobs_mu, NULL);
     pthread_cond_init(&ctx->jobs_cv, NULL);
     int rc = run(ctx, port_file);
-    router_jobs_wait(ctx);
+    /* Workers still talking to a slow hub get 15 s; past that the process exits under them, which
+     * the registry survives like a kill -9 (no 201 was sent for their work). */
+    int left = router_jobs_wait(ctx, 15000);
+    if (left > 0) {
+        log_warn("exiting with %d worker(s) still running (slow hub or node); their work is abandoned", left);
+        return rc;
+    }
     router_nodes_fini(ctx);
     llmr_http_server_destroy(ctx->http);
     llmr_loop_destroy(ctx->loop);

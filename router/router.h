@@ -80,9 +80,9 @@ void router_sync_push(router_ctx *ctx, const char *event, const char *model);
 
 /* Worker-thread bookkeeping: router_job_begin before pthread_create (returns -1 when over the
  * limit given, 0 = no limit), router_job_end when the thread finishes; router_jobs_wait blocks
- * until none is left. */
+ * until none is left or timeout_ms passed, and returns how many are still running. */
 int router_job_begin(router_ctx *ctx, int *counter, int limit);
 void router_job_end(router_ctx *ctx, int *counter);
-void router_jobs_wait(router_ctx *ctx);
+int router_jobs_wait(router_ctx *ctx, int timeout_ms);
 
 #endif

@@ -266,14 +266,19 @@ static int add_file(vctx *c, const char *name, int weight) {
     return 0;
 }
 
-/* Collects the names of top-level listing files ending in suffix. */
-static json_t *top_level_with(const router_hub_listing *l, const char *suffix) {
+/* Collects the names of listing files ending in suffix: top-level ones only, or at any depth. */
+static json_t *files_with(const router_hub_listing *l, const char *suffix, int any_depth) {
     json_t *a = json_array();
     for (size_t i = 0; i < l->n_files; i++)
-        if (!strchr(l->files[i].path, '/') && ends_with(l->files[i].path, suffix))
+        if ((any_depth || !strchr(l->files[i].path, '/')) && ends_with(l->files[i].path, suffix))
             json_array_append_new(a, json_string(l->files[i].path));
     return a;
 }
+
+/* Safetensors weights count at the top level only (gpt-oss ships original/model.safetensors beside
+ * the HF shards); GGUF files are often kept in folders, so they count at any depth. */
+static json_t *top_level_with(const router_hub_listing *l, const char *suffix) { return files_with(l, suffix, 0); }
+static json_t *gguf_files(const router_hub_listing *l) { return files_with(l, ".gguf", 1); }
 
 static void join_names(json_t *arr, char *out, size_t n) {
     out[0] = 0;
@@ -560,7 +565,7 @@ static int validate_safetensors(vctx *c, json_t *record, json_t **cfg) {
 /* format=gguf: exactly one .gguf (or the one filename names). */
 static int validate_gguf(vctx *c, json_t *record) {
     const char *pick = NULL;
-    json_t *ggufs = top_level_with(&c->listing, ".gguf");
+    json_t *ggufs = gguf_files(&c->listing);
     if (c->req->filename) {
         if (!ends_with(c->req->filename, ".gguf") || !router_hub_listing_find(&c->listing, c->req->filename)) {
             json_decref(ggufs);
@@ -571,7 +576,7 @@ static int validate_gguf(vctx *c, json_t *record) {
     } else if (json_array_size(ggufs) == 0) {
         json_decref(ggufs);
         return verdict(c->v, 400, "missing_required_file", NULL, json_pack("{s:[s]}", "missing", "*.gguf"),
-                       "repo '%s' at %s holds no top-level .gguf file", c->req->repo, c->listing.commit);
+                       "repo '%s' at %s holds no .gguf file", c->req->repo, c->listing.commit);
     } else if (json_array_size(ggufs) > 1) {
         char list[1536];
         join_names(ggufs, list, sizeof list);
@@ -596,7 +601,7 @@ int router_validate_register(const router_validate_env *env, const router_regist
     char err[1024];
     int st = env->hub->list(env->hub->ctx, req->repo, req->revision, &c.listing, err, sizeof err);
     if (st) { hub_verdict(&c, st, "listing", err); goto out; }
-    json_t *sts = top_level_with(&c.listing, ".safetensors"), *ggs = top_level_with(&c.listing, ".gguf");
+    json_t *sts = top_level_with(&c.listing, ".safetensors"), *ggs = gguf_files(&c.listing);
     int has_st = json_array_size(sts) > 0 || router_hub_listing_find(&c.listing, INDEX_NAME);
     int has_gg = json_array_size(ggs) > 0;
     json_decref(sts);

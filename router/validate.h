@@ -7,7 +7,8 @@
  *
  * Failure verdicts (status, code):
  *   400 invalid_request / invalid_type / invalid_repo / invalid_revision   the body itself
- *   400 format_required        no format, and the repo holds both .safetensors and .gguf
+ *   400 format_required        no format, and the repo holds both top-level .safetensors (or an
+ *                              index) and .gguf files (at any depth)
  *   400 invalid_format         format other than safetensors / gguf
  *   400 missing_required_file  config.json / tokenizer.json / any weights absent; "missing":[names]
  *   400 invalid_config         config.json is not a JSON object naming architectures or model_type

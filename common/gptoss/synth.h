@@ -23,7 +23,8 @@
  * chunks and each chunk draws from its own PRNG stream keyed by (seed, tensor name, chunk index).
  * Scales are chosen so activations stay O(1) through the layers: bf16 weights ~N(0, 1/sqrt(fan_in))
  * (scaled), norms ~1, router logits spread wide enough that the top-4 are usually well separated,
- * E8M0 scales within ±1 of a per-matrix centre in 118..124 (never 255), sinks ~N(1.5, 1). */
+ * E8M0 scales within ±1 of a per-matrix centre set by the fan-in (119..122 for the presets; never 255),
+ * sinks ~N(1.5, 1). */
 #ifndef LLMR_GPTOSS_SYNTH_H
 #define LLMR_GPTOSS_SYNTH_H
 

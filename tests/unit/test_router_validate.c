@@ -449,6 +449,18 @@ START_TEST(gguf) {
 }
 END_TEST
 
+START_TEST(gguf_in_a_folder) {
+    router_verdict v;
+    add_file((mfile){"gguf/m-q4.gguf", NULL, 10, SHA_A});
+    ck_assert_int_eq(reg("{\"repo\":\"openai/gpt-oss-20b\"}", &v), 400); /* both kinds: say which */
+    ck_assert_str_eq(v.code, "format_required");
+    router_verdict_free(&v);
+    ck_assert_int_eq(reg("{\"repo\":\"openai/gpt-oss-20b\",\"format\":\"gguf\"}", &v), 201);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(v.record, "files"), 0), "name")), "gguf/m-q4.gguf");
+    router_verdict_free(&v);
+}
+END_TEST
+
 START_TEST(hub_failures) {
     router_verdict v;
     ck_assert_int_eq(reg("{\"repo\":\"nobody/nothing\"}", &v), 404);
@@ -551,6 +563,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, chat_template_sources);
     tcase_add_test(tc, unknown_architecture_is_a_warning);
     tcase_add_test(tc, gguf);
+    tcase_add_test(tc, gguf_in_a_folder);
     tcase_add_test(tc, hub_failures);
     tcase_add_test(tc, artifact_missing_in_source_repo);
     tcase_add_test(tc, bad_bodies);
