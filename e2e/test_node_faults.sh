@@ -3,25 +3,27 @@
 #   a shard missing on the hub (404)        -> failed, the reason names the shard;
 #   a shard always served corrupted         -> caught by sha256, fetched once more, then failed
 #                                              naming the file; nothing corrupt left on disk;
-#   one shard corrupted once + one dropped  -> refetched / resumed, ready, byte-identical.
+#   one shard corrupted once + one dropped  -> refetched / resumed, ready, byte-identical;
+#   an architecture no engine runs          -> unsupported with the reason (FR-005), nothing downloaded.
 source "$(dirname "$0")/node_lib.sh"
 need_bins
 setup_engines
 make_model
-for r in tiny-missing tiny-corrupt tiny-flaky; do cp -r "$T/hub/$REPO" "$T/hub/openai/$r"; done
+for r in tiny-missing tiny-corrupt tiny-flaky tiny-mystery; do cp -r "$T/hub/$REPO" "$T/hub/openai/$r"; done
+jq '.architectures = ["MysteryForCausalLM"] | .model_type = "mystery"' "$T/hub/$REPO/config.json" >"$T/hub/openai/tiny-mystery/config.json"
 S3=model-00003-of-00005.safetensors
 S5=model-00005-of-00005.safetensors
 start_hub "status=404:openai/tiny-missing/$S3;corrupt:openai/tiny-corrupt/$S5;corrupt:openai/tiny-flaky/$S3@1;drop:openai/tiny-flaky/$S5@1"
 start_router
 start_node --max-parallel-downloads 3
 wait_for 15 grep -q "registered with" "$T/node.log" || fail "the node did not register"
-for r in tiny-missing tiny-corrupt tiny-flaky; do
+for r in tiny-missing tiny-corrupt tiny-flaky tiny-mystery; do
   register_model "openai/$r"
   [ "$REG_STATUS" = 201 ] || fail "registering openai/$r answered $REG_STATUS: $(cat "$T/register.json")"
 done
 
 settled() { local s; s=$(router_state "$1"); [ "$s" = ready ] || [ "$s" = failed ] || [ "$s" = unsupported ]; }
-for r in tiny-missing tiny-corrupt tiny-flaky; do
+for r in tiny-missing tiny-corrupt tiny-flaky tiny-mystery; do
   wait_for 120 settled "openai/$r" || fail "openai/$r did not settle (state $(router_state "openai/$r"))"
 done
 
@@ -48,6 +50,13 @@ cmp "$T/hub/openai/tiny-flaky/$S3" "$T/node/models/openai/tiny-flaky/$S3" || fai
 cmp "$T/hub/openai/tiny-flaky/$S5" "$T/node/models/openai/tiny-flaky/$S5" || fail "$S5 differs after the drop"
 grep -q "openai/tiny-flaky: $S5 complete after [2-9] attempts" "$T/node.log" || fail "the dropped transfer was not resumed"
 ok "corrupted once + dropped mid-file -> refetched and resumed, ready, byte-identical"
+
+# unknown architecture
+[ "$(router_state openai/tiny-mystery)" = unsupported ] || fail "tiny-mystery is $(router_state openai/tiny-mystery)"
+reason=$(router_reason openai/tiny-mystery)
+echo "$reason" | grep -qi "unknown\|Mystery" || fail "the unsupported reason says nothing useful: $reason"
+[ ! -e "$T/node/models/openai/tiny-mystery" ] || fail "an unsupported model was downloaded"
+ok "no engine for the architecture -> unsupported, nothing downloaded: $reason"
 
 vf=$(curl -s "$NODE/metrics" | sed -n "s/^llmr_node_verify_failures_total //p")
 [ "${vf:-0}" -ge 3 ] || fail "verify failures counted in /metrics: ${vf:-none}, expected at least 3"

@@ -19,6 +19,15 @@ register_model "$REPO"
 PART="$T/node/models/$REPO/$S5.partial"
 has_partial() { [ -s "$PART" ]; }
 wait_for 60 has_partial || fail "no partial download of $S5 appeared"
+# While the slow download runs, heartbeats carry its progress (percent, rate, current file).
+progress_beat() {
+  cat "$T"/trace/heartbeat-[0-9]*.json 2>/dev/null |
+    jq -c '.models[]? | select(.state == "downloading" and .progress.bytes_done > 0) | .progress' | tail -1
+}
+has_progress_beat() { [ -n "$(progress_beat)" ]; }
+wait_for 30 has_progress_beat || fail "no heartbeat reported download progress"
+prog=$(progress_beat)
+has_partial || fail "the partial vanished before the kill"
 kill -9 "$NODE_PID"; wait "$NODE_PID" 2>/dev/null
 N=$(stat -c %s "$PART")
 FULL=$(stat -c %s "$T/hub/$REPO/$S5")
@@ -36,4 +45,7 @@ cmp "$T/hub/$REPO/$S5" "$T/node/models/$REPO/$S5" || fail "$S5 is not byte-ident
 [ "$(jq -r .node_id "$T/node/state/node.json")" = "$ID1" ] || fail "the node id changed across the restart"
 grep -q "model $REPO: verifying" "$T/node.log" || fail "files already on disk were not verified"
 ok "resumed at byte $N, byte-identical, same node id $ID1"
+echo "$prog" | jq -e '.bytes_total > 0 and .percent > 0 and (.file | length) > 0' >/dev/null || fail "incomplete progress: $prog"
+validate_traces heartbeat node-heartbeat.schema.json
+ok "heartbeats reported download progress: $prog"
 echo PASS

@@ -106,9 +106,18 @@ typedef struct prog {
     uint64_t base, total;     /* bytes of earlier files; bytes of all files */
     double last_log;
     int oversize;             /* the server sent more than the manifest's size */
+    double t0;                /* start of this call, for the average rate */
+    uint64_t fetched;         /* bytes received in this call before the current file */
+    uint64_t file_start;      /* bytes the current file had when its transfer began */
 } prog;
 
 static void report(prog *p, uint64_t in_file, double rate, int force_log) {
+    /* Between transfers the client reports no rate: use the average of this call instead. */
+    if (rate <= 0) {
+        double dt = now_s() - p->t0;
+        uint64_t got = p->fetched + (in_file > p->file_start ? in_file - p->file_start : 0);
+        rate = dt > 0.05 ? (double)got / dt : 0;
+    }
     llmr_model_progress mp;
     memset(&mp, 0, sizeof mp);
     mp.bytes_done = p->base + in_file;
@@ -207,7 +216,7 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
         struct statvfs v;
         return statvfs(o->model_dir, &v) == 0 ? LLMR_DL_ENOSPACE : LLMR_DL_EIO;
     }
-    prog p = {.o = o, .last_log = now_s()};
+    prog p = {.o = o, .last_log = now_s(), .t0 = now_s()};
     for (size_t i = 0; i < n; i++) p.total += files[i].size;
     for (size_t i = 0; i < n; i++) {
         const llmr_manifest_file *f = &files[i];
@@ -221,6 +230,10 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
             continue;
         }
         if (mkdirs_for(path) != 0) return fail(LLMR_DL_EIO, err, es, "cannot create the folder of %s: %s", path, strerror(errno));
+        char partial[4200];
+        snprintf(partial, sizeof partial, "%s.partial", path);
+        p.file_start = file_size(partial, &have) == 0 ? have : 0;
+        uint64_t before = rep->bytes_fetched;
         char msg[1536];
         llmr_dl_status st = fetch_one(o, &p, path, rep, msg, sizeof msg);
         if (st != LLMR_DL_OK && st != LLMR_DL_ECANCELLED && f->optional) {
@@ -231,6 +244,8 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
             return fail(st, err, es, "%s", msg);
         }
         p.base += f->size;
+        p.fetched += rep->bytes_fetched - before;
+        p.file_start = 0;
         report(&p, 0, 0, 0);
     }
     report(&p, 0, 0, 1);

@@ -265,6 +265,44 @@ void llmr_node_engines_unload(llmr_node_engines *e, const char *model_id) {
 #endif
 }
 
+void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models) {
+#if HAVE_ENGINE_HOST
+    if (!e->host) return;
+    llmr_host_model_info *info = NULL;
+    size_t n = 0;
+    if (llmr_engine_host_models(e->host, &info, &n) != 0) return;
+    for (size_t i = 0; i < n; i++) {
+        llmr_model_view v;
+        if (llmr_models_get(models, info[i].model_id, &v) == 0 && v.state == LLMR_MODEL_READY && v.loaded != info[i].loaded)
+            llmr_models_set_engine(models, info[i].model_id, info[i].engine_id, info[i].loaded);
+    }
+    free(info);
+#else
+    (void)e;
+    (void)models;
+#endif
+}
+
+void llmr_node_engines_alerts(llmr_node_engines *e, json_t *arr) {
+#if HAVE_ENGINE_HOST
+    if (!e->host || !arr) return;
+    llmr_host_snapshot snap;
+    llmr_engine_host_snapshot(e->host, &snap);
+    char a[160];
+    if (snap.res.valid && snap.res.vram_alert) {
+        snprintf(a, sizeof a, "vram: %.0f%% used (threshold %.0f%%)", snap.res.vram_ratio * 100, snap.res.threshold * 100);
+        json_array_append_new(arr, json_string(a));
+    }
+    if (snap.res.valid && snap.res.ram_alert) {
+        snprintf(a, sizeof a, "ram: %.0f%% used (threshold %.0f%%)", snap.res.ram_ratio * 100, snap.res.threshold * 100);
+        json_array_append_new(arr, json_string(a));
+    }
+#else
+    (void)e;
+    (void)arr;
+#endif
+}
+
 char *llmr_node_engines_metrics(llmr_node_engines *e, size_t *len_out) {
 #if HAVE_ENGINE_HOST
     if (e->host) return llmr_engine_host_metrics_text(e->host, len_out);

@@ -22,6 +22,7 @@
 #include "llmr_engine.h"
 #include "node/manifest.h"
 #include "node/model_storage.h"
+#include "node/models.h"
 
 typedef struct llmr_node_engines llmr_node_engines; /* opaque */
 
@@ -64,6 +65,13 @@ llmr_engine_status llmr_node_engines_load(llmr_node_engines *e, const llmr_stora
                                           size_t engine_size, char *err, size_t err_size);
 /* Forgets a model (its files stay). */
 void llmr_node_engines_unload(llmr_node_engines *e, const char *model_id);
+
+/* Refreshes each model's "loaded" flag in the table from the EngineHost (an LRU unload clears it;
+ * the next session loads the model again, so the model stays ready). */
+void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models);
+
+/* Appends the EngineHost's current resource alerts ("vram: 93% used (threshold 90%)") to arr. */
+void llmr_node_engines_alerts(llmr_node_engines *e, json_t *arr);
 
 /* The EngineHost's Prometheus text (malloc'd; NULL when none). */
 char *llmr_node_engines_metrics(llmr_node_engines *e, size_t *len_out);

@@ -51,7 +51,9 @@ json_t *llmr_heartbeat_body(llmr_node *n) {
                  (unsigned long long)v.f_bavail * (unsigned long long)v.f_frsize, n->cfg.models_dir);
         json_array_append_new(alerts, json_string(a));
     }
+    llmr_node_engines_alerts(n->engines, alerts);
     json_object_set_new(o, "alerts", alerts);
+    llmr_node_engines_sync_loaded(n->engines, n->models);
     json_object_set_new(o, "models", llmr_models_json(n->models));
     return o;
 }

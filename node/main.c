@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
         {"trace-dir", "LLMR_NODE_TRACE_DIR", LLMR_OPT_STRING, NULL,
-         "write every router message to DIR/KIND-NNNN.json (tests, debugging)", &trace_dir},
+         "write every router message to DIR/KIND-NNNNNN-PID.json (tests, debugging)", &trace_dir},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "0", "log JSON lines", &log_json},
     };

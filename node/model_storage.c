@@ -14,6 +14,7 @@
 
 #include "common/checkpoint.h"
 #include "common/path_safety.h"
+#include "node/json_check.h"
 
 #define INDEX_NAME "model.safetensors.index.json"
 
@@ -166,11 +167,21 @@ static llmr_storage_status files_with_suffix(const char *dir, const char *suffix
     return st;
 }
 
+/* tokenizer.json is large (27 MB for gpt-oss): checked for syntax without building a tree. */
+static llmr_storage_status check_json_file(const char *dir, const char *name, char *err, size_t es) {
+    char path[4096], why[512];
+    if (!file_exists(dir, name)) return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (llmr_json_check_file(path, why, sizeof why) != 0) {
+        const char *rel = strncmp(why, path, strlen(path)) == 0 ? why + strlen(path) + 2 : why;
+        return fail(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s", name, rel);
+    }
+    return LLMR_STORAGE_OK;
+}
+
 static llmr_storage_status validate_safetensors(const char *dir, strlist *files, char *err, size_t es) {
-    json_t *tok;
-    llmr_storage_status st = load_json(dir, "tokenizer.json", &tok, err, es);
+    llmr_storage_status st = check_json_file(dir, "tokenizer.json", err, es);
     if (st) return st;
-    json_decref(tok);
     if (strlist_add(files, "config.json") || strlist_add(files, "tokenizer.json"))
         return fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
     if (file_exists(dir, INDEX_NAME)) {

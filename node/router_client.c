@@ -40,7 +40,7 @@ void llmr_router_client_trace(llmr_router_client *rc, const char *kind, const ch
     unsigned long seq = ++rc->trace_seq;
     pthread_mutex_unlock(&rc->mu);
     char path[4200];
-    snprintf(path, sizeof path, "%s/%s-%06lu.json", rc->trace_dir, kind, seq);
+    snprintf(path, sizeof path, "%s/%s-%06lu-%ld.json", rc->trace_dir, kind, seq, (long)getpid()); /* restarts never overwrite */
     FILE *f = fopen(path, "w");
     if (!f) { log_warn("trace %s: %s", path, strerror(errno)); return; }
     fwrite(text, 1, len, f);

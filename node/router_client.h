@@ -66,7 +66,7 @@ llmr_httpc *llmr_router_client_http(llmr_router_client *rc);
 const char *llmr_router_client_url(const llmr_router_client *rc);
 
 /* Message tracing for tests and debugging (--trace-dir): when a folder is set, every message
- * exchanged with the router is written to DIR/KIND-NNNN.json (KIND: register-request,
+ * exchanged with the router is written to DIR/KIND-NNNNNN-PID.json (KIND: register-request,
  * register-response, heartbeat, heartbeat-response, manifest, sync-notice, model-list). */
 void llmr_router_client_set_trace_dir(llmr_router_client *rc, const char *dir);
 void llmr_router_client_trace(llmr_router_client *rc, const char *kind, const char *text, size_t len);
