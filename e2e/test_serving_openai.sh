@@ -31,6 +31,14 @@ idle() { for n in "$NODE1" "$NODE2"; do curl -s "$n/v0/status" | jq -e '.active_
 wait_for 3 idle || fail "a node still counts the abandoned request"
 ok "client disconnect -> node session cancelled within $(( (t1 - t0) / 1000000 - 1000 )) ms of the disconnect, slots free"
 
+# The same for a non-streamed request (the router writes nothing until the end, so it watches the socket).
+n_before=$(cat "$T/node1.log" "$T/node2.log" | grep -c "finish cancelled")
+curl -s --max-time 1 "${auth[@]}" "$ROUTER/v1/completions" -d "{\"model\":\"$REPO\",\"prompt\":\"hi\",\"max_tokens\":100000}" >/dev/null
+more_cancelled() { [ "$(cat "$T/node1.log" "$T/node2.log" | grep -c "finish cancelled")" -gt "$n_before" ]; }
+wait_for 3 more_cancelled || fail "a non-streamed request abandoned by its client was not cancelled on the node"
+wait_for 3 idle || fail "a node still counts the abandoned non-streamed request"
+ok "client disconnect on a non-streamed request -> node session cancelled, slots free"
+
 # One node killed mid-run: every later request succeeds on the other (failover before the first byte).
 kill -9 "$NODE1_PID"; wait "$NODE1_PID" 2>/dev/null
 for i in 1 2 3 4; do

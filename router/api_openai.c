@@ -3,6 +3,7 @@
 #include "router/api_openai.h"
 
 #include <ctype.h>
+#include <event2/event.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,7 @@ struct oa_req {
     int tool_calls_seen;
     json_int_t prompt_tokens, completion_tokens, reasoning_tokens;
     char finish[32];
+    struct event *probe;     /* watches for a client that leaves while nothing is written */
     oa_req *prev, *next;
 };
 
@@ -88,6 +90,7 @@ static int sbuf_add(sbuf *b, const char *s, size_t n) {
 static void maybe_free(oa_req *o) {
     if (o->req || o->proxy || o->wait) return;
     if (o->have_node) router_balancer_release(o->a->bal, o->node.id);
+    if (o->probe) event_free(o->probe);
     if (o->prev) o->prev->next = o->next; else o->a->live = o->next;
     if (o->next) o->next->prev = o->prev;
     free(o->node_body);
@@ -427,6 +430,8 @@ static void px_done(void *user, const router_proxy_result *r) {
         } else if (r->http_status == 429) {
             failover(o, 429, "busy", r->message);
         } else {
+            if (r->st == LLMR_HTTPC_EREFUSED || r->st == LLMR_HTTPC_ECONNECT)
+                router_nodes_mark_unreachable(o->a->ctx->nodes, o->node.id, llmr_httpc_strerror(r->st));
             failover(o, 502, "node_failed", r->message[0] ? r->message : "the node's stream ended before its last event");
         }
     }
@@ -455,6 +460,15 @@ static void on_gone(void *user) {
         record(o, 499);
     }
     maybe_free(o);
+}
+
+/* Every 200 ms while a reply is pending: evhttp sees a closed client only when it writes, and a
+ * non-streamed answer (or a request waiting in the queue) writes nothing for a long time. */
+static void on_probe(evutil_socket_t fd, short what, void *user) {
+    (void)fd; (void)what;
+    oa_req *o = user;
+    if (!o->req) { event_del(o->probe); return; }
+    llmr_http_probe_client_gone(o->req); /* may run on_gone, which may free o */
 }
 
 static void on_slot(void *user, int outcome, const router_node_target *t) {
@@ -716,6 +730,9 @@ static void handle(llmr_http_request *req, router_openai *a, int chat) {
     json_decref(nb);
     if (!o->node_body) { fail(o, 500, NULL, NULL, "out of memory"); maybe_free(o); return; }
     llmr_http_on_client_gone(req, on_gone, o);
+    struct timeval every = {0, 200000};
+    o->probe = event_new(llmr_loop_base(a->ctx->loop), -1, EV_PERSIST, on_probe, o);
+    if (o->probe) event_add(o->probe, &every);
     int out = router_balancer_acquire(a->bal, o->model_id, NULL, 1, &o->node, on_slot, o, &o->wait);
     switch (out) {
     case ROUTER_BAL_OK: o->have_node = 1; start_on_node(o); break;

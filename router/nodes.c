@@ -497,3 +497,14 @@ int router_nodes_online_count(router_nodes *n) {
     pthread_mutex_unlock(&n->mu);
     return c;
 }
+
+void router_nodes_mark_unreachable(router_nodes *n, const char *node_id, const char *cause) {
+    pthread_mutex_lock(&n->mu);
+    node *x = find(n, node_id);
+    if (x && x->online) {
+        x->online = 0;
+        log_warn("node %s (%s) is offline: unreachable (%s); its next heartbeat brings it back", x->id, x->machine_name,
+                 cause);
+    }
+    pthread_mutex_unlock(&n->mu);
+}

@@ -86,6 +86,10 @@ int router_nodes_acquire(router_nodes *n, const char *model_id, router_node_targ
  * requests go round-robin. OK, EBUSY (ready somewhere, all full), ENOTFOUND (ready nowhere) or
  * EOFFLINE (no node online). */
 int router_nodes_acquire_ex(router_nodes *n, const char *model_id, const char *exclude, router_node_target *out);
+/* The router could not even connect to the node (its process is gone): offline now rather than after
+ * the heartbeat timeout, so no further request is sent there; its next heartbeat brings it back.
+ * cause is logged. */
+void router_nodes_mark_unreachable(router_nodes *n, const char *node_id, const char *cause);
 /* Online nodes (for /metrics). */
 int router_nodes_online_count(router_nodes *n);
 void router_nodes_release(router_nodes *n, const char *node_id);
