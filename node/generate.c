@@ -226,6 +226,8 @@ typedef struct gen {
     harmony_parser *hp;
     llmr_stopper stopper;
     uint32_t completion_tokens;
+    uint32_t reasoning_tokens;  /* tokens spent in the analysis channel (usage.reasoning_tokens) */
+    int in_reasoning;           /* the last text the harmony parser gave was reasoning */
     int stopped_by_string;
 } gen;
 
@@ -342,6 +344,12 @@ static int on_token(void *user, int32_t id) {
         harmony_delta d;
         int rc = harmony_push(x->hp, (uint32_t)id, bytes ? bytes : "", bytes ? len : 0, &d);
         if (rc < 0) return 1;
+        /* A token counts as reasoning when it produced reasoning text, or produced nothing yet while
+         * the parser was inside the analysis channel (a character split across tokens). */
+        if (d.kind == HARMONY_DELTA_REASONING) x->in_reasoning = 1;
+        else if (d.kind == HARMONY_DELTA_CONTENT || d.kind == HARMONY_DELTA_TOOL_BEGIN || d.kind == HARMONY_DELTA_TOOL_ARGS)
+            x->in_reasoning = 0;
+        if (x->in_reasoning) x->reasoning_tokens++;
         return emit_harmony(x, &d);
     }
     const char *text;
@@ -481,8 +489,15 @@ static void run(gen *x) {
     if (atomic_load(&x->gone)) finish = "cancelled";
     log_info("generate %s%s%s: %u prompt + %u completion tokens, finish %s", x->p.model, x->p.request_id[0] ? " " : "",
              x->p.request_id, (unsigned)n_ids, x->completion_tokens, finish);
-    emit(x, json_pack("{s:s, s:s, s:{s:i, s:i}}", "type", "done", "finish_reason", finish, "usage", "prompt_tokens",
-                      (int)n_ids, "completion_tokens", (int)x->completion_tokens), 1);
+    if (st == LLMR_ENGINE_TIMEOUT && !atomic_load(&x->gone)) {
+        /* the EngineHost's stall watchdog stopped it: the answer is incomplete, say so as an error */
+        emit_error(x, "timeout", "the engine produced no token within the stall watchdog's limit after %u token(s): %s",
+                   x->completion_tokens, err[0] ? err : "generation stopped");
+        goto out;
+    }
+    emit(x, json_pack("{s:s, s:s, s:{s:i, s:i, s:i}}", "type", "done", "finish_reason", finish, "usage", "prompt_tokens",
+                      (int)n_ids, "completion_tokens", (int)x->completion_tokens, "reasoning_tokens",
+                      (int)x->reasoning_tokens), 1);
 out:
     if (ids != x->p.prompt_ids) free(ids);
 }
