@@ -34,6 +34,7 @@ typedef struct {
     const char *src; size_t len;
     const jinja_parse_opts *o;
     jtok *toks; size_t ntok, cap;
+    size_t line_off; int line_no;   /* incremental line count for token positions */
     size_t p;                  /* parser cursor */
     int depth;
     int status;
@@ -60,16 +61,19 @@ static bool perr_at(jparser *P, size_t off, const char *fmt, ...) {
 }
 
 static jtok *tok_push(jparser *P, int type, size_t off) {
-    if (P->ntok == P->cap) {
-        size_t cap = P->cap ? P->cap * 2 : 256;
-        jtok *t = jarena_alloc(P->ar, cap * sizeof *t);
+    if (P->ntok == P->cap) {   /* the token array is scratch: malloc'd, freed when parsing ends */
+        size_t cap = P->cap ? P->cap * 2 : 1024;
+        jtok *t = realloc(P->toks, cap * sizeof *t);
         if (!t) { perr_at(P, off, "out of memory"); return NULL; }
-        if (P->ntok) memcpy(t, P->toks, P->ntok * sizeof *t);
         P->toks = t; P->cap = cap;
     }
     jtok *t = &P->toks[P->ntok++];
     memset(t, 0, sizeof *t);
     t->type = type; t->off = off;
+    /* tokens come in source order: count newlines since the previous one only */
+    if (off < P->line_off) { P->line_off = 0; P->line_no = 1; }
+    for (; P->line_off < off && P->line_off < P->len; P->line_off++) if (P->src[P->line_off] == '\n') P->line_no++;
+    t->line = P->line_no;
     return t;
 }
 
@@ -354,7 +358,9 @@ static jtok *cur(jparser *P) { return &P->toks[P->p]; }
 static jtok *peek(jparser *P, size_t k) { size_t q = P->p + k; return &P->toks[q < P->ntok ? q : P->ntok - 1]; }
 static void adv(jparser *P) { if (P->p + 1 < P->ntok) P->p++; }
 static bool tok_is(const jtok *t, int type, const char *s) {
-    return t->type == type && (!s || (t->n == strlen(s) && memcmp(t->s, s, t->n) == 0));
+    if (t->type != type) return false;
+    if (!s) return true;
+    return t->n && t->s[0] == s[0] && t->n == strlen(s) && memcmp(t->s, s, t->n) == 0;
 }
 static bool is_op(jparser *P, const char *s) { return tok_is(cur(P), T_OP, s); }
 static bool is_name(jparser *P, const char *s) { return tok_is(cur(P), T_NAME, s); }
@@ -377,17 +383,11 @@ static bool expect_op(jparser *P, const char *s) {
     return perr_at(P, cur(P)->off, "expected '%s', got %s", s, tok_desc(cur(P), b, sizeof b));
 }
 
-static int line_of(jparser *P, size_t off) {
-    int line = 1;
-    for (size_t i = 0; i < off && i < P->len; i++) if (P->src[i] == '\n') line++;
-    return line;
-}
-
 static jnode *mk(jparser *P, int kind, const jtok *t) {
     jnode *n = jarena_alloc(P->ar, sizeof *n);
     if (!n) { perr_at(P, t ? t->off : 0, "out of memory"); return NULL; }
     n->kind = (uint16_t)kind;
-    n->line = t ? line_of(P, t->off) : 0;
+    n->line = t ? t->line : 0;
     return n;
 }
 
@@ -1144,12 +1144,13 @@ jinja_template *jinja_parse(const char *src, size_t len, const jinja_parse_opts 
         return NULL;
     }
     jarena_init(&t->arena, 0);
-    jparser P = { .ar = &t->arena, .o = &o, .err = err, .err_size = err_size };
+    jparser P = { .ar = &t->arena, .o = &o, .err = err, .err_size = err_size, .line_no = 1 };
     bool ok = normalize_source(&P, src ? src : "", len) && lex(&P);
     if (ok) {
         t->root = parse_body(&P, NULL, NULL);
         ok = t->root && !P.status;
     }
+    free(P.toks);
     if (!ok) {
         if (status) *status = P.status ? P.status : JINJA_ENOMEM;
         if (pos) *pos = P.pos;
