@@ -23,4 +23,10 @@ typedef llmr_engine_status (*gptoss_cuda_debug_eval_fn)(llmr_engine_session *s, 
                                                         float *logits, float *hidden, float *router_logits,
                                                         const int32_t *force_topk, char *err, size_t err_size);
 
+/* Device-to-device copy bandwidth of device `device` in GB/s (bytes read + bytes written per second), the
+ * median of `reps` timed copies of `bytes` bytes: the roofline for the decode benchmark. */
+#define GPTOSS_CUDA_COPY_BW_SYMBOL "gptoss_cuda_copy_bandwidth"
+typedef llmr_engine_status (*gptoss_cuda_copy_bandwidth_fn)(int device, uint64_t bytes, int reps, double *gbps,
+                                                            char *err, size_t err_size);
+
 #endif

@@ -1,5 +1,9 @@
 /* engine.cu — the llmr engine ABI (llmr_engine.h) on top of model.h. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <cuda_runtime.h>
 
 #include "engines/gptoss_cuda/debug_api.h"
 #include "engines/gptoss_cuda/model.h"
@@ -121,4 +125,44 @@ extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_debug_eval(llmr_eng
                                                                        char *err, size_t es) {
     if (!s) return bad_args(err, es, "debug_eval: session required");
     return gptoss_session_eval_debug(S(s), tokens, n, logits, hidden, router_logits, force_topk, err, es);
+}
+
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_copy_bandwidth(int device, uint64_t bytes, int reps,
+                                                                           double *gbps, char *err, size_t es) {
+    if (!gbps || reps < 1 || reps > 1000 || bytes < 1024) return bad_args(err, es, "copy_bandwidth: bad arguments");
+    void *a = NULL, *b = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float *ms = (float *)calloc((size_t)reps, sizeof(float));
+    llmr_engine_status st = LLMR_ENGINE_OK;
+    if (!ms) return LLMR_ENGINE_OOM_RAM;
+    if (cudaSetDevice(device) != cudaSuccess || cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess || cudaMemset(a, 1, bytes) != cudaSuccess) {
+        snprintf(err, es, "copy_bandwidth: %s", cudaGetErrorString(cudaGetLastError()));
+        st = LLMR_ENGINE_OOM_VRAM;
+    }
+    for (int i = -2; st == LLMR_ENGINE_OK && i < reps; i++) { /* two warm-up copies */
+        float t = 0;
+        if (cudaEventRecord(e0) != cudaSuccess || cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice) != cudaSuccess ||
+            cudaEventRecord(e1) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
+            cudaEventElapsedTime(&t, e0, e1) != cudaSuccess) {
+            snprintf(err, es, "copy_bandwidth: %s", cudaGetErrorString(cudaGetLastError()));
+            st = LLMR_ENGINE_INTERNAL;
+        }
+        if (i >= 0) ms[i] = t;
+    }
+    if (st == LLMR_ENGINE_OK) {
+        qsort(ms, (size_t)reps, sizeof *ms, cmp_float);
+        *gbps = 2.0 * (double)bytes / (ms[reps / 2] * 1e-3) / 1e9;
+    }
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaFree(a);
+    cudaFree(b);
+    free(ms);
+    return st;
 }

@@ -1,8 +1,11 @@
 /* linear.cu — fp32 activations times bf16 weights (nn.Linear layout), fp32 accumulation.
  *
- * One tiled kernel serves prefill and decode: a block computes a 64-token x 64-output tile, staging
- * 32-wide K slices of x and W in shared memory (W converted exactly from bf16). Every output element
- * is owned by one thread, which sums k in ascending order: results do not depend on T or tiling. */
+ * Prefill (T > 4): a tiled kernel; a block computes a 64-token x 64-output tile, staging 32-wide K
+ * slices of x and W in shared memory (W converted exactly from bf16); each output element is owned by
+ * one thread, which sums k in ascending order.
+ * Decode (T <= 4): a GEMV; one warp per output row streams the row once with 16-byte loads (8 bf16) and
+ * serves all T tokens from it, then reduces across the warp. The two paths sum in different orders, so
+ * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
 
 #define LIN_BM 64 /* tokens per tile */
@@ -54,9 +57,68 @@ __global__ void __launch_bounds__(256) linear_kernel(const float *x, int ldx, co
     }
 }
 
+#define GEMV_WARPS 8
+
+static __device__ __forceinline__ void bf16x8(uint4 v, float w[8]) {
+    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        w[2 * i] = __uint_as_float(u[i] << 16);
+        w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+}
+
+template <int NT>
+__global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, int ldx, const uint16_t *W,
+                                                               const uint16_t *b, int K, int N, float *y, int ldy,
+                                                               int accumulate) {
+    const int lane = threadIdx.x & 31;
+    const int n = blockIdx.x * GEMV_WARPS + (threadIdx.x >> 5);
+    if (n >= N) return;
+    const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
+    float acc[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++) acc[t] = 0.0f;
+    for (int i = lane; i < K / 8; i += 32) {
+        float w[8];
+        bf16x8(__ldg(w4 + i), w);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+            const float4 *x4 = (const float4 *)(x + (size_t)t * ldx + (size_t)i * 8);
+            const float4 a = x4[0], c = x4[1];
+            acc[t] += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + c.x * w[4] + c.y * w[5] + c.z * w[6] + c.w * w[7];
+        }
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        float v = acc[t];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) {
+            v += b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+            float *dst = y + (size_t)t * ldy + n;
+            *dst = accumulate ? *dst + v : v;
+        }
+    }
+}
+
+/* The GEMV needs 16-byte aligned rows of x and W. */
+static bool gemv_ok(const float *x, int ldx, const uint16_t *W, int T, int K) {
+    return T <= 4 && K % 8 == 0 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)W & 15) == 0;
+}
+
 cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
                           float *y, int ldy, int accumulate, cudaStream_t s) {
     if (T <= 0 || N <= 0) return cudaSuccess;
+    if (gemv_ok(x, ldx, W, T, K)) {
+        const unsigned blocks = (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS);
+        switch (T) {
+        case 1: gemv_kernel<1><<<blocks, GEMV_WARPS * 32, 0, s>>>(x, ldx, W, b, K, N, y, ldy, accumulate); break;
+        case 2: gemv_kernel<2><<<blocks, GEMV_WARPS * 32, 0, s>>>(x, ldx, W, b, K, N, y, ldy, accumulate); break;
+        case 3: gemv_kernel<3><<<blocks, GEMV_WARPS * 32, 0, s>>>(x, ldx, W, b, K, N, y, ldy, accumulate); break;
+        default: gemv_kernel<4><<<blocks, GEMV_WARPS * 32, 0, s>>>(x, ldx, W, b, K, N, y, ldy, accumulate); break;
+        }
+        return cudaGetLastError();
+    }
     dim3 grid((unsigned)((N + LIN_BN - 1) / LIN_BN), (unsigned)((T + LIN_BM - 1) / LIN_BM));
     linear_kernel<<<grid, 256, 0, s>>>(x, ldx, W, b, T, K, N, y, ldy, accumulate);
     return cudaGetLastError();

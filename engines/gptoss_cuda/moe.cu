@@ -161,12 +161,60 @@ __global__ void __launch_bounds__(256) mxfp4_grouped_kernel(const float *x, int 
     }
 }
 
+/* Decode path (few pairs): one warp per (pair, output row); each lane takes whole MXFP4 blocks (16
+ * bytes + scale, one 16-byte load) and the 32 matching activations, then the warp reduces. The expert of
+ * grouped pair p is the one whose [offset, offset + count) holds p. */
+#define MXV_WARPS 8
+__global__ void __launch_bounds__(MXV_WARPS * 32) mxfp4_gemv_kernel(const float *x, int ldx, const int32_t *gather,
+                                                                    const uint8_t *blocks, const uint8_t *scales,
+                                                                    const uint16_t *bias, const int32_t *counts,
+                                                                    const int32_t *offsets, int E, int K, int N,
+                                                                    float *y) {
+    __shared__ float lut[16]; /* divergent lookups: shared memory serves 16 distinct words at once */
+    if (threadIdx.x < 16) lut[threadIdx.x] = c_fp4[threadIdx.x];
+    __syncthreads();
+    const int lane = threadIdx.x & 31;
+    const int n = blockIdx.x * MXV_WARPS + (threadIdx.x >> 5), p = blockIdx.y;
+    if (n >= N) return;
+    int e = 0;
+    while (e < E && !(p >= offsets[e] && p < offsets[e] + counts[e])) e++;
+    if (e == E) return; /* unreachable: every pair belongs to one expert */
+    const int row = gather ? gather[p] : p;
+    const int KB = K / 32;
+    const size_t rb = ((size_t)e * N + n) * KB;
+    const float *xr = x + (size_t)row * ldx;
+    float acc = 0.0f;
+    for (int g = lane; g < KB; g += 32) {
+        const uint4 q = __ldg((const uint4 *)(blocks + (rb + g) * 16));
+        const float sc = ldexpf(1.0f, (int)scales[rb + g] - 127);
+        const uint32_t u[4] = {q.x, q.y, q.z, q.w};
+        const float4 *x4 = (const float4 *)(xr + (size_t)g * 32);
+        float part = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 4; i++) { /* 4 bytes = 8 values = 2 float4 of x */
+            const float4 a = x4[2 * i], c = x4[2 * i + 1];
+            const uint32_t w = u[i];
+            part += a.x * lut[w & 15u] + a.y * lut[(w >> 4) & 15u] + a.z * lut[(w >> 8) & 15u] +
+                    a.w * lut[(w >> 12) & 15u] + c.x * lut[(w >> 16) & 15u] + c.y * lut[(w >> 20) & 15u] +
+                    c.z * lut[(w >> 24) & 15u] + c.w * lut[w >> 28];
+        }
+        acc += part * sc;
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0) y[(size_t)p * N + n] = acc + gptoss_bf16_to_f32(bias[(size_t)e * N + n]);
+}
+
 cudaError_t gptoss_mxfp4_grouped(const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
                                  const uint8_t *scales, const uint16_t *b, const int32_t *counts,
                                  const int32_t *offsets, int E, int max_rows, int K, int N, float *y,
                                  cudaStream_t s) {
     if (max_rows <= 0) return cudaSuccess;
     if (K % 32 != 0 || E <= 0 || E > 65535) return cudaErrorInvalidValue;
+    if (max_rows <= 4 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)blocks & 15) == 0) {
+        dim3 grid((unsigned)((N + MXV_WARPS - 1) / MXV_WARPS), (unsigned)(max_rows * GPTOSS_TOPK));
+        mxfp4_gemv_kernel<<<grid, MXV_WARPS * 32, 0, s>>>(x, ldx, gather, blocks, scales, b, counts, offsets, E, K, N, y);
+        return cudaGetLastError();
+    }
     dim3 grid((unsigned)((N + MX_BN - 1) / MX_BN), (unsigned)((max_rows + MX_BM - 1) / MX_BM), (unsigned)E);
     if (grid.y > 65535) return cudaErrorInvalidValue;
     mxfp4_grouped_kernel<<<grid, 256, 0, s>>>(x, ldx, gather, blocks, scales, b, counts, offsets, K, N, y);

@@ -56,6 +56,7 @@ __global__ void __launch_bounds__(SMP_THREADS) sample_kernel(const float *logits
     int bi = -1;
     for (int i = lo; i < hi; i++) {
         float l = logits[i];
+        if (l != l) l = -INFINITY; /* NaN never wins */
         if (counts && counts[i] > 0) l -= (float)counts[i] * a.frequency_penalty + a.presence_penalty;
         p[i] = l;
         if (bi < 0 || l > best) { best = l; bi = i; }

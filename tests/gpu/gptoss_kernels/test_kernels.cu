@@ -447,7 +447,10 @@ int main(int argc, char **argv) {
     printf("device: %s (cc %d.%d)\n", p.name, p.major, p.minor);
     test_rmsnorm(5, 2880);
     test_rmsnorm(1, 64);
-    test_linear(1, 2880, 517, 1, 0);
+    test_linear(1, 2880, 517, 1, 0); /* GEMV path (T <= 4) */
+    test_linear(4, 4096, 2880, 1, 1);
+    test_linear(2, 2880, 201088 / 64, 0, 0);
+    test_linear(5, 2880, 300, 1, 0);  /* tiled path */
     test_linear(3, 96, 64, 0, 0);
     test_linear(130, 256, 200, 1, 1);
     test_linear(70, 2880, 130, 1, 0);
@@ -462,7 +465,9 @@ int main(int argc, char **argv) {
     test_attention(33, 0, 4, 4, 5, 0.5f);
     test_router(50, 32);
     test_router(9, 8);
-    test_moe(1, 64, 64, 8);
+    test_moe(1, 64, 64, 8);      /* GEMV path (T <= 4) */
+    test_moe(4, 256, 96, 16);
+    test_moe(5, 256, 96, 16);    /* tiled path */
     test_moe(37, 64, 96, 8);
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);

@@ -1,0 +1,152 @@
+/* bench/decode — single-stream (batch 1) decode speed of the gptoss_cuda engine against the memory
+ * roofline of the GPU it runs on.
+ *
+ *   build/bench/decode --model DIR [--engine SO] [--contexts 128,1024,4096] [--tokens 64]
+ *
+ * For each context length c: a fresh session is prefilled with c deterministic random tokens (timed:
+ * prefill tok/s), then `tokens` tokens are generated greedily through the ABI (timed: decode tok/s; it
+ * includes sampling, the per-token callback and host round trips, as served). The roofline divides the
+ * measured device-to-device copy bandwidth (bytes read + written, median of 20 copies of 1 GiB) by the
+ * bytes one decode step must read: the weights it touches (attention, router, 4 experts' MXFP4 blocks,
+ * scales and biases, the embedding row, lm_head) plus the fp32 KV cache it attends over (full layers: c
+ * positions; sliding layers: min(c, window)). Prints a table; exits 0 with "SKIP" when no GPU is usable. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/gptoss/config.h"
+#include "engines/gptoss_cuda/debug_api.h"
+#include "llmr_engine.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int count_cb(void *user, int32_t tok) {
+    (void)tok;
+    (*(int *)user)++;
+    return 0;
+}
+
+/* Bytes one decode step reads at context c (see the header comment). */
+static double step_bytes(const gptoss_config *g, int c) {
+    const double H = g->hidden_size, QD = (double)g->num_heads * g->head_dim, KVD = (double)g->num_kv_heads * g->head_dim;
+    const double I = g->intermediate_size, E = g->num_experts;
+    double layer = (QD * H + 2 * KVD * H + H * QD) * 2 + (QD + 2 * KVD + H + g->num_heads) * 2 /* attention + biases/sinks */
+                   + (E * H + E) * 2                                                       /* router */
+                   + 4.0 * ((2 * I * H + H * I) / 32.0 * 17.0 + (2 * I + H) * 2)           /* 4 experts, MXFP4 */
+                   + 2 * H * 2;                                                            /* norms */
+    double total = layer * g->num_layers + (double)g->vocab_size * H * 2 + H * 2 + H * 2; /* lm_head, embed row, norm */
+    for (int l = 0; l < g->num_layers; l++) {
+        const int seen = g->layer_sliding[l] && c > g->sliding_window ? g->sliding_window : c;
+        total += (double)seen * 2 * KVD * 4; /* fp32 K and V rows */
+    }
+    return total;
+}
+
+static void usage(void) {
+    printf("usage: decode --model DIR [--engine SO] [--contexts 128,1024,4096] [--tokens 64]\n"
+           "Batch-1 decode tok/s of gptoss_cuda vs the copy-bandwidth roofline (see the source header).\n");
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *contexts = "128,1024,4096";
+    char engine[4096] = "";
+    int ntok = 64;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(); return 0; }
+        if (!v) { fprintf(stderr, "decode: %s needs a value\n", a); return 2; }
+        if (!strcmp(a, "--model")) model = v;
+        else if (!strcmp(a, "--engine")) snprintf(engine, sizeof engine, "%s", v);
+        else if (!strcmp(a, "--contexts")) contexts = v;
+        else if (!strcmp(a, "--tokens")) ntok = atoi(v);
+        else { fprintf(stderr, "decode: unknown option %s (see --help)\n", a); return 2; }
+        i++;
+    }
+    if (!model || ntok < 1 || ntok > 100000) { usage(); return 2; }
+    if (!engine[0]) { /* build/bench/decode -> build/engines/gptoss_cuda/libgptoss_cuda.so */
+        char exe[4000];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0) { fprintf(stderr, "decode: cannot read /proc/self/exe\n"); return 2; }
+        exe[n] = 0;
+        for (int k = 0; k < 2; k++) { char *s = strrchr(exe, '/'); if (s) *s = 0; }
+        snprintf(engine, sizeof engine, "%s/engines/gptoss_cuda/libgptoss_cuda.so", exe);
+    }
+    char err[1024];
+    gptoss_config cfg;
+    if (gptoss_config_load(model, &cfg, err, sizeof err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "decode: dlopen %s: %s\n", engine, dlerror()); return 1; }
+    llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
+    gptoss_cuda_copy_bandwidth_fn bw = (gptoss_cuda_copy_bandwidth_fn)dlsym(h, GPTOSS_CUDA_COPY_BW_SYMBOL);
+    const llmr_engine_api *api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
+    if (!api || !bw) { fprintf(stderr, "decode: %s is not the gptoss_cuda engine\n", engine); return 1; }
+
+    int cs[16], nc = 0, maxc = 0;
+    for (const char *p = contexts; *p && nc < 16;) {
+        cs[nc] = atoi(p);
+        if (cs[nc] < 1) { fprintf(stderr, "decode: bad --contexts %s\n", contexts); return 2; }
+        if (cs[nc] > maxc) maxc = cs[nc];
+        nc++;
+        p = strchr(p, ',');
+        if (!p) break;
+        p++;
+    }
+    llmr_model_descriptor d = {sizeof d, "bench", "safetensors", "gptoss", "GptOssForCausalLM", model, NULL};
+    llmr_load_params lp = {sizeof lp, 0, 0, (uint32_t)(maxc + ntok + 8), 1, NULL};
+    llmr_engine_model *m = NULL;
+    const double tl = now_s();
+    llmr_engine_status st = api->load(&d, &lp, &m, err, sizeof err);
+    if (st == LLMR_ENGINE_UNSUPPORTED) { printf("SKIP decode: %s\n", err); return 0; }
+    if (st != LLMR_ENGINE_OK) { fprintf(stderr, "decode: load: %s: %s\n", llmr_engine_status_name(st), err); return 1; }
+    const double load_s = now_s() - tl;
+    double gbps = 0;
+    st = bw(0, (uint64_t)1 << 30, 20, &gbps, err, sizeof err);
+    if (st != LLMR_ENGINE_OK) { fprintf(stderr, "decode: copy bandwidth: %s\n", err); return 1; }
+    printf("model %s: %d layers, hidden %d, vocab %d; load %.1f s; copy bandwidth %.0f GB/s (read + write)\n", model,
+           cfg.num_layers, cfg.hidden_size, cfg.vocab_size, load_s, gbps);
+    printf("%8s %12s %12s %10s %12s %14s %10s\n", "context", "prefill t/s", "decode t/s", "ms/token", "GB/token",
+           "roofline t/s", "% roofline");
+    int32_t *prompt = malloc((size_t)maxc * sizeof(int32_t));
+    if (!prompt) return 1;
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < maxc; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; prompt[i] = (int32_t)(x % 199998); }
+    int rc = 0;
+    for (int k = 0; k < nc; k++) {
+        llmr_session_params sp = {sizeof sp, 0};
+        llmr_engine_session *s = NULL;
+        if (api->session_create(m, &sp, &s, err, sizeof err) != LLMR_ENGINE_OK) { fprintf(stderr, "decode: %s\n", err); rc = 1; break; }
+        llmr_generate_request r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        r.sampling.struct_size = sizeof r.sampling;
+        r.tokens = prompt;
+        r.n_tokens = (size_t)cs[k];
+        llmr_generate_result res;
+        memset(&res, 0, sizeof res);
+        res.struct_size = sizeof res;
+        int n = 0;
+        const double t0 = now_s();
+        st = api->generate(s, &r, count_cb, &n, &res, err, sizeof err);
+        const double t1 = now_s();
+        r.tokens = NULL;
+        r.n_tokens = 0;
+        r.max_tokens = (uint32_t)ntok;
+        if (st == LLMR_ENGINE_OK) st = api->generate(s, &r, count_cb, &n, &res, err, sizeof err);
+        const double t2 = now_s();
+        api->session_destroy(s);
+        if (st != LLMR_ENGINE_OK) { fprintf(stderr, "decode: generate: %s\n", err); rc = 1; break; }
+        const double tps = n / (t2 - t1), bytes = step_bytes(&cfg, cs[k] + ntok / 2), roof = gbps * 1e9 / bytes;
+        printf("%8d %12.0f %12.1f %10.2f %12.3f %14.0f %9.1f%%\n", cs[k], cs[k] / (t1 - t0), tps, 1e3 / tps, bytes / 1e9,
+               roof, 100.0 * tps / roof);
+    }
+    free(prompt);
+    api->unload(m);
+    return rc;
+}
