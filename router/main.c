@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/options.h"
+#include "router/node_join.h"
 #include "router/router.h"
 #include "router/template_check.h"
 
@@ -68,6 +69,8 @@ static int run(router_ctx *ctx, const char *port_file) {
         log_error("%s", err);
         return 1;
     }
+    if (!(ctx->join = router_join_create(c->node_join_key, err, sizeof err))) { log_error("%s", err); return 1; }
+    if (!router_join_required(ctx->join)) log_warn("no --node-join-key: any host that reaches this router can register a node");
     if (c->insecure_no_auth) log_warn("--insecure-no-auth: requests without a key are admitted (tests and demos only)");
     if (c->allow_cpu_nodes) log_warn("--allow-cpu-nodes: nodes without a GPU may join (tests and demos only)");
     const char *sm = c->supported_models ? c->supported_models : default_supported_models();
@@ -84,7 +87,7 @@ static int run(router_ctx *ctx, const char *port_file) {
     llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
     if (!(ctx->http = llmr_http_server_create(ctx->loop, &ho, err, sizeof err))) { log_error("--listen: %s", err); return 1; }
     if (router_auth_routes(ctx->auth, ctx->http) || router_models_init(ctx, err, sizeof err) ||
-        router_nodes_init(ctx, err, sizeof err)) {
+        router_nodes_init(ctx, err, sizeof err) || router_dashboard_init(ctx, err, sizeof err)) {
         log_error("%s", err);
         return 1;
     }
@@ -131,6 +134,8 @@ int main(int argc, char **argv) {
          &c->sync_interval_s},
         {"max-registrations", "LLMR_MAX_REGISTRATIONS", LLMR_OPT_INT, "8", "registrations validated at once (more get 429)",
          &c->max_registrations},
+        {"node-join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
+         "key nodes must send to join (at least 16 characters; default: anyone may join)", &c->node_join_key},
         {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},
@@ -168,6 +173,7 @@ int main(int argc, char **argv) {
     router_hub_destroy(ctx->hub);
     router_artifacts_destroy(ctx->artifacts);
     router_auth_destroy(ctx->auth);
+    router_join_destroy(ctx->join);
     router_db_close(ctx->db);
     curl_global_cleanup();
     return rc;

@@ -11,6 +11,8 @@
  *   registry.h    stored model records; api_models.c serves /v0/models* and /v1/models
  *   nodes.h       the live node table (heartbeats, per-model states, least-outstanding pick);
  *                 api_nodes.c serves /v0/nodes, /v0/health and pushes /v0/sync to nodes
+ *   node_join.h   who may POST /v0/nodes (--node-join-key)
+ *   dashboard.c   GET /dashboard: the operator's web page over the /v0 APIs (router/dashboard/)
  * Each module's init below adds its routes to ctx->http. */
 #ifndef ROUTER_ROUTER_H
 #define ROUTER_ROUTER_H
@@ -26,6 +28,7 @@
 #include "router/validate.h"
 
 typedef struct router_nodes router_nodes;
+typedef struct router_join router_join;
 
 /* Settings from flags / environment (see router/main.c --help). Strings are borrowed. */
 typedef struct router_config {
@@ -42,6 +45,7 @@ typedef struct router_config {
     int heartbeat_timeout_s;   /* a node silent this long is offline (default 3 intervals) */
     int sync_interval_s;       /* how often nodes poll on their own */
     int max_registrations;     /* registrations validated at once; more get 429 */
+    const char *node_join_key; /* --node-join-key: required by POST /v0/nodes when set (node_join.h) */
 } router_config;
 
 typedef struct router_ctx {
@@ -53,6 +57,7 @@ typedef struct router_ctx {
     router_artifacts *artifacts;
     router_hub *hub;
     router_nodes *nodes;
+    router_join *join;                       /* who may POST /v0/nodes (router/node_join.h) */
     router_template_check_fn check_template; /* NULL: templates are not parse-checked */
 
     /* Worker threads in flight (registrations, sync pushes); shutdown waits for zero. */
@@ -67,6 +72,8 @@ int router_models_init(router_ctx *ctx, char *err, size_t err_size);
 /* Creates ctx->nodes from the database, adds /v0/nodes and /v0/health, and starts the heartbeat
  * watchdog timer. 0, or -1 with the cause in err. */
 int router_nodes_init(router_ctx *ctx, char *err, size_t err_size);
+/* Adds GET /dashboard, the operator's web page (router/dashboard.c). 0, or -1 with the cause in err. */
+int router_dashboard_init(router_ctx *ctx, char *err, size_t err_size);
 /* Stops the watchdog and frees ctx->nodes (after the loop stopped). */
 void router_nodes_fini(router_ctx *ctx);
 
