@@ -4,9 +4,13 @@
 # llmr-node --gpu none downloads and loads it. Always checked: page.c is what index.html gives; the
 # page is served as text/html with its security headers and holds the hooks the page script needs
 # and nothing loaded from elsewhere; the /v0 answers the page reads carry what it shows.
-# With LLMR_DASHBOARD_BROWSER=1 (Debian's chromium is installed when missing): headless chromium
-# loads the page with the admin key, lets it fetch, and the DOM must show the node online and the
-# model ready on it; a screenshot is written (LLMR_DASHBOARD_SCREENSHOT=PATH keeps it).
+# With LLMR_DASHBOARD_BROWSER=1 (Debian's chromium is installed when missing), headless chromium is
+# driven over the DevTools protocol (e2e/lib/dashboard_cdp.js, node's built-in WebSocket) as an
+# operator would: a wrong key is refused with the router's message; the admin key typed into the form
+# shows the real node online and the model ready on it, beside a simulated GPU node (memory bar) that
+# is downloading it (progress bar); an unknown repo in the register form shows the router's message
+# verbatim; a real repo registers, and its Delete button (confirm accepted) removes it; Sign out
+# forgets the key. A screenshot is taken (LLMR_DASHBOARD_SCREENSHOT=PATH keeps it).
 . "$(dirname "$0")/node_lib.sh"
 need_bins
 cd "$ROOT"
@@ -17,10 +21,13 @@ ok "page.c matches index.html"
 
 setup_engines
 make_model
+. e2e/lib/hub.sh
+. e2e/lib/router.sh
+router_make_repo "$T/hub" test/alpha single   # registered and deleted from the page
 start_hub
 : >"$T/router.log"
 "$BIN/llmr-router" --listen 127.0.0.1:0 --data-dir "$T/router" --hub-endpoint "http://127.0.0.1:$HUB_PORT" \
-  --admin-key "$ADMIN" --allow-cpu-nodes --heartbeat-interval 1 >>"$T/router.log" 2>&1 &
+  --admin-key "$ADMIN" --allow-cpu-nodes --heartbeat-interval 1 --heartbeat-timeout 120 >>"$T/router.log" 2>&1 &
 ROUTER_PID=$!; PIDS+=($ROUTER_PID)
 wait_for 30 router_listening || fail "llmr-router did not start"
 ROUTER="http://127.0.0.1:$(router_port_from_log)"
@@ -68,10 +75,13 @@ ok "an unknown repo answers 404 repo_not_found with a message (what the form sho
 
 # --- in a browser ----------------------------------------------------------------------------------
 if [ "${LLMR_DASHBOARD_BROWSER:-0}" != 1 ]; then
-  echo "note: browser part skipped: set LLMR_DASHBOARD_BROWSER=1 to load the page in headless chromium"
+  echo "note: browser part skipped: set LLMR_DASHBOARD_BROWSER=1 to drive the page in headless chromium"
   echo "all dashboard checks passed (without a browser)"
   exit 0
 fi
+command -v node >/dev/null || skip "LLMR_DASHBOARD_BROWSER=1 needs node (20+) to drive chromium"
+node --experimental-websocket -e 'process.exit(typeof WebSocket === "function" ? 0 : 1)' 2>/dev/null ||
+  skip "this node has no built-in WebSocket (node 20.10+ needed) to drive chromium"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROMIUM" ]; then
   echo "installing Debian's chromium (LLMR_DASHBOARD_BROWSER=1)"
@@ -82,30 +92,54 @@ if [ -z "$CHROMIUM" ]; then
     fail "cannot install chromium: $(tail -3 "$T/apt.log")"
   CHROMIUM=$(command -v chromium) || fail "chromium not found after installing it"
 fi
-# Flags known to work on these machines: no sandbox as root, no GPU, no background networking.
-chrome() {
-  rm -rf "$T/chrome-profile"
-  timeout 90 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-    --disable-background-networking --disable-component-update --disable-sync --disable-dev-shm-usage \
-    --user-data-dir="$T/chrome-profile" --window-size=1280,900 --virtual-time-budget=6000 "$@" 2>>"$T/chrome.log"
-}
-# The key travels in the fragment (#key=...), which the page moves to sessionStorage and erases.
-URL="$ROUTER/dashboard#key=$ADMIN"
-chrome --dump-dom "$URL" >"$T/dom.html" || fail "chromium --dump-dom failed: $(tail -5 "$T/chrome.log")"
-grep -q "<tr data-node-id=\"$NODE_ID\" class=\"node-online\"" "$T/dom.html" || fail "the DOM does not show node $NODE_ID online"
-ok "the DOM shows the node online"
-grep -qF "data-model-id=\"$REPO\" data-ready=\"true\"" "$T/dom.html" || fail "the DOM does not show $REPO ready"
-grep -q "data-node-id=\"$NODE_ID\" data-state=\"ready\"" "$T/dom.html" || fail "the DOM does not show $REPO ready on the node"
-ok "the DOM shows the model ready, and ready on the node"
-grep -q '<section id="login" hidden' "$T/dom.html" || fail "the key form is still shown"
-grep -q 'updated ' "$T/dom.html" || fail "the status line does not say when it refreshed"
-ok "signed in with the key; the status line shows the refresh"
-chrome --dump-dom "$ROUTER/dashboard#key=not-the-admin-key-000000" >"$T/dom-bad.html" || fail "chromium failed"
-grep -q '<div id="app" hidden' "$T/dom-bad.html" && grep -q 'invalid_api_key' "$T/dom-bad.html" ||
-  fail "a wrong key does not bring the key form back with the router's message"
-ok "a wrong key: back to the key form, with the router's message"
+
+# A simulated GPU node beside the real one: an H100 with 30 GiB in use, downloading the model (42 %).
+GPU_NODE='{"machine_name":"gpu-box-1","address":"127.0.0.1","port":9,"version":"0.1","max_concurrency":8,"gpus":[{"index":0,"name":"NVIDIA H100 80GB HBM3","memory_total_bytes":85899345920,"compute_capability":"9.0"}],"engines":[{"id":"gptoss_cuda","version":"0.1.0","runtimes":["gptoss"],"formats":["safetensors"],"gpu_backends":["cuda"]}]}'
+curl -s -o "$T/gpu.json" -X POST -H 'Content-Type: application/json' -d "$GPU_NODE" "$ROUTER/v0/nodes"
+GPU_ID=$(jq -r .node_id "$T/gpu.json"); GPU_TOK=$(jq -r .node_token "$T/gpu.json")
+[ -n "$GPU_ID" ] && [ "$GPU_ID" != null ] || fail "the simulated GPU node could not register: $(cat "$T/gpu.json")"
+HB="{\"node_id\":\"$GPU_ID\",\"gpus\":[{\"index\":0,\"memory_total_bytes\":85899345920,\"memory_free_bytes\":53687091200,\"utilization_percent\":35}],\"active_requests\":3,\"models\":[{\"id\":\"$REPO\",\"state\":\"downloading\",\"progress\":{\"bytes_done\":21995000,\"bytes_total\":52367104,\"percent\":42.0,\"bytes_per_second\":104857600,\"eta_seconds\":0.3,\"file\":\"model-00003-of-00005.safetensors\"}}]}"
+st=$(curl -s -o "$T/hb.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $GPU_TOK" -H 'Content-Type: application/json' \
+  -d "$HB" "$ROUTER/v0/health")
+[ "$st" = 200 ] || fail "heartbeat of the simulated GPU node: $st $(cat "$T/hb.json")"
+
+node --experimental-websocket e2e/lib/dashboard_cdp.js "$CHROMIUM" "$ROUTER/dashboard" "$ADMIN" "$T" test/alpha \
+  >"$T/cdp.json" 2>"$T/cdp.err"
+rc=$?
+[ $rc = 0 ] || fail "driving chromium failed (rc $rc): $(head -c 1500 "$T/cdp.json") $(tail -5 "$T/cdp.err")"
+R="$T/cdp.json"
+jq -e '.login_form_shown == true' "$R" >/dev/null || fail "the key form is not shown first"
+jq -e '(.wrong_key_message | test("invalid_api_key")) and .wrong_key_forgotten' "$R" >/dev/null ||
+  fail "a wrong key: $(jq -c '{wrong_key_message, wrong_key_forgotten}' "$R")"
+ok "a wrong key is refused with the router's message and forgotten"
+jq -e --arg id "$NODE_ID" '.nodes_shown | map(select(.id == $id and .online and (.text | test("gptoss_ref")))) | length == 1' "$R" >/dev/null ||
+  fail "the real node is not shown online with its engine: $(jq -c .nodes_shown "$R")"
+ok "the key typed into the form shows the real node online, with its engine"
+jq -e --arg id "$GPU_ID" '.nodes_shown | map(select(.id == $id and .online and (.text | test("H100")) and (.text | test("30.0 GiB / 80.0 GiB")))) | length == 1' "$R" >/dev/null ||
+  fail "the GPU node is not shown with its GPU memory: $(jq -c .nodes_shown "$R")"
+ok "the GPU node shows its GPU and memory in use (30.0 GiB / 80.0 GiB)"
+jq -e --arg repo "$REPO" --arg n "$NODE_ID" --arg g "$GPU_ID" '.models_shown | map(select(.id == $repo and .ready
+    and (.states | map(select(.node == $n and .state == "ready")) | length == 1)
+    and (.states | map(select(.node == $g and .state == "downloading" and .bar == "42")) | length == 1))) | length == 1' "$R" >/dev/null ||
+  fail "the model row is not right: $(jq -c .models_shown "$R")"
+ok "the model is ready, ready on the real node, downloading with a 42 % bar on the GPU node"
+jq -e '.key_input_cleared and (.status_line | test("updated .* every 5 s"))' "$R" >/dev/null || fail "key input / status line: $(jq -c '{key_input_cleared, status_line}' "$R")"
+ok "the key field is cleared; the status line says when it refreshed"
+MSG=$(jq -r .error.message "$T/bad.json")
+jq -e --arg m "$MSG" '.register_error | startswith($m) and test("repo_not_found, HTTP 404")' "$R" >/dev/null ||
+  fail "the register form does not show the router's message verbatim: $(jq -c .register_error "$R") vs $MSG"
+ok "an unknown repo: the form shows the router's message verbatim, with its code"
+jq -e '(.register_ok | test("Registered test/alpha at [0-9a-f]{40}")) and .new_row' "$R" >/dev/null ||
+  fail "registering test/alpha from the form: $(jq -c '{register_ok, new_row}' "$R")"
+ok "registering a real repo from the form: success message with the commit, and its row"
+jq -e '.deleted_row_gone and (.confirm_dialogs | length == 1 and (.[0] | test("test/alpha")))' "$R" >/dev/null ||
+  fail "delete: $(jq -c '{deleted_row_gone, confirm_dialogs}' "$R")"
+st=$(adm -o /dev/null -w '%{http_code}' "$ROUTER/v0/models/test/alpha"); [ "$st" = 404 ] || fail "test/alpha still registered after Delete ($st)"
+ok "Delete asks to confirm, and the model is gone from the page and the router"
+jq -e '.signed_out' "$R" >/dev/null || fail "Sign out does not forget the key"
+ok "Sign out forgets the key"
 SHOT="${LLMR_DASHBOARD_SCREENSHOT:-$T/dashboard.png}"
-chrome --screenshot="$SHOT" "$URL" >/dev/null || fail "chromium --screenshot failed: $(tail -5 "$T/chrome.log")"
-[ -s "$SHOT" ] || fail "no screenshot written"
+[ -s "$T/dashboard.png" ] || fail "no screenshot written"
+[ "$SHOT" = "$T/dashboard.png" ] || cp "$T/dashboard.png" "$SHOT"
 ok "screenshot: $SHOT ($(stat -c %s "$SHOT") bytes)"
 echo "all dashboard checks passed (with chromium)"
