@@ -3,7 +3,10 @@
  * One warp per (query, head). Each lane walks keys lane, lane+32, ... keeping its own online softmax
  * (running max m, sum l, weighted value sum acc[64]); the lanes are then merged together with the sink,
  * which joins the denominator as exp(sink - m) and has no value vector. Math matches
- * softmax([scores, sink]) with the sink column dropped. */
+ * softmax([scores, sink]) with the sink column dropped.
+ * Decode (few queries): one block of ATT_SPLIT warps per (query, head) splits the keys among its warps
+ * (so a long context is read by 8x more threads); the warps' partial softmax states are merged through
+ * shared memory with the same rule. */
 #include "engines/gptoss_cuda/kernels.h"
 
 #define ATT_WARPS 4
@@ -75,11 +78,93 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
     o[lane + 32] = mine1 / L;
 }
 
+#define ATT_SPLIT 8
+
+__global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const float *q, const float *kc,
+                                                                         const float *vc, const uint16_t *sinks,
+                                                                         int pos0, int n_heads, int n_kv, int window,
+                                                                         float *out) {
+    const int D = GPTOSS_HEAD_DIM;
+    __shared__ float sm[ATT_SPLIT], sl[ATT_SPLIT], sacc[ATT_SPLIT][GPTOSS_HEAD_DIM];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int h = blockIdx.x % n_heads, t = blockIdx.x / n_heads;
+    const int kvh = h / (n_heads / n_kv);
+    const int pos = pos0 + t;
+    const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    float qv[GPTOSS_HEAD_DIM];
+    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
+#pragma unroll
+    for (int i = 0; i < D / 4; i++) {
+        float4 v = q4[i];
+        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
+    }
+    float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
+#pragma unroll
+    for (int d = 0; d < D; d++) acc[d] = 0.0f;
+    const size_t row = (size_t)n_kv * D;
+    for (int j = lo + warp * 32 + lane; j <= pos; j += ATT_SPLIT * 32) {
+        const float4 *k4 = (const float4 *)(kc + (size_t)j * row + (size_t)kvh * D);
+        float sc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 kv = k4[i];
+            sc = fmaf(qv[4 * i], kv.x, sc); sc = fmaf(qv[4 * i + 1], kv.y, sc);
+            sc = fmaf(qv[4 * i + 2], kv.z, sc); sc = fmaf(qv[4 * i + 3], kv.w, sc);
+        }
+        sc *= 0.125f;
+        const float mn = fmaxf(m, sc);
+        const float f = expf(m - mn), p = expf(sc - mn);
+        l = l * f + p;
+        const float4 *v4 = (const float4 *)(vc + (size_t)j * row + (size_t)kvh * D);
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 vv = v4[i];
+            acc[4 * i] = acc[4 * i] * f + p * vv.x; acc[4 * i + 1] = acc[4 * i + 1] * f + p * vv.y;
+            acc[4 * i + 2] = acc[4 * i + 2] * f + p * vv.z; acc[4 * i + 3] = acc[4 * i + 3] * f + p * vv.w;
+        }
+        m = mn;
+    }
+    /* Warp state: common max of the lanes (no sink yet), rescaled sums. */
+    float M = m;
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    const float f = m == -INFINITY ? 0.0f : expf(m - M);
+    float L = l * f;
+    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+#pragma unroll
+    for (int d = 0; d < D; d++) {
+        float v = acc[d] * f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == (d & 31)) sacc[warp][d] = v;
+    }
+    if (lane == 0) { sm[warp] = M; sl[warp] = L; }
+    __syncthreads();
+    if (warp != 0) return;
+    /* Block merge with the sink (warp 0): lanes own dims lane and lane + 32. */
+    const float sink = gptoss_bf16_to_f32(sinks[h]);
+    float G = sink;
+    for (int w = 0; w < ATT_SPLIT; w++) G = fmaxf(G, sm[w]);
+    float den = expf(sink - G), o0 = 0.0f, o1 = 0.0f;
+    for (int w = 0; w < ATT_SPLIT; w++) {
+        const float fw = sm[w] == -INFINITY ? 0.0f : expf(sm[w] - G);
+        den += sl[w] * fw;
+        o0 += sacc[w][lane] * fw;
+        o1 += sacc[w][lane + 32] * fw;
+    }
+    float *o = out + (size_t)t * n_heads * D + (size_t)h * D;
+    o[lane] = o0 / den;
+    o[lane + 32] = o1 / den;
+}
+
 cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
                              int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
     const long warps = (long)T * n_heads;
     if (warps <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads % n_kv != 0) return cudaErrorInvalidValue;
+    if (warps <= 512) { /* decode: too few (query, head) pairs to fill the GPU with one warp each */
+        attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, pos0, n_heads, n_kv, window,
+                                                                          out);
+        return cudaGetLastError();
+    }
     attention_kernel<<<(unsigned)((warps + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * 32, 0, s>>>(
         q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
     return cudaGetLastError();

@@ -436,15 +436,14 @@ fail:
 const gptoss_config *gptoss_model_config(const gptoss_model *m) { return &m->cfg; }
 uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context; }
 
+/* Lock-free: a heartbeat must not wait for a generate that holds the model's mutex for minutes. */
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
-    pthread_mutex_lock(&m->mu);
-    out->vram_bytes = m->arena_bytes + m->work_bytes + m->session_bytes;
+    out->vram_bytes = m->arena_bytes + m->work_bytes + __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
     out->ram_bytes = sizeof *m;
-    out->active_sessions = m->active_sessions;
-    out->tokens_generated = m->tokens_generated;
+    out->active_sessions = __atomic_load_n(&m->active_sessions, __ATOMIC_RELAXED);
+    out->tokens_generated = __atomic_load_n(&m->tokens_generated, __ATOMIC_RELAXED);
     out->vocab_size = (uint32_t)m->cfg.vocab_size;
     out->max_context = m->max_context;
-    pthread_mutex_unlock(&m->mu);
 }
 
 /* ---------------------------------------------------------------- sessions */
@@ -461,16 +460,15 @@ llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gpt
     const gptoss_config *c = &m->cfg;
     const uint64_t kv = (uint64_t)c->num_layers * 2 * s->max_ctx * c->num_kv_heads * c->head_dim * sizeof(float);
     s->bytes = session_bytes_for(c, s->max_ctx);
-    pthread_mutex_lock(&m->mu);
+    /* No model lock here: allocating does not touch the buffers a concurrent generate uses. */
     cudaSetDevice(m->device);
     cudaError_t e = cudaMalloc((void **)&s->kv, kv);
     if (e == cudaSuccess) e = cudaMalloc((void **)&s->logits, (size_t)c->vocab_size * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc((void **)&s->counts, (size_t)c->vocab_size * sizeof(int32_t));
     if (e == cudaSuccess) {
-        m->session_bytes += s->bytes;
-        m->active_sessions++;
+        __atomic_add_fetch(&m->session_bytes, s->bytes, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&m->active_sessions, 1u, __ATOMIC_RELAXED);
     }
-    pthread_mutex_unlock(&m->mu);
     if (e != cudaSuccess) {
         size_t fb = 0, tb = 0;
         cudaGetLastError();
@@ -490,15 +488,13 @@ llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gpt
 void gptoss_session_free(gptoss_session *s) {
     if (!s) return;
     gptoss_model *m = s->m;
-    pthread_mutex_lock(&m->mu);
+    /* No generate runs on s (ABI contract); cudaFree waits for the device, so no lock is needed. */
     cudaSetDevice(m->device);
-    cudaStreamSynchronize(m->stream);
     cudaFree(s->kv);
     cudaFree(s->logits);
     cudaFree(s->counts);
-    m->session_bytes -= s->bytes;
-    m->active_sessions--;
-    pthread_mutex_unlock(&m->mu);
+    __atomic_sub_fetch(&m->session_bytes, s->bytes, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&m->active_sessions, 1u, __ATOMIC_RELAXED);
     free(s);
 }
 
@@ -696,7 +692,7 @@ static llmr_engine_status generate_locked(gptoss_session *s, const llmr_generate
         CUDA_TRY(cudaStreamSynchronize(m->stream), "sampling");
         if (tok < 0 || tok >= V) return fail(LLMR_ENGINE_INTERNAL, err, es, "sampler produced token %d", tok);
         res->n_generated++;
-        m->tokens_generated++;
+        __atomic_add_fetch(&m->tokens_generated, (uint64_t)1, __ATOMIC_RELAXED);
         int stop = 0;
         for (size_t k = 0; k < req->n_stop_ids; k++) stop |= req->stop_ids[k] == tok;
         if (cb && cb(user, tok)) stop = 1;

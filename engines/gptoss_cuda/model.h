@@ -10,7 +10,9 @@
  * RMSNorm -> router -> top-4 -> grouped MXFP4 gate_up -> SwiGLU -> grouped MXFP4 down -> weighted
  * gather (residual); final RMSNorm and lm_head for the rows that need logits.
  *
- * Threading: the engine serializes every call that touches the GPU with the model's mutex. */
+ * Threading: generate and the debug path hold the model's mutex (one forward pass at a time on the
+ * model's stream); session create/destroy only allocate/free the session's own buffers and stats reads
+ * atomics, so neither waits for a running generate. */
 #ifndef GPTOSS_CUDA_MODEL_H
 #define GPTOSS_CUDA_MODEL_H
 

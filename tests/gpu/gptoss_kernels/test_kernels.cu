@@ -457,7 +457,11 @@ int main(int argc, char **argv) {
     test_rope(7, 3, 0);
     test_rope(5, 2, 4093);
     test_rope(3, 8, 70000);
-    test_attention(1, 0, 8, 2, 0, 1.0f);
+    test_attention(1, 0, 8, 2, 0, 1.0f);      /* split (decode) kernel: T * heads <= 512 */
+    test_attention(1, 4999, 64, 8, 0, 1.0f);
+    test_attention(2, 4000, 64, 8, 128, 2.0f);
+    test_attention(4, 3, 64, 8, 0, 1.0f);      /* fewer keys than warps */
+    test_attention(9, 100, 64, 8, 0, 1.0f);    /* per-warp kernel */
     test_attention(40, 200, 8, 2, 0, 1.0f);
     test_attention(40, 200, 8, 2, 128, 1.0f);
     test_attention(17, 300, 64, 8, 128, 3.0f);

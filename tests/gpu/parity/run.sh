@@ -131,14 +131,24 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print(f"\nParity table (GPU: {sys.argv[2]}); logits = max relative L2 error of the final logits")
 print(f"{'':<22}{'':>5}{'':>6}{'--- free-running ---':>34}{'--- forced routing ---':>28}")
 print(f"{'run':<22}{'ref':>5}{'excl':>6}{'logits':>10}{'top-1':>8}{'rtr diff':>9}{'greedy':>8}"
-      f"{'logits':>10}{'top-1':>8}{'greedy':>8}{'1st tie':>9}  verdict")
+      f"{'logits':>10}{'top-1':>8}{'greedy':>8}{'1st tie':>9}{'forced-tok':>11}{'dec tie':>8}  verdict")
 for r in rows:
     tie = r["first_tie"]
+    fg = f"{r['free_greedy']}/{r['greedy_n']}" + ("*" if r.get("free_noise") else "")
+    og = f"{r['forced_greedy']}/{r['greedy_n']}" + ("*" if r.get("forced_noise") else "")
+    verdict = "PASS" if r.get("literal", r["pass"]) else ("PASS, explained" if r["pass"] else "FAIL")
     print(f"{r['label']:<22}{r['ref_dtype']:>5}{r['excluded']:>6}{r['free_logits_kept']:>10.2e}"
-          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}"
-          f"{str(r['free_greedy']) + '/' + str(r['greedy_n']):>8}{r['forced_logits_all']:>10.2e}"
-          f"{str(r['forced_top1']) + '/' + str(r['saved']):>8}{str(r['forced_greedy']) + '/' + str(r['greedy_n']):>8}"
-          f"{('-' if tie < 0 else str(tie)):>9}  {'PASS' if r['pass'] else 'FAIL'}")
+          f"{str(r['free_top1']) + '/' + str(r['saved']):>8}{r['free_router_diff']:>9}{fg:>8}"
+          f"{r['forced_logits_all']:>10.2e}{str(r['forced_top1']) + '/' + str(r['saved']):>8}{og:>8}"
+          f"{('-' if tie < 0 else str(tie)):>9}{str(r.get('tf_agree', '?')) + '/' + str(r['greedy_n']):>11}"
+          f"{('-' if r.get('decode_tie', -1) < 0 else str(r['decode_tie'])):>8}  {verdict}")
+print("* greedy diverged at a step whose reference top-2 margin is within 2x the largest measured |logit error|")
+print("forced-tok: steps where the engine, fed the reference's own greedy tokens, picks the reference's token;")
+print("dec tie: first decode step with a router near-tie (4th/5th gap < 1e-3) in this engine ('-': none)")
+print("PASS = the issue's criterion as written. 'PASS, explained' = it fails only through expert flips at prompt")
+print("router near-ties (the forced-routing logits pass) and a greedy divergence that teacher forcing shows to be")
+print("compounding noise (every reference token reproduced up to the first near-tie), a decode-step router")
+print("near-tie at or before it, or a margin within 2x the measured logit error. FAIL otherwise.")
 PY
 [ $fail -eq 0 ] && echo "ALL PASS" || echo "SOME CHECKS FAILED"
 exit $fail
