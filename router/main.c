@@ -9,9 +9,9 @@
 
 #include "common/log.h"
 #include "common/options.h"
-#include "router/node_join.h"
 #include "router/router.h"
 #include "router/template_check.h"
+#include "router/node_join.h"
 
 static const char *DESCRIPTION =
     "llmr-router: the operator's front door. Registers models from a Hugging Face-compatible hub\n"
@@ -87,11 +87,12 @@ static int run(router_ctx *ctx, const char *port_file) {
     llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
     if (!(ctx->http = llmr_http_server_create(ctx->loop, &ho, err, sizeof err))) { log_error("--listen: %s", err); return 1; }
     if (router_auth_routes(ctx->auth, ctx->http) || router_models_init(ctx, err, sizeof err) ||
-        router_nodes_init(ctx, err, sizeof err) || router_dashboard_init(ctx, err, sizeof err)) {
+        router_nodes_init(ctx, err, sizeof err)) {
         log_error("%s", err);
         return 1;
     }
     llmr_loop_handle_signals(ctx->loop, on_term, NULL, ctx);
+    if (router_dashboard_init(ctx, err, sizeof err)) { log_error("%s", err); return 1; }
     /* The port line is what scripts wait for (and read, with --listen HOST:0). */
     log_info("listening on port %d (data %s, hub %s, schema v%d)", llmr_http_server_port(ctx->http), c->data_dir,
              c->hub_endpoint, router_db_version(ctx->db));
@@ -126,6 +127,8 @@ int main(int argc, char **argv) {
          "accept nodes without a GPU and let them offer CPU engines (tests and demos only)", &c->allow_cpu_nodes},
         {"insecure-no-auth", "LLMR_INSECURE_NO_AUTH", LLMR_OPT_BOOL, "false",
          "admit requests without a key (tests and demos only)", &c->insecure_no_auth},
+        {"node-join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
+         "key nodes must send to join (at least 16 characters; default: anyone may join)", &c->node_join_key},
         {"heartbeat-interval", "LLMR_HEARTBEAT_INTERVAL", LLMR_OPT_INT, "5", "seconds between node heartbeats (told to nodes)",
          &c->heartbeat_interval_s},
         {"heartbeat-timeout", "LLMR_HEARTBEAT_TIMEOUT", LLMR_OPT_INT, "0",
@@ -134,8 +137,6 @@ int main(int argc, char **argv) {
          &c->sync_interval_s},
         {"max-registrations", "LLMR_MAX_REGISTRATIONS", LLMR_OPT_INT, "8", "registrations validated at once (more get 429)",
          &c->max_registrations},
-        {"node-join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
-         "key nodes must send to join (at least 16 characters; default: anyone may join)", &c->node_join_key},
         {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},

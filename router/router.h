@@ -5,14 +5,14 @@
  * post their result back to the loop with llmr_loop_post. Modules, one concern each:
  *   db.h          SQLite registry (WAL, migrations, the kill -9 guarantee)
  *   auth.h        admin key, node tokens, API keys; /v0/api-keys
+ *   node_join.h   who may POST /v0/nodes (--node-join-key)
+ *   dashboard.c   GET /dashboard: the operator's web page over the /v0 APIs (router/dashboard/)
  *   hub.h         what the router needs from a Hugging Face-compatible hub
  *   validate.h    registration checks as pure functions over a hub listing
  *   artifacts.h   supported_models.json + the artifact allowlist
  *   registry.h    stored model records; api_models.c serves /v0/models* and /v1/models
  *   nodes.h       the live node table (heartbeats, per-model states, least-outstanding pick);
  *                 api_nodes.c serves /v0/nodes, /v0/health and pushes /v0/sync to nodes
- *   node_join.h   who may POST /v0/nodes (--node-join-key)
- *   dashboard.c   GET /dashboard: the operator's web page over the /v0 APIs (router/dashboard/)
  * Each module's init below adds its routes to ctx->http. */
 #ifndef ROUTER_ROUTER_H
 #define ROUTER_ROUTER_H
@@ -41,11 +41,11 @@ typedef struct router_config {
     const char *artifact_allowlist;
     int allow_cpu_nodes;
     int insecure_no_auth;
+    const char *node_join_key; /* --node-join-key: required by POST /v0/nodes when set (node_join.h) */
     int heartbeat_interval_s;  /* told to nodes at registration */
     int heartbeat_timeout_s;   /* a node silent this long is offline (default 3 intervals) */
     int sync_interval_s;       /* how often nodes poll on their own */
     int max_registrations;     /* registrations validated at once; more get 429 */
-    const char *node_join_key; /* --node-join-key: required by POST /v0/nodes when set (node_join.h) */
 } router_config;
 
 typedef struct router_ctx {
@@ -54,10 +54,10 @@ typedef struct router_ctx {
     llmr_http_server *http;
     router_db *db;
     router_auth *auth;
+    router_join *join;         /* who may POST /v0/nodes (router/node_join.h) */
     router_artifacts *artifacts;
     router_hub *hub;
     router_nodes *nodes;
-    router_join *join;                       /* who may POST /v0/nodes (router/node_join.h) */
     router_template_check_fn check_template; /* NULL: templates are not parse-checked */
 
     /* Worker threads in flight (registrations, sync pushes); shutdown waits for zero. */
