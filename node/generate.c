@@ -226,6 +226,8 @@ typedef struct gen {
     harmony_parser *hp;
     llmr_stopper stopper;
     uint32_t completion_tokens;
+    uint32_t reasoning_tokens;  /* tokens spent in the analysis channel (usage.reasoning_tokens) */
+    int in_reasoning;           /* the last text the harmony parser gave was reasoning */
     int stopped_by_string;
 } gen;
 
@@ -342,6 +344,12 @@ static int on_token(void *user, int32_t id) {
         harmony_delta d;
         int rc = harmony_push(x->hp, (uint32_t)id, bytes ? bytes : "", bytes ? len : 0, &d);
         if (rc < 0) return 1;
+        /* A token counts as reasoning when it produced reasoning text, or produced nothing yet while
+         * the parser was inside the analysis channel (a character split across tokens). */
+        if (d.kind == HARMONY_DELTA_REASONING) x->in_reasoning = 1;
+        else if (d.kind == HARMONY_DELTA_CONTENT || d.kind == HARMONY_DELTA_TOOL_BEGIN || d.kind == HARMONY_DELTA_TOOL_ARGS)
+            x->in_reasoning = 0;
+        if (x->in_reasoning) x->reasoning_tokens++;
         return emit_harmony(x, &d);
     }
     const char *text;
@@ -481,8 +489,15 @@ static void run(gen *x) {
     if (atomic_load(&x->gone)) finish = "cancelled";
     log_info("generate %s%s%s: %u prompt + %u completion tokens, finish %s", x->p.model, x->p.request_id[0] ? " " : "",
              x->p.request_id, (unsigned)n_ids, x->completion_tokens, finish);
-    emit(x, json_pack("{s:s, s:s, s:{s:i, s:i}}", "type", "done", "finish_reason", finish, "usage", "prompt_tokens",
-                      (int)n_ids, "completion_tokens", (int)x->completion_tokens), 1);
+    if (st == LLMR_ENGINE_TIMEOUT && !atomic_load(&x->gone)) {
+        /* the EngineHost's stall watchdog stopped it: the answer is incomplete, say so as an error */
+        emit_error(x, "timeout", "the engine produced no token within the stall watchdog's limit after %u token(s): %s",
+                   x->completion_tokens, err[0] ? err : "generation stopped");
+        goto out;
+    }
+    emit(x, json_pack("{s:s, s:s, s:{s:i, s:i, s:i}}", "type", "done", "finish_reason", finish, "usage", "prompt_tokens",
+                      (int)n_ids, "completion_tokens", (int)x->completion_tokens, "reasoning_tokens",
+                      (int)x->reasoning_tokens), 1);
 out:
     if (ids != x->p.prompt_ids) free(ids);
 }
@@ -530,8 +545,20 @@ static void h_generate(llmr_http_request *req, void *user) {
                               "POST /v0/generate needs Authorization: Bearer <this node's token>");
         return;
     }
+    /* A full node says so at the HTTP level (429), so the router can try another one. */
+    if (atomic_fetch_add(&n->active_requests, 1) >= n->cfg.max_concurrency) {
+        atomic_fetch_sub(&n->active_requests, 1);
+        llmr_http_add_header(req, "Retry-After", "1");
+        llmr_http_reply_error(req, 429, "rate_limit_error", "busy", NULL, NULL,
+                              "this node serves %d requests at once (--max-concurrency)", n->cfg.max_concurrency);
+        return;
+    }
     gen *x = calloc(1, sizeof *x);
-    if (!x) { llmr_http_reply_error(req, 500, "server_error", NULL, NULL, NULL, "out of memory"); return; }
+    if (!x) {
+        atomic_fetch_sub(&n->active_requests, 1);
+        llmr_http_reply_error(req, 500, "server_error", NULL, NULL, NULL, "out of memory");
+        return;
+    }
     pthread_mutex_init(&x->mu, NULL);
     x->g = g;
     x->req = req;
@@ -542,16 +569,15 @@ static void h_generate(llmr_http_request *req, void *user) {
     json_error_t je;
     json_t *body = json_loadb(btext ? btext : "", blen, 0, &je);
     char err[512];
-    if (!body) { emit_error(x, "invalid_request", "body is not valid JSON: %s (line %d)", je.text, je.line); gen_unref(x); return; }
-    int bad = llmr_gen_params_parse(body, &x->p, err, sizeof err);
-    json_decref(body);
-    if (bad) { emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
-    if (atomic_fetch_add(&n->active_requests, 1) >= n->cfg.max_concurrency) {
+    if (!body) {
         atomic_fetch_sub(&n->active_requests, 1);
-        emit_error(x, "busy", "this node serves %d requests at once (--max-concurrency)", n->cfg.max_concurrency);
+        emit_error(x, "invalid_request", "body is not valid JSON: %s (line %d)", je.text, je.line);
         gen_unref(x);
         return;
     }
+    int bad = llmr_gen_params_parse(body, &x->p, err, sizeof err);
+    json_decref(body);
+    if (bad) { atomic_fetch_sub(&n->active_requests, 1); emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
     llmr_http_on_client_gone(req, on_gone, x);
     pthread_mutex_lock(&g->mu);
     int stopping = g->stopping;

@@ -9,9 +9,10 @@
  *     of a character split across tokens);
  *   exactly one {"type":"done","finish_reason":…,"usage":{…}} or {"type":"error","code","message"}
  *     ends the stream.
- * Only a missing or wrong token is refused at the HTTP level (401, and 503 before registration);
- * every other problem — bad field (code invalid_request), unknown or not-ready model
- * (model_not_found, model_not_ready), node at --max-concurrency (busy), engine statuses (oom_vram,
+ * Refused at the HTTP level: a missing or wrong token (401, and 503 before registration) and a node
+ * already serving --max-concurrency generations (429 code busy, Retry-After: 1, so the router can
+ * pick another node); every other problem — bad field (code invalid_request), unknown or not-ready
+ * model (model_not_found, model_not_ready), engine statuses (oom_vram,
  * timeout, ...) — is an error event.
  *
  * Pipeline, on a thread of its own per request: prompt text is tokenized with the model's

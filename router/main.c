@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/options.h"
+#include "router/api_openai.h"
 #include "router/router.h"
 #include "router/template_check.h"
 #include "router/node_join.h"
@@ -16,7 +17,9 @@
 static const char *DESCRIPTION =
     "llmr-router: the operator's front door. Registers models from a Hugging Face-compatible hub\n"
     "(POST /v0/models/register), keeps them in a SQLite registry (DATA_DIR/router.db), hands nodes\n"
-    "their manifests, tracks nodes by heartbeat, and serves GET /v1/models. See docs/router.md.\n"
+    "their manifests, tracks nodes by heartbeat, and serves the OpenAI-compatible API: GET /v1/models,\n"
+    "POST /v1/chat/completions, POST /v1/completions (balanced over nodes), GET /metrics.\n"
+    "See docs/router.md, docs/api.md and docs/operations.md.\n"
     "Without an admin key it refuses to start, unless --insecure-no-auth is given (tests only).";
 
 static router_ctx g_ctx;
@@ -87,7 +90,7 @@ static int run(router_ctx *ctx, const char *port_file) {
     llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
     if (!(ctx->http = llmr_http_server_create(ctx->loop, &ho, err, sizeof err))) { log_error("--listen: %s", err); return 1; }
     if (router_auth_routes(ctx->auth, ctx->http) || router_models_init(ctx, err, sizeof err) ||
-        router_nodes_init(ctx, err, sizeof err)) {
+        router_nodes_init(ctx, err, sizeof err) || router_openai_init(ctx, err, sizeof err)) {
         log_error("%s", err);
         return 1;
     }
@@ -101,6 +104,7 @@ static int run(router_ctx *ctx, const char *port_file) {
         return 1;
     }
     int rc = llmr_loop_run(ctx->loop);
+    router_openai_fini(ctx);
     log_info("stopped");
     return rc ? 1 : 0;
 }
@@ -137,6 +141,10 @@ int main(int argc, char **argv) {
          &c->sync_interval_s},
         {"max-registrations", "LLMR_MAX_REGISTRATIONS", LLMR_OPT_INT, "8", "registrations validated at once (more get 429)",
          &c->max_registrations},
+        {"queue-max", "LLMR_QUEUE_MAX", LLMR_OPT_INT, "64",
+         "inference requests that may wait when every node is full (more get 429)", &c->queue_max},
+        {"queue-timeout-ms", "LLMR_QUEUE_TIMEOUT_MS", LLMR_OPT_INT, "30000",
+         "how long a request may wait for a free node (then 504)", &c->queue_timeout_ms},
         {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},
@@ -152,6 +160,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (c->heartbeat_timeout_s <= 0) c->heartbeat_timeout_s = 3 * c->heartbeat_interval_s;
+    if (c->queue_max < 0 || c->queue_timeout_ms < 1) {
+        fprintf(stderr, "error: --queue-max must be >= 0 and --queue-timeout-ms >= 1\n");
+        return 2;
+    }
     if (c->sync_interval_s < 1) { fprintf(stderr, "error: --sync-interval must be at least 1 second\n"); return 2; }
     if (!c->admin_key && !c->insecure_no_auth) {
         fprintf(stderr, "error: no admin key: set --admin-key or LLMR_ADMIN_KEY (or --insecure-no-auth, tests only)\n");

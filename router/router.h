@@ -13,6 +13,7 @@
  *   registry.h    stored model records; api_models.c serves /v0/models* and /v1/models
  *   nodes.h       the live node table (heartbeats, per-model states, least-outstanding pick);
  *                 api_nodes.c serves /v0/nodes, /v0/health and pushes /v0/sync to nodes
+ *   api_openai.h  /v1/chat/completions, /v1/completions, /metrics (balancer.h, proxy.h, metrics.h)
  * Each module's init below adds its routes to ctx->http. */
 #ifndef ROUTER_ROUTER_H
 #define ROUTER_ROUTER_H
@@ -46,6 +47,8 @@ typedef struct router_config {
     int heartbeat_timeout_s;   /* a node silent this long is offline (default 3 intervals) */
     int sync_interval_s;       /* how often nodes poll on their own */
     int max_registrations;     /* registrations validated at once; more get 429 */
+    int queue_max;             /* inference requests that may wait for a full cluster (then 429) */
+    int queue_timeout_ms;      /* how long one may wait (then 504) */
 } router_config;
 
 typedef struct router_ctx {
@@ -59,6 +62,7 @@ typedef struct router_ctx {
     router_hub *hub;
     router_nodes *nodes;
     router_template_check_fn check_template; /* NULL: templates are not parse-checked */
+    struct router_openai *openai;            /* api_openai.c: balancer, metrics, requests in flight */
 
     /* Worker threads in flight (registrations, sync pushes); shutdown waits for zero. */
     pthread_mutex_t jobs_mu;
