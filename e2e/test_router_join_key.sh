@@ -47,6 +47,7 @@ check "the message names the flag and the limit" grep -q -- "--node-join-key is 
 router_start "$WORK/open" --admin-key "$ADMIN" --hub-endpoint "$HUB" --allow-cpu-nodes || exit 1
 check "without a join key the router warns that any host can join" grep -q "any host that reaches this router can register a node" "$WORK/router.log"
 rreq POST /v0/nodes "" "$NODE"; expect 201 - "open router: a node joins without a key (unchanged)"
+rreq POST /v0/nodes "$JOIN" "$NODE"; expect 201 - "open router: a node that sends a join key joins too"
 router_stop
 
 # --- with a join key ------------------------------------------------------------------------------------
