@@ -63,7 +63,7 @@ static llmr_storage_status load_json(const char *dir, const char *name, json_t *
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (!file_exists(dir, name)) return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
     json_error_t je;
-    *out = json_load_file(path, JSON_DECODE_ANY, &je);
+    *out = json_load_file(path, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je);
     if (!*out) return fail(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s (line %d)", name, je.text, je.line);
     return LLMR_STORAGE_OK;
 }
