@@ -261,6 +261,14 @@ static int encode_segment(enc_ctx *c, const uint8_t *seg, size_t n, size_t base)
     size_t last = 0, off = 0;
     int rc;
     while (off < n) {
+        /* o200k's common ASCII pre-tokens without PCRE2 (0: not decided, ask the regex). */
+        size_t fe = t->split_o200k ? tok_split_o200k(seg, n, off) : 0;
+        if (fe) {
+            if (off > last && (rc = bpe(c, seg + last, off - last)) != 0) return rc;
+            if ((rc = bpe(c, seg + off, fe - off)) != 0) return rc;
+            last = off = fe;
+            continue;
+        }
         rc = t->re_jit ? pcre2_jit_match(t->re, seg, n, off, 0, c->md, NULL)
                        : pcre2_match(t->re, seg, n, off, PCRE2_NO_UTF_CHECK, c->md, NULL);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its backtracking on the heap */
