@@ -303,7 +303,20 @@ static int encode_text(enc_ctx *c, const uint8_t *p, size_t n, int allow_special
     size_t seg = 0, i = 0;
     int rc;
     if (t->n_added == 0) return encode_segment(c, p, n, 0);
+    /* When every added token starts with the same byte (gpt-oss: '<'), memchr finds the next
+     * candidate instead of a table look-up per byte. -1: several first bytes. */
+    int first = -1;
+    for (int b = 0; b < 256; b++) {
+        if (t->added_first[b] == t->added_first[b + 1]) continue;
+        if (first >= 0) { first = -1; break; }
+        first = b;
+    }
     while (i < n) {
+        if (first >= 0) {
+            const uint8_t *q = memchr(p + i, first, n - i);
+            if (!q) break;
+            i = (size_t)(q - p);
+        }
         uint32_t k = t->added_first[p[i]], kend = t->added_first[p[i] + 1];
         const tok_added *hit = NULL;
         for (; k < kend; k++) {
