@@ -43,5 +43,22 @@ if [ -x "$BUILD/bench/tokenizer" ]; then
   "$BUILD/bench/tokenizer" --size 300000 --write-corpus "$tmp/mixed.txt" >/dev/null && extra=("$tmp/mixed.txt")
 fi
 node e2e/tokenizer/conformance.js "$BIN" "$TOK" tests/data/tokenizer "${extra[@]}" || fail=1
+
+# Other tokenizer.json shapes (tools/fixtures.sh caches them): Llama 3 (Split + ByteLevel, legacy
+# "a b" merges, 256 added tokens) must tokenize exactly like HF; Qwen 3 (NFC normalizer) must be
+# refused at load with "unsupported component: normalizer NFC".
+if [ -s "$CACHE/tokenizer-llama3/tokenizer.json" ]; then
+  echo "--- llama3"
+  node e2e/tokenizer/conformance.js "$BIN" "$CACHE/tokenizer-llama3" tests/data/tokenizer | grep -v '^hf-semantics "' || fail=1
+else
+  echo "note: $CACHE/tokenizer-llama3 not cached (make deps); Llama 3 check not run"
+fi
+if [ -s "$CACHE/tokenizer-qwen3/tokenizer.json" ]; then
+  out=$(printf 'x' | "$BIN" --tokenizer "$CACHE/tokenizer-qwen3/tokenizer.json" 2>&1); rc=$?
+  if [ $rc -eq 1 ] && echo "$out" | grep -q "unsupported component: normalizer NFC"; then echo "qwen3: refused as expected ($out)"
+  else echo "FAIL: qwen3 tokenizer.json: rc=$rc $out"; fail=1; fi
+else
+  echo "note: $CACHE/tokenizer-qwen3 not cached (make deps); Qwen 3 check not run"
+fi
 [ $fail -eq 0 ] && echo "PASS" || echo "FAIL"
 exit $fail

@@ -27,6 +27,7 @@ typedef struct enc_ctx {
  * memo cannot outlive the call (and no state is shared between calls or threads). */
 #define PCACHE_SLOTS 4096
 #define PCACHE_MAX_FILL (PCACHE_SLOTS / 4 * 3)
+#define PCACHE_MAX_PIECE 4096 /* longer pieces (huge whitespace runs) are not memoized */
 typedef struct pcache_slot { const uint8_t *key; uint32_t len, tag, off, n; } pcache_slot;
 typedef struct pcache {
     pcache_slot slot[PCACHE_SLOTS];
@@ -133,10 +134,7 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
     uint32_t rank[BPE_SMALL];
     size_t m = n;
     for (size_t i = 0; i < n; i++) ids[i] = t->byte_id[p[i]];
-    for (size_t i = 0; i + 1 < n; i++) {
-        uint64_t key = (uint64_t)(uint32_t)ids[i] << 32 | (uint32_t)ids[i + 1];
-        __builtin_prefetch(&t->mmap[tok_hash_pair(key) & t->mmap_mask]);
-    }
+    for (size_t i = 0; i + 1 < n; i++) tok_merge_prefetch(t, ids[i], ids[i + 1]);
     for (size_t i = 0; i + 1 < n; i++)
         if (!tok_merge_lookup(t, ids[i], ids[i + 1], &rank[i], &nid[i])) rank[i] = NO_MERGE;
     while (m > 1) {
@@ -150,6 +148,9 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
         memmove(&ids[best + 1], &ids[best + 2], (m - best - 1) * sizeof ids[0]);
         memmove(&rank[best + 1], &rank[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof rank[0]);
         memmove(&nid[best + 1], &nid[best + 2], (m > best + 2 ? m - best - 2 : 0) * sizeof nid[0]);
+        /* Both new pairs' slots are fetched at once: two overlapping misses, not two in a row. */
+        if (best > 0) tok_merge_prefetch(t, ids[best - 1], ids[best]);
+        if (best + 1 < m) tok_merge_prefetch(t, ids[best], ids[best + 1]);
         if (best > 0 && !tok_merge_lookup(t, ids[best - 1], ids[best], &rank[best - 1], &nid[best - 1]))
             rank[best - 1] = NO_MERGE;
         if (best + 1 < m && !tok_merge_lookup(t, ids[best], ids[best + 1], &rank[best], &nid[best]))
@@ -158,17 +159,27 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
     return m;
 }
 
-/* BPE of a short piece through the per-call memo. */
-static int bpe_small_cached(enc_ctx *c, const uint8_t *p, size_t n) {
-    int32_t ids[BPE_SMALL];
+/* Emits the ids of a piece of 2..BPE_SMALL bytes: from the per-call memo when the piece was seen
+ * before in this call, else the whole piece if it is a vocab entry (ignore_merges), else BPE. The
+ * memo comes first because repeated words are the common case and it sits in L1/L2, while the
+ * vocab table is megabytes away. One hash serves both tables. */
+static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
+    const tokenizer *t = c->t;
     uint64_t h = tok_hash_bytes(p, n);
     if (!c->cache) c->cache = calloc(1, sizeof *c->cache); /* NULL: work without a memo */
     const pcache_slot *hit = c->cache ? pcache_find(c->cache, p, n, h) : NULL;
-    const int32_t *out = hit ? c->cache->pool + hit->off : ids;
-    size_t m = hit ? hit->n : bpe_small(c->t, p, n, ids);
-    if (!hit && c->cache) pcache_add(c->cache, p, n, h, ids, m);
+    if (hit) {
+        for (uint32_t i = 0; i < hit->n; i++)
+            if (emit(c, c->cache->pool[hit->off + i]) < 0) return TOKENIZER_ENOMEM;
+        return 0;
+    }
+    size_t m;
+    int32_t ids[BPE_SMALL];
+    ids[0] = t->ignore_merges ? tok_bytes_lookup_h(t, p, n, h) : -1;
+    m = ids[0] >= 0 ? 1 : bpe_small(t, p, n, ids);
+    if (c->cache) pcache_add(c->cache, p, n, h, ids, m);
     for (size_t i = 0; i < m; i++)
-        if (emit(c, out[i]) < 0) return TOKENIZER_ENOMEM;
+        if (emit(c, ids[i]) < 0) return TOKENIZER_ENOMEM;
     return 0;
 }
 
@@ -176,11 +187,22 @@ static int bpe_small_cached(enc_ctx *c, const uint8_t *p, size_t n) {
 static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
     if (n == 1) return emit(c, t->byte_id[p[0]]);
+    if (n <= BPE_SMALL) return bpe_short(c, p, n);
+    if (n > (size_t)INT32_MAX / 4) /* symbol links are int32 */
+        return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "a single pre-token of %zu bytes is over the limit of %d", n, INT32_MAX / 4);
+    uint64_t ph = tok_hash_bytes(p, n);
+    int memo = n <= PCACHE_MAX_PIECE;
+    if (memo && !c->cache) c->cache = calloc(1, sizeof *c->cache);
+    const pcache_slot *hit = memo && c->cache ? pcache_find(c->cache, p, n, ph) : NULL;
+    if (hit) {
+        for (uint32_t i = 0; i < hit->n; i++)
+            if (emit(c, c->cache->pool[hit->off + i]) < 0) return TOKENIZER_ENOMEM;
+        return 0;
+    }
     if (t->ignore_merges) {
-        int32_t whole = tok_bytes_lookup(t, p, n);
+        int32_t whole = tok_bytes_lookup_h(t, p, n, ph);
         if (whole >= 0) return emit(c, whole);
     }
-    if (n <= BPE_SMALL) return bpe_small_cached(c, p, n);
     /* Long pieces (whitespace runs, unspaced CJK paragraphs): HF's algorithm, a heap of candidate
      * merges ordered by (rank, position) over a linked list of symbols: O(n log n). */
     if (grow_scratch(c, n) < 0) return TOKENIZER_ENOMEM;
@@ -214,8 +236,13 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
         if (l->next >= 0 && tok_merge_lookup(t, l->id, s[l->next].id, &rank, &nid))
             hpush(h, &hn, (hent){rank, top.pos, nid, l->id, s[l->next].id});
     }
-    for (int32_t i = 0; i >= 0; i = s[i].next)
-        if (emit(c, s[i].id) < 0) return TOKENIZER_ENOMEM;
+    /* The heap is spent: its memory holds the result for the memo (3n entries >= n ids). */
+    int32_t *out = (int32_t *)c->heap;
+    size_t k = 0;
+    for (int32_t i = 0; i >= 0; i = s[i].next) out[k++] = s[i].id;
+    if (memo && c->cache) pcache_add(c->cache, p, n, ph, out, k);
+    for (size_t i = 0; i < k; i++)
+        if (emit(c, out[i]) < 0) return TOKENIZER_ENOMEM;
     return 0;
 }
 

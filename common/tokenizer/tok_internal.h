@@ -19,10 +19,19 @@
 #define TOK_F_SPECIAL 0x4u /* added token with "special": true */
 #define TOK_F_ENCODABLE 0x8u /* its bytes are reachable by the byte-level encoder (in bytes_map) */
 
-/* One entry of the bytes -> id table; id < 0 marks an empty slot. tag: high bits of the hash. The
- * token's bytes (off, len into bytes_blob) are kept in the slot so a probe touches one cache line
- * before the final comparison. */
-typedef struct tok_bslot { uint32_t tag; int32_t id; uint32_t off, len; } tok_bslot;
+/* One entry of the bytes -> id table; id < 0 marks an empty slot. The first 8 bytes of the token
+ * (zero padded), its length and 16 bits of its hash live in the slot, so a lookup of a token of up
+ * to 8 bytes -- most of them -- touches one cache line; longer ones compare the rest in bytes_blob. */
+typedef struct tok_bslot { uint64_t head; int32_t id; uint16_t len, tag; } tok_bslot;
+#define TOK_BSLOT_MAX_LEN 0xFFFFu /* longer tokens are kept out of the table (never seen in practice) */
+
+/* The first min(n, 8) bytes of p as a zero-padded little-endian word. */
+static inline uint64_t tok_head(const uint8_t *p, size_t n) {
+    uint64_t w = 0;
+    if (n >= 8) __builtin_memcpy(&w, p, 8);
+    else for (size_t i = 0; i < n; i++) w |= (uint64_t)p[i] << (8 * i);
+    return w;
+}
 
 /* One entry of the merge table; key = (uint64)left << 32 | right; key == TOK_MERGE_EMPTY is empty. */
 typedef struct tok_mslot { uint64_t key; uint32_t rank; int32_t new_id; } tok_mslot;
@@ -46,14 +55,21 @@ struct tokenizer {
 
     tok_bslot *bmap; size_t bmap_mask;   /* bytes -> id (vocab entries reachable by encoding) */
     tok_mslot *mmap; size_t mmap_mask;   /* (left, right) -> (rank, new id) */
+    uint64_t *pair_filter;               /* TOK_FILTER_BITS bits: 0 = the pair surely has no merge */
     int32_t byte_id[256];                /* id of each single byte */
     int ignore_merges;
 
     tok_added *added; size_t n_added;    /* sorted by first byte, then length descending */
     uint32_t added_first[257];           /* added[added_first[c] .. added_first[c+1]) start with c */
 
-    pcre2_code *re;                      /* pre-tokenizer split regex; NULL = whole segment */
+    char *pattern; size_t pattern_len;   /* the split regex as compiled (\s rewritten); NULL: none */
+    int pattern_literal;                 /* Split with a String pattern: literal text */
+    pcre2_code *re;                      /* compiled pattern; NULL = whole segment */
     int re_jit;                          /* JIT compiled */
+
+    void *cache_buf;                     /* when loaded from the binary cache: the one allocation the
+                                          * arrays above point into (tok_cache.c) */
+    int from_cache;
 };
 
 /* Hash used by the bytes map (also by tok_load.c when building it). */
@@ -82,28 +98,53 @@ static inline uint64_t tok_hash_pair(uint64_t key) {
     return key;
 }
 
-/* Id whose decoded bytes are exactly p[0..n) and that the encoder may produce, or -1. */
-static inline int32_t tok_bytes_lookup(const struct tokenizer *t, const uint8_t *p, size_t n) {
-    uint64_t h = tok_hash_bytes(p, n);
-    uint32_t tag = (uint32_t)(h >> 32);
+/* Id whose decoded bytes are exactly p[0..n) and that the encoder may produce, or -1; h is
+ * tok_hash_bytes(p, n). */
+static inline int32_t tok_bytes_lookup_h(const struct tokenizer *t, const uint8_t *p, size_t n,
+                                         uint64_t h) {
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = tok_head(p, n);
     for (size_t i = (size_t)h & t->bmap_mask;; i = (i + 1) & t->bmap_mask) {
         const tok_bslot *s = &t->bmap[i];
         if (s->id < 0) return -1;
-        if (s->tag == tag && s->len == n && __builtin_memcmp(t->bytes_blob + s->off, p, n) == 0)
+        if (s->head == head && s->len == n && s->tag == tag &&
+            (n <= 8 || __builtin_memcmp(t->bytes_blob + t->bytes_off[s->id] + 8, p + 8, n - 8) == 0))
             return s->id;
     }
 }
 
+static inline int32_t tok_bytes_lookup(const struct tokenizer *t, const uint8_t *p, size_t n) {
+    return tok_bytes_lookup_h(t, p, n, tok_hash_bytes(p, n));
+}
+
+/* A 1 MiB bit filter in front of the merge table: about half the pairs BPE asks about have no
+ * merge, and the filter (which stays in L2) answers those without touching the 16 MiB table. Bit
+ * index: hash bits 40.. (the table index uses the low bits). */
+#define TOK_FILTER_BITS (1u << 23)
+static inline size_t tok_filter_bit(uint64_t hash) { return (size_t)(hash >> 40) & (TOK_FILTER_BITS - 1); }
+
 /* Merge of (left, right): returns 1 and sets rank/new_id, or 0 when the pair does not merge. */
 static inline int tok_merge_lookup(const struct tokenizer *t, int32_t left, int32_t right,
                                    uint32_t *rank, int32_t *new_id) {
-    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right;
-    for (size_t i = (size_t)tok_hash_pair(key) & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right, h = tok_hash_pair(key);
+    size_t fb = tok_filter_bit(h);
+    if (!((t->pair_filter[fb >> 6] >> (fb & 63)) & 1)) return 0;
+    for (size_t i = (size_t)h & t->mmap_mask;; i = (i + 1) & t->mmap_mask) {
         const tok_mslot *s = &t->mmap[i];
         if (s->key == TOK_MERGE_EMPTY) return 0;
         if (s->key == key) { *rank = s->rank; *new_id = s->new_id; return 1; }
     }
 }
+
+/* Starts loading the merge-table slot of (left, right) into the cache. */
+static inline void tok_merge_prefetch(const struct tokenizer *t, int32_t left, int32_t right) {
+    uint64_t key = (uint64_t)(uint32_t)left << 32 | (uint32_t)right, h = tok_hash_pair(key);
+    size_t fb = tok_filter_bit(h);
+    if ((t->pair_filter[fb >> 6] >> (fb & 63)) & 1) __builtin_prefetch(&t->mmap[h & t->mmap_mask]);
+}
+
+/* Builds t->pair_filter from t->mmap. Returns 0, or -1 on out-of-memory. */
+int tok_build_pair_filter(struct tokenizer *t);
 
 /* Writes a formatted message into err (if err_size > 0) and returns status. */
 int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
@@ -113,6 +154,16 @@ int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
  * ByteLevel decoder does: if every character is in the alphabet, the mapped bytes (returns 1: the
  * encoder can produce this piece); otherwise the piece's own bytes (returns 0). out holds len bytes. */
 int tok_piece_to_bytes(const char *piece, size_t len, char *out, size_t *out_len);
+
+/* Compiles t->pattern into t->re (JIT when possible). */
+int tok_compile_pattern(struct tokenizer *t, const char *where, char *err, size_t err_size);
+
+/* Binary cache of loaded tokenizers, keyed by the sha256 of the tokenizer.json (tok_cache.c).
+ * tok_cache_load returns 0 and a tokenizer on a valid cache hit, -1 otherwise (no message: a miss
+ * or a damaged cache only means the JSON is read). tok_cache_store writes the cache atomically and
+ * ignores failures (the cache is an optimization). */
+int tok_cache_load(const uint8_t sha256[32], struct tokenizer **out);
+void tok_cache_store(const struct tokenizer *t, const uint8_t sha256[32]);
 
 /* Builds a tokenizer from a tokenizer.json buffer (tok_load.c). */
 int tok_load(const char *json, size_t len, const char *name, struct tokenizer **out, char *err,

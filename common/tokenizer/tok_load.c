@@ -396,9 +396,9 @@ static void bmap_insert(tokenizer *t, int32_t id) {
     size_t i = (size_t)h & t->bmap_mask;
     while (t->bmap[i].id >= 0) i = (i + 1) & t->bmap_mask;
     t->bmap[i].id = id;
-    t->bmap[i].tag = (uint32_t)(h >> 32);
-    t->bmap[i].off = t->bytes_off[id];
-    t->bmap[i].len = t->bytes_len[id];
+    t->bmap[i].tag = (uint16_t)(h >> 48);
+    t->bmap[i].head = tok_head(p, t->bytes_len[id]);
+    t->bmap[i].len = (uint16_t)t->bytes_len[id];
 }
 
 static void mmap_put(tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t new_id) {
@@ -468,20 +468,32 @@ typedef struct merge_job {
     size_t slot[3];            /* candidate bmap slot (tag and length match), or SIZE_MAX */
 } merge_job;
 
-static size_t candidate_slot(const tokenizer *t, uint64_t h, size_t n) {
-    uint32_t tag = (uint32_t)(h >> 32);
+static size_t candidate_slot(const tokenizer *t, uint64_t h, const uint8_t *p, size_t n) {
+    uint16_t tag = (uint16_t)(h >> 48);
+    uint64_t head = tok_head(p, n);
     for (size_t i = (size_t)h & t->bmap_mask;; i = (i + 1) & t->bmap_mask) {
         const tok_bslot *s = &t->bmap[i];
         if (s->id < 0) return SIZE_MAX;
-        if (s->tag == tag && s->len == n) return i;
+        if (s->tag == tag && s->len == n && s->head == head) return i;
     }
 }
 
 static int32_t confirm_slot(const tokenizer *t, size_t slot, const uint8_t *p, size_t n) {
     if (slot == SIZE_MAX) return -1;
     const tok_bslot *s = &t->bmap[slot];
-    if (memcmp(t->bytes_blob + s->off, p, n) == 0) return s->id;
-    return tok_bytes_lookup(t, p, n); /* a tag collision: do the full probe */
+    if (n <= 8 || memcmp(t->bytes_blob + t->bytes_off[s->id], p, n) == 0) return s->id;
+    return tok_bytes_lookup(t, p, n); /* a collision on the first 8 bytes: do the full probe */
+}
+
+int tok_build_pair_filter(tokenizer *t) {
+    t->pair_filter = calloc(TOK_FILTER_BITS / 64, sizeof *t->pair_filter);
+    if (!t->pair_filter) return -1;
+    for (size_t i = 0; i <= t->mmap_mask; i++) {
+        if (t->mmap[i].key == TOK_MERGE_EMPTY) continue;
+        size_t fb = tok_filter_bit(tok_hash_pair(t->mmap[i].key));
+        t->pair_filter[fb >> 6] |= (uint64_t)1 << (fb & 63);
+    }
+    return 0;
 }
 
 static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
@@ -519,8 +531,8 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
             if (!m->mapped) continue;
             size_t len[3] = {m->la, m->lb, m->la + m->lb};
             for (int x = 0; x < 3; x++) {
-                m->slot[x] = candidate_slot(t, m->h[x], len[x]);
-                if (m->slot[x] != SIZE_MAX) __builtin_prefetch(t->bytes_blob + t->bmap[m->slot[x]].off);
+                const uint8_t *start = x == 1 ? m->bytes + m->la : m->bytes;
+                m->slot[x] = candidate_slot(t, m->h[x], start, len[x]);
             }
         }
         for (size_t j = 0; j < k; j++) {
@@ -541,6 +553,7 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
         }
     }
     free(scratch);
+    if (tok_build_pair_filter(t) < 0) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory building the merge filter");
     return TOKENIZER_OK;
 }
 
@@ -612,7 +625,8 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     t->bmap_mask = bcap - 1;
     for (size_t i = 0; i < r->n_vocab; i++) {
         int32_t id = r->vocab_ids[i];
-        if ((t->flags[id] & TOK_F_ENCODABLE) && tok_bytes_lookup(t, (const uint8_t *)t->bytes_blob + t->bytes_off[id], t->bytes_len[id]) < 0)
+        if ((t->flags[id] & TOK_F_ENCODABLE) && t->bytes_len[id] <= TOK_BSLOT_MAX_LEN &&
+            tok_bytes_lookup(t, (const uint8_t *)t->bytes_blob + t->bytes_off[id], t->bytes_len[id]) < 0)
             bmap_insert(t, id);
     }
     for (int b = 0; b < 256; b++) {
@@ -625,11 +639,6 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     }
 
     /* Merges: rank = position in the list; the merged token must be in the vocab (as in HF). */
-    size_t mcap = pow2_at_least(r->n_merges * 2);
-    t->mmap = big_alloc(mcap * sizeof *t->mmap);
-    if (!t->mmap) goto oom;
-    for (size_t i = 0; i < mcap; i++) t->mmap[i].key = TOK_MERGE_EMPTY;
-    t->mmap_mask = mcap - 1;
     free(scratch);
     scratch = NULL;
     if ((rc = build_merges(t, r, err, err_size)) != 0) goto fail;
@@ -694,27 +703,36 @@ static char *rewrite_pattern(const char *p, size_t n, int *unsup) {
     return out;
 }
 
-static int compile_regex(tokenizer *t, const pretok_cfg *c, char *err, size_t err_size) {
-    if (!c->pattern) return TOKENIZER_OK;
-    int unsup = 0;
-    char *pat = c->literal ? NULL : rewrite_pattern(c->pattern, c->pattern_len, &unsup);
-    if (!c->literal && !pat)
-        return unsup ? UNSUP("unsupported component: %s uses \\S inside a character class", c->where)
-                     : tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory compiling the regex");
+int tok_compile_pattern(tokenizer *t, const char *where, char *err, size_t err_size) {
     int ec;
     PCRE2_SIZE eo;
-    uint32_t opts = PCRE2_UTF | (c->literal ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
-    t->re = pcre2_compile((PCRE2_SPTR)(c->literal ? c->pattern : pat),
-                          c->literal ? c->pattern_len : PCRE2_ZERO_TERMINATED, opts, &ec, &eo, NULL);
-    free(pat);
+    uint32_t opts = PCRE2_UTF | (t->pattern_literal ? PCRE2_LITERAL : PCRE2_UCP); /* LITERAL refuses UCP */
+    t->re = pcre2_compile((PCRE2_SPTR)t->pattern, t->pattern_len, opts, &ec, &eo, NULL);
     if (!t->re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(ec, msg, sizeof msg);
         return UNSUP("unsupported component: %s: PCRE2 cannot compile it (%s, at pattern offset %zu)",
-                     c->where, (char *)msg, (size_t)eo);
+                     where, (char *)msg, (size_t)eo);
     }
     t->re_jit = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE) == 0;
     return TOKENIZER_OK;
+}
+
+static int compile_regex(tokenizer *t, const pretok_cfg *c, char *err, size_t err_size) {
+    if (!c->pattern) return TOKENIZER_OK;
+    int unsup = 0;
+    if (c->literal) {
+        t->pattern = malloc(c->pattern_len + 1);
+        if (t->pattern) { memcpy(t->pattern, c->pattern, c->pattern_len); t->pattern[c->pattern_len] = 0; }
+    } else {
+        t->pattern = rewrite_pattern(c->pattern, c->pattern_len, &unsup);
+    }
+    if (!t->pattern)
+        return unsup ? UNSUP("unsupported component: %s uses \\S inside a character class", c->where)
+                     : tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory compiling the regex");
+    t->pattern_len = c->literal ? c->pattern_len : strlen(t->pattern);
+    t->pattern_literal = c->literal;
+    return tok_compile_pattern(t, c->where, err, err_size);
 }
 
 int tok_load(const char *json, size_t len, const char *name, tokenizer **out, char *err,

@@ -3,6 +3,7 @@
 #include "common/tokenizer/tok_utf8.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,13 +71,30 @@ int tokenizer_create_from_file(const char *path, tokenizer **out, char *err, siz
     if (!path || !out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_create_from_file: NULL argument");
     int rc = read_all(path, &buf, &len, err, err_size);
     if (rc != TOKENIZER_OK) return rc;
+    /* The binary cache is keyed by the content, so an edited file can never hit a stale entry. */
+    uint8_t sha[32];
+    unsigned int sha_len = 0;
+    int have_sha = EVP_Digest(buf, len, sha, &sha_len, EVP_sha256(), NULL) == 1 && sha_len == 32;
+    if (have_sha && tok_cache_load(sha, out) == 0) {
+        free(buf);
+        return TOKENIZER_OK;
+    }
     rc = tokenizer_create_from_buffer(buf, len, path, out, err, err_size);
     free(buf);
+    if (rc == TOKENIZER_OK && have_sha) tok_cache_store(*out, sha);
     return rc;
 }
 
 void tokenizer_destroy(tokenizer *t) {
     if (!t) return;
+    pcre2_code_free(t->re);
+    free(t->pattern);
+    free(t->pair_filter);
+    if (t->cache_buf) { /* every table lives in the cache image */
+        free(t->cache_buf);
+        free(t);
+        return;
+    }
     free(t->flags);
     free(t->piece_off);
     free(t->piece_len);
@@ -87,9 +105,10 @@ void tokenizer_destroy(tokenizer *t) {
     free(t->bmap);
     free(t->mmap);
     free(t->added);
-    pcre2_code_free(t->re);
     free(t);
 }
+
+int tokenizer_loaded_from_cache(const tokenizer *t) { return t ? t->from_cache : 0; }
 
 /* --- lookups -------------------------------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <time.h>
+#include <unistd.h>
 
 static tokenizer *g_tok;        /* the real gpt-oss tokenizer, loaded once before the tests fork */
 static char g_skip[600];        /* why g_tok is NULL */
@@ -25,6 +26,7 @@ static double now_ms(void) {
 static void load_real(void) {
     char path[4200], err[512];
     snprintf(path, sizeof path, "%s/tokenizer-gptoss/tokenizer.json", llmr_test_cache_dir());
+    setenv("LLMR_TOKENIZER_CACHE", "off", 1); /* these tests exercise the JSON reader; binary_cache the cache */
     double t0 = now_ms();
     int rc = tokenizer_create_from_file(path, &g_tok, err, sizeof err);
     g_load_ms = now_ms() - t0;
@@ -630,6 +632,78 @@ START_TEST(literal_split_and_no_split) {
 }
 END_TEST
 
+/* Encodes and decodes the corpus with two tokenizers and requires identical results. */
+static const tokenizer *g_other;
+static void same_as_other(const char *s, size_t len, const char *what) {
+    size_t n1, n2;
+    int32_t *a = enc(g_tok, s, len, 0, &n1), *b = enc(g_other, s, len, 0, &n2);
+    ck_assert_msg(n1 == n2 && memcmp(a, b, n1 * sizeof *a) == 0, "cached tokenizer differs on %s", what);
+    free(a);
+    free(b);
+}
+
+static tokenizer *load_with_cache(const char *dir, int want_from_cache) {
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/tokenizer-gptoss/tokenizer.json", llmr_test_cache_dir());
+    setenv("LLMR_TOKENIZER_CACHE", dir, 1);
+    tokenizer *t = NULL;
+    ck_assert_msg(tokenizer_create_from_file(path, &t, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(tokenizer_loaded_from_cache(t), want_from_cache);
+    return t;
+}
+
+START_TEST(binary_cache) {
+    NEED_REAL();
+    char *dir = llmr_test_tmpdir(), file[600] = "";
+    ck_assert_ptr_nonnull(dir);
+    tokenizer *t1 = load_with_cache(dir, 0);                   /* parses, writes the cache */
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tokbin")) snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+    closedir(d);
+    ck_assert_msg(file[0], "no .tokbin written in %s", dir);
+    double t0 = now_ms();
+    tokenizer *t2 = load_with_cache(dir, 1);                   /* from the cache */
+    printf("cached load: %.1f ms (JSON: %.1f ms)\n", now_ms() - t0, g_load_ms);
+    g_other = t2;
+    for_each_corpus_text(same_as_other);
+    ck_assert_uint_eq(tokenizer_vocab_size(t2), tokenizer_vocab_size(g_tok));
+    ck_assert_int_eq(tokenizer_special_id(t2, "<|call|>"), 200012);
+    size_t l1, l2;
+    const char *p1 = tokenizer_id_to_piece(t2, 2375, &l1), *p2 = tokenizer_id_to_piece(g_tok, 2375, &l2);
+    ck_assert_uint_eq(l1, l2);
+    ck_assert_mem_eq(p1, p2, l1);
+    tokenizer_destroy(t1);
+    tokenizer_destroy(t2);
+
+    /* A damaged cache is ignored (and rewritten): flip one byte in the middle, then truncate. */
+    size_t len;
+    char *img = slurp(file, &len);
+    ck_assert_ptr_nonnull(img);
+    img[len / 2] ^= 0x5a;
+    FILE *f = fopen(file, "wb");
+    fwrite(img, 1, len, f);
+    fclose(f);
+    tokenizer *t3 = load_with_cache(dir, 0);
+    tokenizer_destroy(t3);
+    tokenizer *t4 = load_with_cache(dir, 1);                   /* rewritten by t3's load */
+    tokenizer_destroy(t4);
+    f = fopen(file, "wb");
+    fwrite(img, 1, len / 3, f);
+    fclose(f);
+    tokenizer *t5 = load_with_cache(dir, 0);
+    tokenizer_destroy(t5);
+    tokenizer *t6 = load_with_cache("off", 0);                 /* disabled */
+    tokenizer_destroy(t6);
+    free(img);
+    unlink(file);
+    rmdir(dir);
+    free(dir);
+    setenv("LLMR_TOKENIZER_CACHE", "off", 1);
+}
+END_TEST
+
 START_TEST(load_time_report) {
     NEED_REAL();
     /* The bench (build/bench/tokenizer) measures this properly; here a loose bound catches a
@@ -653,6 +727,7 @@ static Suite *tokenizer_suite(void) {
     tcase_add_test(real, stream_decoder);
     tcase_add_test(real, concurrent_encode);
     tcase_add_test(real, load_time_report);
+    tcase_add_test(real, binary_cache);
     suite_add_tcase(s, real);
     TCase *syn = tcase_create("synthetic");
     tcase_add_test(syn, bpe_merge_order);
