@@ -77,6 +77,7 @@ ok "full cluster: queued request -> 504 queue_timeout after 1.5 s, queue full ->
 
 curl -s "$ROUTER/metrics" >"$T/metrics.txt"
 grep -q '^llmr_router_requests_total{route="/v1/chat/completions",status="200"}' "$T/metrics.txt" || fail "metrics: no chat requests"
+grep -q '^llmr_router_requests_total{route="/v1/models",status="401"} 1' "$T/metrics.txt" || fail "metrics: /v1/models 401 not counted"
 grep -q '^llmr_router_request_duration_seconds_bucket{route="/v1/chat/completions",le="+Inf"}' "$T/metrics.txt" || fail "metrics: no latency histogram"
 grep -Eq '^llmr_router_tokens_total\{direction="out"\} [1-9]' "$T/metrics.txt" || fail "metrics: no tokens out"
 grep -q '^llmr_router_queue_depth 0' "$T/metrics.txt" || fail "metrics: queue depth"

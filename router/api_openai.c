@@ -788,6 +788,10 @@ int router_openai_init(router_ctx *ctx, char *err, size_t es) {
     return 0;
 }
 
+void router_openai_record(router_ctx *ctx, const char *route, int status, double seconds) {
+    if (ctx->openai) router_metrics_request(ctx->openai->metrics, route, status, seconds);
+}
+
 void router_openai_fini(router_ctx *ctx) {
     router_openai *a = ctx->openai;
     if (!a) return;
