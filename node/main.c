@@ -80,6 +80,7 @@ int main(int argc, char **argv) {
     llmr_node *n = &node;
     const char *log_level = "info";
     const char *trace_dir = NULL;
+    const char *join_key = NULL;
     int log_json = 0;
     char default_engines[PATH_MAX + 16] = "build/engines";
     /* The engines beside the binary (build/bin/../engines) when run from the source tree. */
@@ -106,6 +107,8 @@ int main(int argc, char **argv) {
         {"max-concurrency", "LLMR_MAX_CONCURRENCY", LLMR_OPT_INT, "4", "inference requests served at once", &n->cfg.max_concurrency},
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
+        {"join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
+         "the router's node join key (its --node-join-key), sent when registering", &join_key},
         {"trace-dir", "LLMR_NODE_TRACE_DIR", LLMR_OPT_STRING, NULL,
          "write every router message to DIR/KIND-NNNNNN-PID.json (tests, debugging)", &trace_dir},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
@@ -163,6 +166,7 @@ int main(int argc, char **argv) {
         goto out;
     }
     llmr_router_client_set_trace_dir(n->router, trace_dir);
+    llmr_router_client_set_join_key(n->router, join_key);
     if (!(n->sync = llmr_sync_create(n, err, sizeof err)) || !(n->heartbeat = llmr_heartbeat_create(n, err, sizeof err))) {
         fprintf(stderr, "llmr-node: %s\n", err);
         goto out;

@@ -26,7 +26,13 @@ struct llmr_router_client {
     llmr_router_settings settings;
     char *trace_dir;
     unsigned long trace_seq;
+    char *join_key; /* --join-key: the bearer of POST /v0/nodes, or NULL */
 };
+
+void llmr_router_client_set_join_key(llmr_router_client *rc, const char *key) {
+    free(rc->join_key);
+    rc->join_key = key && *key ? strdup(key) : NULL;
+}
 
 void llmr_router_client_set_trace_dir(llmr_router_client *rc, const char *dir) {
     free(rc->trace_dir);
@@ -126,6 +132,7 @@ void llmr_router_client_destroy(llmr_router_client *rc) {
     free(rc->url);
     free(rc->state_path);
     free(rc->trace_dir);
+    free(rc->join_key);
     free(rc);
 }
 
@@ -150,7 +157,12 @@ static int register_once(llmr_router_client *rc, char *err, size_t es) {
     snprintf(url, sizeof url, "%s/v0/nodes", rc->url);
     llmr_httpc_resp resp = {0};
     if (text) llmr_router_client_trace(rc, "register-request", text, strlen(text));
-    llmr_httpc_status st = text ? llmr_httpc_post_json(rc->http, url, text, &resp, why, sizeof why) : LLMR_HTTPC_ENOMEM;
+    /* The join key, when set, is the registration's bearer (the router may require it). */
+    char auth[600];
+    snprintf(auth, sizeof auth, "Authorization: Bearer %.560s", rc->join_key ? rc->join_key : "");
+    const char *headers[] = {auth, NULL};
+    llmr_httpc_req q = {.method = "POST", .url = url, .body = text, .headers = rc->join_key ? headers : NULL};
+    llmr_httpc_status st = text ? llmr_httpc_do(rc->http, &q, &resp, why, sizeof why) : LLMR_HTTPC_ENOMEM;
     free(text);
     int ok = -1;
     if (st != LLMR_HTTPC_OK) {

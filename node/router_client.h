@@ -41,6 +41,10 @@ void llmr_router_client_destroy(llmr_router_client *rc);
  * when stopped. Each failure is logged with the router's message. */
 int llmr_router_client_register(llmr_router_client *rc, const atomic_int *stop);
 
+/* The router's node join key (--join-key), sent as bearer on every registration; NULL or "" = none
+ * (the router then must run without --node-join-key). Copied. Call before the first registration. */
+void llmr_router_client_set_join_key(llmr_router_client *rc, const char *key);
+
 /* 1 while a token is held and no call has been answered 401 since. */
 int llmr_router_client_registered(llmr_router_client *rc);
 /* Drops the token (after a 401): the next register call registers again. */

@@ -12,6 +12,7 @@
 #include "router/api_openai.h"
 #include "router/router.h"
 #include "router/template_check.h"
+#include "router/node_join.h"
 
 static const char *DESCRIPTION =
     "llmr-router: the operator's front door. Registers models from a Hugging Face-compatible hub\n"
@@ -71,6 +72,8 @@ static int run(router_ctx *ctx, const char *port_file) {
         log_error("%s", err);
         return 1;
     }
+    if (!(ctx->join = router_join_create(c->node_join_key, err, sizeof err))) { log_error("%s", err); return 1; }
+    if (!router_join_required(ctx->join)) log_warn("no --node-join-key: any host that reaches this router can register a node");
     if (c->insecure_no_auth) log_warn("--insecure-no-auth: requests without a key are admitted (tests and demos only)");
     if (c->allow_cpu_nodes) log_warn("--allow-cpu-nodes: nodes without a GPU may join (tests and demos only)");
     const char *sm = c->supported_models ? c->supported_models : default_supported_models();
@@ -92,6 +95,7 @@ static int run(router_ctx *ctx, const char *port_file) {
         return 1;
     }
     llmr_loop_handle_signals(ctx->loop, on_term, NULL, ctx);
+    if (router_dashboard_init(ctx, err, sizeof err)) { log_error("%s", err); return 1; }
     /* The port line is what scripts wait for (and read, with --listen HOST:0). */
     log_info("listening on port %d (data %s, hub %s, schema v%d)", llmr_http_server_port(ctx->http), c->data_dir,
              c->hub_endpoint, router_db_version(ctx->db));
@@ -127,6 +131,8 @@ int main(int argc, char **argv) {
          "accept nodes without a GPU and let them offer CPU engines (tests and demos only)", &c->allow_cpu_nodes},
         {"insecure-no-auth", "LLMR_INSECURE_NO_AUTH", LLMR_OPT_BOOL, "false",
          "admit requests without a key (tests and demos only)", &c->insecure_no_auth},
+        {"node-join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
+         "key nodes must send to join (at least 16 characters; default: anyone may join)", &c->node_join_key},
         {"heartbeat-interval", "LLMR_HEARTBEAT_INTERVAL", LLMR_OPT_INT, "5", "seconds between node heartbeats (told to nodes)",
          &c->heartbeat_interval_s},
         {"heartbeat-timeout", "LLMR_HEARTBEAT_TIMEOUT", LLMR_OPT_INT, "0",
@@ -180,6 +186,7 @@ int main(int argc, char **argv) {
     router_hub_destroy(ctx->hub);
     router_artifacts_destroy(ctx->artifacts);
     router_auth_destroy(ctx->auth);
+    router_join_destroy(ctx->join);
     router_db_close(ctx->db);
     curl_global_cleanup();
     return rc;

@@ -5,6 +5,8 @@
  * post their result back to the loop with llmr_loop_post. Modules, one concern each:
  *   db.h          SQLite registry (WAL, migrations, the kill -9 guarantee)
  *   auth.h        admin key, node tokens, API keys; /v0/api-keys
+ *   node_join.h   who may POST /v0/nodes (--node-join-key)
+ *   dashboard.c   GET /dashboard: the operator's web page over the /v0 APIs (router/dashboard/)
  *   hub.h         what the router needs from a Hugging Face-compatible hub
  *   validate.h    registration checks as pure functions over a hub listing
  *   artifacts.h   supported_models.json + the artifact allowlist
@@ -27,6 +29,7 @@
 #include "router/validate.h"
 
 typedef struct router_nodes router_nodes;
+typedef struct router_join router_join;
 
 /* Settings from flags / environment (see router/main.c --help). Strings are borrowed. */
 typedef struct router_config {
@@ -39,6 +42,7 @@ typedef struct router_config {
     const char *artifact_allowlist;
     int allow_cpu_nodes;
     int insecure_no_auth;
+    const char *node_join_key; /* --node-join-key: required by POST /v0/nodes when set (node_join.h) */
     int heartbeat_interval_s;  /* told to nodes at registration */
     int heartbeat_timeout_s;   /* a node silent this long is offline (default 3 intervals) */
     int sync_interval_s;       /* how often nodes poll on their own */
@@ -53,6 +57,7 @@ typedef struct router_ctx {
     llmr_http_server *http;
     router_db *db;
     router_auth *auth;
+    router_join *join;         /* who may POST /v0/nodes (router/node_join.h) */
     router_artifacts *artifacts;
     router_hub *hub;
     router_nodes *nodes;
@@ -71,6 +76,8 @@ int router_models_init(router_ctx *ctx, char *err, size_t err_size);
 /* Creates ctx->nodes from the database, adds /v0/nodes and /v0/health, and starts the heartbeat
  * watchdog timer. 0, or -1 with the cause in err. */
 int router_nodes_init(router_ctx *ctx, char *err, size_t err_size);
+/* Adds GET /dashboard, the operator's web page (router/dashboard.c). 0, or -1 with the cause in err. */
+int router_dashboard_init(router_ctx *ctx, char *err, size_t err_size);
 /* Stops the watchdog and frees ctx->nodes (after the loop stopped). */
 void router_nodes_fini(router_ctx *ctx);
 
