@@ -29,6 +29,7 @@ wait_for() { local n=$(( $1 * 5 )); shift; while [ $n -gt 0 ]; do "$@" >/dev/nul
 PRESET=tiny; [ "${FULL:-0}" = 1 ] && PRESET=20b
 REPO="openai/gpt-oss-demo-$PRESET"
 ADMIN_KEY="demo-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+JOIN_KEY="demo-join-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 GPU=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU && [ -f "$BUILD/engines/gptoss_cuda/manifest.json" ]; then GPU=1; fi
@@ -54,12 +55,12 @@ PIDS+=($!)
 wait_for 30 test -s "$D/hub.port" || die "llmr-hub did not start"
 HUB="http://127.0.0.1:$(cat "$D/hub.port")"
 "$BIN/llmr-router" --listen "127.0.0.1:${PORT:-0}" --port-file "$D/router.port" --data-dir "$D/router" --hub-endpoint "$HUB" \
-  --admin-key "$ADMIN_KEY" --heartbeat-interval 2 "${CPU_FLAG[@]}" >"$D/router.log" 2>&1 &
+  --admin-key "$ADMIN_KEY" --node-join-key "$JOIN_KEY" --heartbeat-interval 2 "${CPU_FLAG[@]}" >"$D/router.log" 2>&1 &
 PIDS+=($!)
 wait_for 30 test -s "$D/router.port" || die "llmr-router did not start (is port ${PORT:-0} free?)"
 ROUTER="http://127.0.0.1:$(cat "$D/router.port")"
 "$BIN/llmr-node" --router "$ROUTER" --listen 127.0.0.1:0 --gpu "$NODE_GPU" --models-dir "$D/node/models" \
-  --state-dir "$D/node/state" --engines-dir "$D/engines" >"$D/node.log" 2>&1 &
+  --state-dir "$D/node/state" --engines-dir "$D/engines" --join-key "$JOIN_KEY" >"$D/node.log" 2>&1 &
 PIDS+=($!)
 node_port() { sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$D/node.log" | tail -1; }
 wait_for 30 test -n "$(node_port)" || wait_for 30 sh -c "grep -q 'listening on' '$D/node.log'" || die "llmr-node did not start"
@@ -89,6 +90,7 @@ cat <<EOT
   node                 $NODE/v0/status
   hub                  $HUB
   admin key            $ADMIN_KEY
+  node join key        $JOIN_KEY
   API key              $API_KEY
   model                $REPO
   logs                 $D/*.log

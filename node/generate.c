@@ -398,6 +398,27 @@ void llmr_generate_forget(llmr_generate *g, const char *model_id) {
     pthread_mutex_unlock(&g->mu);
 }
 
+/* eos_token_id of the model's generation_config.json (an integer or a list) into ids; 0 when absent. */
+static size_t generation_config_stops(llmr_node *n, const char *model, int32_t *ids, size_t max) {
+    char dir[4096], path[4200];
+    llmr_node_model_dir(n, model, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    json_t *j = json_load_file(path, 0, NULL);
+    json_t *e = json_object_get(j, "eos_token_id");
+    size_t k = 0;
+    if (json_is_integer(e) && json_integer_value(e) >= 0) {
+        ids[k++] = (int32_t)json_integer_value(e);
+    } else if (json_is_array(e)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(e, i, v)
+            if (k < max && json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < INT32_MAX)
+                ids[k++] = (int32_t)json_integer_value(v);
+    }
+    json_decref(j);
+    return k;
+}
+
 static void run(gen *x) {
     llmr_node *n = x->g->n;
     char err[1024];
@@ -433,11 +454,12 @@ static void run(gen *x) {
     if (x->p.harmony) x->hp = harmony_create(NULL);
     else x->dec = tokenizer_decoder_create(x->tok, TOKENIZER_DECODE_LOSSY);
     if ((x->p.harmony && !x->hp) || (!x->p.harmony && !x->dec)) { emit_error(x, "internal", "out of memory"); goto out; }
-    /* Stop ids: the gpt-oss harmony stops, or the tokenizer's own end tokens for raw text. */
-    int32_t stop_ids[3];
-    size_t n_stop_ids = 0;
+    /* Stop ids: generation_config.json's eos_token_id (gpt-oss: 200002 <|return|>, 200012 <|call|>,
+     * 199999 <|endoftext|>), else those three found by name in the tokenizer. */
+    int32_t stop_ids[8];
+    size_t n_stop_ids = generation_config_stops(x->g->n, x->p.model, stop_ids, 8);
     const char *names[] = {"<|return|>", "<|call|>", "<|endoftext|>"};
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < 3 && n_stop_ids == 0; i++) {
         int32_t id = tokenizer_special_id(x->tok, names[i]);
         if (id >= 0) stop_ids[n_stop_ids++] = id;
     }

@@ -21,6 +21,9 @@
 
 typedef struct oa_req oa_req;
 
+#define ROUTER_MAX_TOKENS_LIMIT 1000000 /* the node's own bound (schema/node-generate.request) */
+#define ROUTER_MAX_TOKENS_DEFAULT 4096  /* when the request names none */
+
 typedef struct router_openai {
     router_ctx *ctx;
     router_balancer *bal;
@@ -540,9 +543,12 @@ static int check_common(json_t *b, json_t *nb, oa_req *o, vctx *v) {
                          ? "max_completion_tokens" : "max_tokens";
     json_t *x = json_object_get(b, mt);
     if (x && !json_is_null(x)) {
-        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > 1 << 20)
-            return bad(v, mt, "'%s' must be an integer between 1 and 1048576", mt);
+        if (!json_is_integer(x) || json_integer_value(x) < 1 || json_integer_value(x) > ROUTER_MAX_TOKENS_LIMIT)
+            return bad(v, mt, "'%s' must be an integer between 1 and %d", mt, ROUTER_MAX_TOKENS_LIMIT);
         json_object_set_new(nb, "max_tokens", json_integer(json_integer_value(x)));
+    } else {
+        /* OpenAI's default is "until done"; a reasoning model needs room, the context bounds it anyway */
+        json_object_set_new(nb, "max_tokens", json_integer(ROUTER_MAX_TOKENS_DEFAULT));
     }
     x = json_object_get(b, "seed");
     if (x && !json_is_null(x)) {
@@ -780,6 +786,10 @@ int router_openai_init(router_ctx *ctx, char *err, size_t es) {
         return -1;
     }
     return 0;
+}
+
+void router_openai_record(router_ctx *ctx, const char *route, int status, double seconds) {
+    if (ctx->openai) router_metrics_request(ctx->openai->metrics, route, status, seconds);
 }
 
 void router_openai_fini(router_ctx *ctx) {

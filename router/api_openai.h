@@ -27,6 +27,8 @@
 
 /* Adds the routes above, creates the balancer and metrics. 0, or -1 with the cause in err. */
 int router_openai_init(router_ctx *ctx, char *err, size_t err_size);
+/* Counts a request of another /v1 route (GET /v1/models) in the metrics. */
+void router_openai_record(router_ctx *ctx, const char *route, int status, double seconds);
 /* Cancels requests in flight and waits (up to 5 s) for their node exchanges to end. Call after the
  * loop stopped, before the loop is destroyed. */
 void router_openai_fini(router_ctx *ctx);

@@ -163,7 +163,7 @@ static void *worker(void *arg) {
     llmr_httpc_resp_free(&resp);
     p->res.st = st;
     p->res.http_status = p->status;
-    if (st != LLMR_HTTPC_OK) snprintf(p->res.message, sizeof p->res.message, "node %s: %s", p->t.id, err);
+    if (st != LLMR_HTTPC_OK) snprintf(p->res.message, sizeof p->res.message, "node %.60s: %.900s", p->t.id, err);
     else if (p->status != 200)
         snprintf(p->res.message, sizeof p->res.message, "node %s answered %ld: %.400s", p->t.id, p->status, p->errbody);
     queue(p, NULL);

@@ -229,6 +229,11 @@ START_TEST(node_errors_before_the_first_byte) {
     ck_assert_str_eq(json_string_value(json_object_get(e, "code")), "oom_vram");
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "message")), "KV cache does not fit"));
     json_decref(j);
+    /* the node's stall watchdog: 504 naming it */
+    g_script = "data: {\"type\":\"error\",\"code\":\"timeout\",\"message\":\"no token within the stall watchdog's limit\"}\n\n";
+    ck_assert_int_eq(post("/v1/completions", "{\"model\":\"t/m\",\"prompt\":\"x\"}", &j, NULL), 504);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")), "timeout");
+    json_decref(j);
     /* a busy node: 429 with Retry-After */
     g_script = "429";
     ck_assert_int_eq(post("/v1/completions", "{\"model\":\"t/m\",\"prompt\":\"x\"}", &j, NULL), 429);
