@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -232,6 +233,23 @@ void llmr_http_stream_end(llmr_http_request *r) {
 }
 
 int llmr_http_client_gone(const llmr_http_request *r) { return r->gone; }
+
+int llmr_http_probe_client_gone(llmr_http_request *r) {
+    if (r->gone) return 1;
+    struct bufferevent *bev = r->conn ? evhttp_connection_get_bufferevent(r->conn) : NULL;
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd < 0) return 0;
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))) return 0;
+    r->gone = 1; /* EOF or a reset: the client is gone */
+    if (r->gone_fn) {
+        void (*fn)(void *) = r->gone_fn;
+        r->gone_fn = NULL;
+        fn(r->gone_user);
+    }
+    return 1;
+}
 
 void llmr_http_on_client_gone(llmr_http_request *r, void (*fn)(void *), void *user) {
     r->gone_fn = fn;

@@ -97,6 +97,11 @@ int llmr_http_stream_write(llmr_http_request *req, const void *data, size_t len)
 void llmr_http_stream_end(llmr_http_request *req);
 /* 1 once the client connection has closed. */
 int llmr_http_client_gone(const llmr_http_request *req);
+/* Looks at the client's socket without reading it (MSG_PEEK): evhttp notices a closed connection only
+ * when it writes, so a handler that holds a request for long without writing (a buffered answer
+ * being computed elsewhere) calls this from a timer. Returns 1 (and runs the client-gone callback,
+ * once) when the client has closed or reset the connection, else 0. */
+int llmr_http_probe_client_gone(llmr_http_request *req);
 /* Calls fn(user) on the loop thread when the client disconnects before the reply is finished. */
 void llmr_http_on_client_gone(llmr_http_request *req, void (*fn)(void *user), void *user);
 

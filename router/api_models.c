@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "router/api_openai.h"
 #include "router/nodes.h"
 #include "router/registry.h"
 #include "router/router.h"
@@ -216,12 +217,16 @@ static void h_model(llmr_http_request *req, void *user) {
 
 /* GET /v1/models: OpenAI shape, only models ready on at least one online node. */
 static void h_v1_models(llmr_http_request *req, void *user) {
+    int64_t t0 = router_nodes_now_ms();
     router_ctx *ctx = user;
     router_principal who;
-    if (!router_auth_require(ctx->auth, req, ROUTER_ROLE_API | ROUTER_ROLE_ADMIN, &who)) return;
+    if (!router_auth_require(ctx->auth, req, ROUTER_ROLE_API | ROUTER_ROLE_ADMIN, &who)) {
+        router_openai_record(ctx, "/v1/models", 401, (router_nodes_now_ms() - t0) / 1e3);
+        return;
+    }
     char err[1024];
     json_t *all = router_registry_list(ctx->db, err, sizeof err);
-    if (!all) { reply_db_error(req, ROUTER_DB_EIO, err); return; }
+    if (!all) { reply_db_error(req, ROUTER_DB_EIO, err); router_openai_record(ctx, "/v1/models", 500, (router_nodes_now_ms() - t0) / 1e3); return; }
     json_t *data = json_array();
     size_t i;
     json_t *r;
@@ -235,6 +240,7 @@ static void h_v1_models(llmr_http_request *req, void *user) {
     }
     json_decref(all);
     llmr_http_reply_json(req, 200, json_pack("{s:s, s:o}", "object", "list", "data", data));
+    router_openai_record(ctx, "/v1/models", 200, (router_nodes_now_ms() - t0) / 1e3);
 }
 
 int router_models_init(router_ctx *ctx, char *err, size_t es) {

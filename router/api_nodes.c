@@ -6,6 +6,7 @@
 
 #include "common/http_client.h"
 #include "common/log.h"
+#include "router/node_join.h"
 #include "router/nodes.h"
 #include "router/registry.h"
 #include "router/router.h"
@@ -51,14 +52,23 @@ int router_jobs_wait(router_ctx *ctx, int timeout_ms) {
 
 static void h_register(llmr_http_request *req, void *user) {
     router_ctx *ctx = user;
-    /* Joining is open (llmr-node sends no key the first time; the router answers with the node's
-     * token). A caller that does send a node token may only re-register that node. */
+    /* Without --node-join-key joining is open; with it, the join key, the admin key or the node's
+     * own token is required (router/node_join.h). A node token may only re-register its node. */
     router_principal who;
-    router_auth_identify(ctx->auth, llmr_http_bearer(req), &who);
+    router_join_verdict v = router_join_check(ctx->join, ctx->auth, llmr_http_bearer(req), &who);
+    if (v == ROUTER_JOIN_MISSING || v == ROUTER_JOIN_WRONG) {
+        if (v == ROUTER_JOIN_MISSING) llmr_http_add_header(req, "WWW-Authenticate", "Bearer");
+        llmr_http_reply_error(req, v == ROUTER_JOIN_MISSING ? 401 : 403, NULL,
+                              v == ROUTER_JOIN_MISSING ? "missing_api_key" : "invalid_join_key", NULL, NULL,
+                              "this router requires a node join key (--node-join-key) to register a node: %s",
+                              v == ROUTER_JOIN_MISSING ? "send it as 'Authorization: Bearer KEY'"
+                                                       : "the key sent is not the join key, the admin key or a node token");
+        return;
+    }
     json_t *body = llmr_http_json_body(req);
     if (!body) return;
     char id[64], token[128], param[32], err[1024];
-    if (who.role == ROUTER_ROLE_NODE) {
+    if (v == ROUTER_JOIN_OWN_NODE) {
         const char *claimed = json_string_value(json_object_get(body, "node_id"));
         if (claimed && strcmp(claimed, who.id)) {
             llmr_http_reply_error(req, 403, NULL, "wrong_node", "node_id", NULL,

@@ -208,3 +208,11 @@ int chat_prompt_render(const jinja_template *t, json_t *request, json_t *tokeniz
     json_decref(ctx);
     return st;
 }
+
+int chat_prompt_http_status(int jinja_status) {
+    switch (jinja_status) {
+    case JINJA_OK: return 200;
+    case JINJA_ENOMEM: return 500;
+    default: return 400;
+    }
+}

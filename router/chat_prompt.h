@@ -63,6 +63,10 @@ json_t *chat_prompt_build_context(json_t *request, json_t *tokenizer_config, cha
  * ..." in err and the position in *pos (if non-NULL). The router answers 400 with that message. */
 int chat_prompt_check_template(const char *src, size_t len, jinja_pos *pos, char *err, size_t err_size);
 
+/* The HTTP status for a jinja status: 400 for a bad template / request / template error / sandbox
+ * limit (the body carries the message), 500 for JINJA_ENOMEM, 200 for JINJA_OK. */
+int chat_prompt_http_status(int jinja_status);
+
 /* Convenience: build the context from the request and render t with HF lexer settings already used
  * at parse time. Returns JINJA_OK with *out malloc'd, or a jinja status / JINJA_EINVAL for a bad
  * request, with the message in err. */

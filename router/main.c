@@ -9,13 +9,17 @@
 
 #include "common/log.h"
 #include "common/options.h"
+#include "router/api_openai.h"
 #include "router/router.h"
 #include "router/template_check.h"
+#include "router/node_join.h"
 
 static const char *DESCRIPTION =
     "llmr-router: the operator's front door. Registers models from a Hugging Face-compatible hub\n"
     "(POST /v0/models/register), keeps them in a SQLite registry (DATA_DIR/router.db), hands nodes\n"
-    "their manifests, tracks nodes by heartbeat, and serves GET /v1/models. See docs/router.md.\n"
+    "their manifests, tracks nodes by heartbeat, and serves the OpenAI-compatible API: GET /v1/models,\n"
+    "POST /v1/chat/completions, POST /v1/completions (balanced over nodes), GET /metrics.\n"
+    "See docs/router.md, docs/api.md and docs/operations.md.\n"
     "Without an admin key it refuses to start, unless --insecure-no-auth is given (tests only).";
 
 static router_ctx g_ctx;
@@ -68,6 +72,8 @@ static int run(router_ctx *ctx, const char *port_file) {
         log_error("%s", err);
         return 1;
     }
+    if (!(ctx->join = router_join_create(c->node_join_key, err, sizeof err))) { log_error("%s", err); return 1; }
+    if (!router_join_required(ctx->join)) log_warn("no --node-join-key: any host that reaches this router can register a node");
     if (c->insecure_no_auth) log_warn("--insecure-no-auth: requests without a key are admitted (tests and demos only)");
     if (c->allow_cpu_nodes) log_warn("--allow-cpu-nodes: nodes without a GPU may join (tests and demos only)");
     const char *sm = c->supported_models ? c->supported_models : default_supported_models();
@@ -84,11 +90,12 @@ static int run(router_ctx *ctx, const char *port_file) {
     llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
     if (!(ctx->http = llmr_http_server_create(ctx->loop, &ho, err, sizeof err))) { log_error("--listen: %s", err); return 1; }
     if (router_auth_routes(ctx->auth, ctx->http) || router_models_init(ctx, err, sizeof err) ||
-        router_nodes_init(ctx, err, sizeof err)) {
+        router_nodes_init(ctx, err, sizeof err) || router_openai_init(ctx, err, sizeof err)) {
         log_error("%s", err);
         return 1;
     }
     llmr_loop_handle_signals(ctx->loop, on_term, NULL, ctx);
+    if (router_dashboard_init(ctx, err, sizeof err)) { log_error("%s", err); return 1; }
     /* The port line is what scripts wait for (and read, with --listen HOST:0). */
     log_info("listening on port %d (data %s, hub %s, schema v%d)", llmr_http_server_port(ctx->http), c->data_dir,
              c->hub_endpoint, router_db_version(ctx->db));
@@ -97,6 +104,7 @@ static int run(router_ctx *ctx, const char *port_file) {
         return 1;
     }
     int rc = llmr_loop_run(ctx->loop);
+    router_openai_fini(ctx);
     log_info("stopped");
     return rc ? 1 : 0;
 }
@@ -123,6 +131,8 @@ int main(int argc, char **argv) {
          "accept nodes without a GPU and let them offer CPU engines (tests and demos only)", &c->allow_cpu_nodes},
         {"insecure-no-auth", "LLMR_INSECURE_NO_AUTH", LLMR_OPT_BOOL, "false",
          "admit requests without a key (tests and demos only)", &c->insecure_no_auth},
+        {"node-join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
+         "key nodes must send to join (at least 16 characters; default: anyone may join)", &c->node_join_key},
         {"heartbeat-interval", "LLMR_HEARTBEAT_INTERVAL", LLMR_OPT_INT, "5", "seconds between node heartbeats (told to nodes)",
          &c->heartbeat_interval_s},
         {"heartbeat-timeout", "LLMR_HEARTBEAT_TIMEOUT", LLMR_OPT_INT, "0",
@@ -131,6 +141,10 @@ int main(int argc, char **argv) {
          &c->sync_interval_s},
         {"max-registrations", "LLMR_MAX_REGISTRATIONS", LLMR_OPT_INT, "8", "registrations validated at once (more get 429)",
          &c->max_registrations},
+        {"queue-max", "LLMR_QUEUE_MAX", LLMR_OPT_INT, "64",
+         "inference requests that may wait when every node is full (more get 429)", &c->queue_max},
+        {"queue-timeout-ms", "LLMR_QUEUE_TIMEOUT_MS", LLMR_OPT_INT, "30000",
+         "how long a request may wait for a free node (then 504)", &c->queue_timeout_ms},
         {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},
@@ -146,6 +160,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (c->heartbeat_timeout_s <= 0) c->heartbeat_timeout_s = 3 * c->heartbeat_interval_s;
+    if (c->queue_max < 0 || c->queue_timeout_ms < 1) {
+        fprintf(stderr, "error: --queue-max must be >= 0 and --queue-timeout-ms >= 1\n");
+        return 2;
+    }
     if (c->sync_interval_s < 1) { fprintf(stderr, "error: --sync-interval must be at least 1 second\n"); return 2; }
     if (!c->admin_key && !c->insecure_no_auth) {
         fprintf(stderr, "error: no admin key: set --admin-key or LLMR_ADMIN_KEY (or --insecure-no-auth, tests only)\n");
@@ -168,6 +186,7 @@ int main(int argc, char **argv) {
     router_hub_destroy(ctx->hub);
     router_artifacts_destroy(ctx->artifacts);
     router_auth_destroy(ctx->auth);
+    router_join_destroy(ctx->join);
     router_db_close(ctx->db);
     curl_global_cleanup();
     return rc;

@@ -33,6 +33,7 @@ struct router_nodes {
     int timeout_ms;
     node **v;
     size_t n;
+    size_t rr;               /* round-robin cursor of router_nodes_acquire_ex */
 };
 
 const char *router_nodes_strerror(int st) {
@@ -44,6 +45,8 @@ const char *router_nodes_strerror(int st) {
     case ROUTER_NODES_EFORBIDDEN: return "token of another node";
     case ROUTER_NODES_EDB: return "database error";
     case ROUTER_NODES_ENOMEM: return "out of memory";
+    case ROUTER_NODES_EBUSY: return "every node serving the model is at its concurrency limit";
+    case ROUTER_NODES_EOFFLINE: return "no node is online";
     }
     return "unknown nodes status";
 }
@@ -454,5 +457,54 @@ void router_nodes_release(router_nodes *n, const char *node_id) {
     pthread_mutex_lock(&n->mu);
     node *x = find(n, node_id);
     if (x && x->outstanding > 0) x->outstanding--;
+    pthread_mutex_unlock(&n->mu);
+}
+
+static int max_concurrency(const node *x) {
+    json_int_t m = json_integer_value(json_object_get(x->info, "max_concurrency"));
+    return m > 0 ? (int)m : 4;
+}
+
+int router_nodes_acquire_ex(router_nodes *n, const char *model_id, const char *exclude, router_node_target *out) {
+    node *best = NULL;
+    size_t best_i = 0;
+    int online = 0, ready = 0;
+    pthread_mutex_lock(&n->mu);
+    /* Scanning from just after the last pick makes equal candidates take turns. */
+    for (size_t k = 0; k < n->n; k++) {
+        size_t i = (n->rr + 1 + k) % n->n;
+        node *x = n->v[i];
+        online += x->online;
+        if (!ready_on(x, model_id) || (exclude && !strcmp(exclude, x->id))) continue;
+        ready++;
+        if (x->outstanding >= max_concurrency(x)) continue;
+        if (!best || x->outstanding < best->outstanding) { best = x; best_i = i; }
+    }
+    if (best) {
+        best->outstanding++;
+        n->rr = best_i;
+        target_of(best, out);
+    }
+    pthread_mutex_unlock(&n->mu);
+    if (best) return ROUTER_NODES_OK;
+    return ready ? ROUTER_NODES_EBUSY : online ? ROUTER_NODES_ENOTFOUND : ROUTER_NODES_EOFFLINE;
+}
+
+int router_nodes_online_count(router_nodes *n) {
+    int c = 0;
+    pthread_mutex_lock(&n->mu);
+    for (size_t i = 0; i < n->n; i++) c += n->v[i]->online;
+    pthread_mutex_unlock(&n->mu);
+    return c;
+}
+
+void router_nodes_mark_unreachable(router_nodes *n, const char *node_id, const char *cause) {
+    pthread_mutex_lock(&n->mu);
+    node *x = find(n, node_id);
+    if (x && x->online) {
+        x->online = 0;
+        log_warn("node %s (%s) is offline: unreachable (%s); its next heartbeat brings it back", x->id, x->machine_name,
+                 cause);
+    }
     pthread_mutex_unlock(&n->mu);
 }

@@ -27,6 +27,8 @@ typedef enum router_nodes_status {
     ROUTER_NODES_EFORBIDDEN, /* the token belongs to another node */
     ROUTER_NODES_EDB,      /* database failure */
     ROUTER_NODES_ENOMEM,
+    ROUTER_NODES_EBUSY,    /* acquire: the model is ready on some node but every such node is full */
+    ROUTER_NODES_EOFFLINE, /* acquire: no node is online at all */
 } router_nodes_status;
 
 const char *router_nodes_strerror(int status);
@@ -78,6 +80,18 @@ size_t router_nodes_targets(router_nodes *n, router_node_target **out);
  * counts one more outstanding on it and fills *out. ENOTFOUND when no node can serve the model.
  * Every successful acquire must be paired with a router_nodes_release. */
 int router_nodes_acquire(router_nodes *n, const char *model_id, router_node_target *out);
+/* The balancer's pick (router/balancer.h): like router_nodes_acquire, but a node already holding
+ * its stated max_concurrency (registration; 4 when absent) requests from this router is full, the
+ * node named exclude (may be NULL: the one that just failed) is skipped, and ties on outstanding
+ * requests go round-robin. OK, EBUSY (ready somewhere, all full), ENOTFOUND (ready nowhere) or
+ * EOFFLINE (no node online). */
+int router_nodes_acquire_ex(router_nodes *n, const char *model_id, const char *exclude, router_node_target *out);
+/* The router could not even connect to the node (its process is gone): offline now rather than after
+ * the heartbeat timeout, so no further request is sent there; its next heartbeat brings it back.
+ * cause is logged. */
+void router_nodes_mark_unreachable(router_nodes *n, const char *node_id, const char *cause);
+/* Online nodes (for /metrics). */
+int router_nodes_online_count(router_nodes *n);
 void router_nodes_release(router_nodes *n, const char *node_id);
 
 #endif

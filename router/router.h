@@ -5,12 +5,15 @@
  * post their result back to the loop with llmr_loop_post. Modules, one concern each:
  *   db.h          SQLite registry (WAL, migrations, the kill -9 guarantee)
  *   auth.h        admin key, node tokens, API keys; /v0/api-keys
+ *   node_join.h   who may POST /v0/nodes (--node-join-key)
+ *   dashboard.c   GET /dashboard: the operator's web page over the /v0 APIs (router/dashboard/)
  *   hub.h         what the router needs from a Hugging Face-compatible hub
  *   validate.h    registration checks as pure functions over a hub listing
  *   artifacts.h   supported_models.json + the artifact allowlist
  *   registry.h    stored model records; api_models.c serves /v0/models* and /v1/models
  *   nodes.h       the live node table (heartbeats, per-model states, least-outstanding pick);
  *                 api_nodes.c serves /v0/nodes, /v0/health and pushes /v0/sync to nodes
+ *   api_openai.h  /v1/chat/completions, /v1/completions, /metrics (balancer.h, proxy.h, metrics.h)
  * Each module's init below adds its routes to ctx->http. */
 #ifndef ROUTER_ROUTER_H
 #define ROUTER_ROUTER_H
@@ -26,6 +29,7 @@
 #include "router/validate.h"
 
 typedef struct router_nodes router_nodes;
+typedef struct router_join router_join;
 
 /* Settings from flags / environment (see router/main.c --help). Strings are borrowed. */
 typedef struct router_config {
@@ -38,10 +42,13 @@ typedef struct router_config {
     const char *artifact_allowlist;
     int allow_cpu_nodes;
     int insecure_no_auth;
+    const char *node_join_key; /* --node-join-key: required by POST /v0/nodes when set (node_join.h) */
     int heartbeat_interval_s;  /* told to nodes at registration */
     int heartbeat_timeout_s;   /* a node silent this long is offline (default 3 intervals) */
     int sync_interval_s;       /* how often nodes poll on their own */
     int max_registrations;     /* registrations validated at once; more get 429 */
+    int queue_max;             /* inference requests that may wait for a full cluster (then 429) */
+    int queue_timeout_ms;      /* how long one may wait (then 504) */
 } router_config;
 
 typedef struct router_ctx {
@@ -50,10 +57,12 @@ typedef struct router_ctx {
     llmr_http_server *http;
     router_db *db;
     router_auth *auth;
+    router_join *join;         /* who may POST /v0/nodes (router/node_join.h) */
     router_artifacts *artifacts;
     router_hub *hub;
     router_nodes *nodes;
     router_template_check_fn check_template; /* NULL: templates are not parse-checked */
+    struct router_openai *openai;            /* api_openai.c: balancer, metrics, requests in flight */
 
     /* Worker threads in flight (registrations, sync pushes); shutdown waits for zero. */
     pthread_mutex_t jobs_mu;
@@ -67,6 +76,8 @@ int router_models_init(router_ctx *ctx, char *err, size_t err_size);
 /* Creates ctx->nodes from the database, adds /v0/nodes and /v0/health, and starts the heartbeat
  * watchdog timer. 0, or -1 with the cause in err. */
 int router_nodes_init(router_ctx *ctx, char *err, size_t err_size);
+/* Adds GET /dashboard, the operator's web page (router/dashboard.c). 0, or -1 with the cause in err. */
+int router_dashboard_init(router_ctx *ctx, char *err, size_t err_size);
 /* Stops the watchdog and frees ctx->nodes (after the loop stopped). */
 void router_nodes_fini(router_ctx *ctx);
 

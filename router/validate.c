@@ -406,7 +406,7 @@ static int choose_template(vctx *c, json_t *record) {
         const char *body;
         size_t blen;
         if ((st = get_file(c, "tokenizer_config.json", &body, &blen))) return st;
-        json_t *tc = json_loadb(body, blen, 0, NULL);
+        json_t *tc = json_loadb(body, blen, JSON_DECODE_INT_AS_REAL, NULL) /* HF files hold model_max_length = 1e30 */;
         json_t *t = json_object_get(tc, "chat_template");
         if (json_is_array(t)) { /* [{"name":"default","template":"..."}, ...] */
             size_t i;

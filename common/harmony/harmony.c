@@ -54,6 +54,12 @@ void harmony_opts_default(harmony_opts *o) {
     o->constrain = HARMONY_CONSTRAIN; o->ret = HARMONY_RETURN; o->call = HARMONY_CALL; o->endoftext = HARMONY_ENDOFTEXT;
 }
 
+int harmony_is_stop(const harmony_opts *o, uint32_t id) {
+    harmony_opts d;
+    if (!o) { harmony_opts_default(&d); o = &d; }
+    return id == o->ret || id == o->call || id == o->endoftext;
+}
+
 harmony_parser *harmony_create(const harmony_opts *opts) {
     harmony_parser *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -196,7 +202,12 @@ static bool open_body(harmony_parser *p, harmony_delta *d) {
         memset(t, 0, sizeof *t);
         const char *name = h.recipient;
         if (!strncmp(name, "functions.", 10)) name += 10;
-        t->name = strdup(name);
+        /* the name comes from model output: make it valid UTF-8 before it reaches JSON */
+        hbuf clean = {0}, pend = {0};
+        bool ok = utf8_take(&pend, name, strlen(name), &clean, true);
+        t->name = ok ? strdup(hb_str(&clean)) : NULL;
+        hb_free(&clean);
+        hb_free(&pend);
         t->id = random_id(p);
         if (!t->name || !t->id) { free(t->name); free(t->id); return false; }
         p->ntools++;
@@ -292,9 +303,11 @@ int harmony_finish(harmony_parser *p, int hit_length, harmony_delta *d) {
     if (p->state == ST_HEADER) {
         /* an unfinished header: keep its role-part text if it is not header syntax */
         const char *role = hb_str(&p->part[0]);
-        bool headerish = p->part[1].n || p->part[2].n || strstr(role, "to=") != NULL;
         size_t k = 0;
         while (role[k] == ' ') k++;
+        /* a header cut short looks like " to=functions.x" (one word, no channel yet); anything else
+         * is text from a model that does not follow the format: keep it */
+        bool headerish = p->part[1].n || p->part[2].n || (!strncmp(role + k, "to=", 3) && !strpbrk(role + k, " \t"));
         if (!headerish && role[k]) ok = header_to_content(p, d, "", 0, true);
         else for (int i = 0; i < 3; i++) p->part[i].n = 0;
     } else if (p->pend.n) ok = emit_text(p, p->state == ST_BODY ? p->kind : K_CONTENT, "", 0, true, d);

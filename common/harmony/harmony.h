@@ -53,6 +53,10 @@ typedef struct {
 /* Fills o with the gpt-oss ids and defaults. */
 void harmony_opts_default(harmony_opts *o);
 
+/* 1 if id ends generation for the assistant (<|return|>, <|call|>, <|endoftext|> with the ids of o,
+ * or gpt-oss's when o is NULL), else 0. <|end|> is not a stop. */
+int harmony_is_stop(const harmony_opts *o, uint32_t id);
+
 /* NULL opts = defaults. Returns NULL only on out of memory. */
 harmony_parser *harmony_create(const harmony_opts *opts);
 void harmony_destroy(harmony_parser *p);   /* NULL is a no-op */

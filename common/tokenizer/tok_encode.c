@@ -20,23 +20,44 @@ typedef struct enc_ctx {
     pcre2_match_data *md;
     char *err; size_t err_size;
     struct pcache *cache;         /* piece -> ids memo for this call (NULL until first needed) */
+    size_t cache_slots;           /* its size, chosen from the text length (pcache_slots_for) */
 } enc_ctx;
 
 /* Memo of BPE results for the pieces of one call: text repeats words, and a short piece costs a
- * dozen merge-table lookups that miss the cache. Keys point into the text being encoded, so the
- * memo cannot outlive the call (and no state is shared between calls or threads). */
-#define PCACHE_SLOTS 4096
-#define PCACHE_MAX_FILL (PCACHE_SLOTS / 4 * 3)
+ * dozen merge-table lookups that miss the cache (even a whole-word vocab hit is a miss in an 8 MiB
+ * table). Keys point into the text being encoded, so the memo cannot outlive the call (and no
+ * state is shared between calls or threads). Its size follows the text: a memo that fills up
+ * stops memoizing, and on the bench corpus a 4096-slot memo for 100 KB chunks left encode at
+ * 19 MB/s of CPU time where one sized to the text gives about 28 (docs/tokenizer.md). */
+#define PCACHE_MIN_SLOTS 256
+#define PCACHE_MAX_SLOTS 65536
 #define PCACHE_MAX_PIECE 4096 /* longer pieces (huge whitespace runs) are not memoized */
 typedef struct pcache_slot { const uint8_t *key; uint32_t len, tag, off, n; } pcache_slot;
 typedef struct pcache {
-    pcache_slot slot[PCACHE_SLOTS];
-    size_t fill;
+    size_t mask, fill, max_fill;
     int32_t *pool; size_t pool_len, pool_cap;
+    pcache_slot slot[];           /* mask + 1 slots */
 } pcache;
 
+/* Slots for a text of len bytes: one per 8 bytes, a power of two in [MIN, MAX] (a piece averages
+ * 3 bytes and most repeat; on the bench's 100 KB chunks one per 4 bytes was slower: the memo
+ * outgrew L2 and the calloc cost more). */
+static size_t pcache_slots_for(size_t len) {
+    size_t slots = PCACHE_MIN_SLOTS;
+    while (slots < PCACHE_MAX_SLOTS && slots < len / 8) slots *= 2;
+    return slots;
+}
+
+static pcache *pcache_create(size_t slots) {
+    pcache *pc = calloc(1, sizeof *pc + slots * sizeof(pcache_slot));
+    if (!pc) return NULL;
+    pc->mask = slots - 1;
+    pc->max_fill = slots / 4 * 3;
+    return pc;
+}
+
 static const pcache_slot *pcache_find(const pcache *pc, const uint8_t *p, size_t n, uint64_t h) {
-    for (size_t i = (size_t)h & (PCACHE_SLOTS - 1);; i = (i + 1) & (PCACHE_SLOTS - 1)) {
+    for (size_t i = (size_t)h & pc->mask;; i = (i + 1) & pc->mask) {
         const pcache_slot *s = &pc->slot[i];
         if (!s->key) return NULL;
         if (s->tag == (uint32_t)(h >> 32) && s->len == n && memcmp(s->key, p, n) == 0) return s;
@@ -44,7 +65,7 @@ static const pcache_slot *pcache_find(const pcache *pc, const uint8_t *p, size_t
 }
 
 static void pcache_add(pcache *pc, const uint8_t *p, size_t n, uint64_t h, const int32_t *ids, size_t k) {
-    if (pc->fill >= PCACHE_MAX_FILL) return;
+    if (pc->fill >= pc->max_fill) return;
     if (pc->pool_len + k > pc->pool_cap) {
         size_t cap = pc->pool_cap ? pc->pool_cap * 2 : 4096;
         while (cap < pc->pool_len + k) cap *= 2;
@@ -53,8 +74,8 @@ static void pcache_add(pcache *pc, const uint8_t *p, size_t n, uint64_t h, const
         pc->pool = np;
         pc->pool_cap = cap;
     }
-    size_t i = (size_t)h & (PCACHE_SLOTS - 1);
-    while (pc->slot[i].key) i = (i + 1) & (PCACHE_SLOTS - 1);
+    size_t i = (size_t)h & pc->mask;
+    while (pc->slot[i].key) i = (i + 1) & pc->mask;
     memcpy(pc->pool + pc->pool_len, ids, k * sizeof *ids);
     pc->slot[i] = (pcache_slot){p, (uint32_t)n, (uint32_t)(h >> 32), (uint32_t)pc->pool_len, (uint32_t)k};
     pc->pool_len += k;
@@ -166,7 +187,7 @@ static size_t bpe_small(const tokenizer *t, const uint8_t *p, size_t n, int32_t 
 static int bpe_short(enc_ctx *c, const uint8_t *p, size_t n) {
     const tokenizer *t = c->t;
     uint64_t h = tok_hash_bytes(p, n);
-    if (!c->cache) c->cache = calloc(1, sizeof *c->cache); /* NULL: work without a memo */
+    if (!c->cache) c->cache = pcache_create(c->cache_slots); /* NULL: work without a memo */
     const pcache_slot *hit = c->cache ? pcache_find(c->cache, p, n, h) : NULL;
     if (hit) {
         for (uint32_t i = 0; i < hit->n; i++)
@@ -192,7 +213,7 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
         return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "a single pre-token of %zu bytes is over the limit of %d", n, INT32_MAX / 4);
     uint64_t ph = tok_hash_bytes(p, n);
     int memo = n <= PCACHE_MAX_PIECE;
-    if (memo && !c->cache) c->cache = calloc(1, sizeof *c->cache);
+    if (memo && !c->cache) c->cache = pcache_create(c->cache_slots);
     const pcache_slot *hit = memo && c->cache ? pcache_find(c->cache, p, n, ph) : NULL;
     if (hit) {
         for (uint32_t i = 0; i < hit->n; i++)
@@ -261,6 +282,14 @@ static int encode_segment(enc_ctx *c, const uint8_t *seg, size_t n, size_t base)
     size_t last = 0, off = 0;
     int rc;
     while (off < n) {
+        /* o200k's common ASCII pre-tokens without PCRE2 (0: not decided, ask the regex). */
+        size_t fe = t->split_o200k ? tok_split_o200k(seg, n, off) : 0;
+        if (fe) {
+            if (off > last && (rc = bpe(c, seg + last, off - last)) != 0) return rc;
+            if ((rc = bpe(c, seg + off, fe - off)) != 0) return rc;
+            last = off = fe;
+            continue;
+        }
         rc = t->re_jit ? pcre2_jit_match(t->re, seg, n, off, 0, c->md, NULL)
                        : pcre2_match(t->re, seg, n, off, PCRE2_NO_UTF_CHECK, c->md, NULL);
         if (rc == PCRE2_ERROR_JIT_STACKLIMIT) /* the interpreter keeps its backtracking on the heap */
@@ -295,7 +324,20 @@ static int encode_text(enc_ctx *c, const uint8_t *p, size_t n, int allow_special
     size_t seg = 0, i = 0;
     int rc;
     if (t->n_added == 0) return encode_segment(c, p, n, 0);
+    /* When every added token starts with the same byte (gpt-oss: '<'), memchr finds the next
+     * candidate instead of a table look-up per byte. -1: several first bytes. */
+    int first = -1;
+    for (int b = 0; b < 256; b++) {
+        if (t->added_first[b] == t->added_first[b + 1]) continue;
+        if (first >= 0) { first = -1; break; }
+        first = b;
+    }
     while (i < n) {
+        if (first >= 0) {
+            const uint8_t *q = memchr(p + i, first, n - i);
+            if (!q) break;
+            i = (size_t)(q - p);
+        }
         uint32_t k = t->added_first[p[i]], kend = t->added_first[p[i] + 1];
         const tok_added *hit = NULL;
         for (; k < kend; k++) {
@@ -330,6 +372,7 @@ static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) 
         p = fixed;
         len = n;
     }
+    c->cache_slots = pcache_slots_for(len);
     c->md = pcre2_match_data_create(1, NULL);
     if (!c->md) { free(fixed); return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory"); }
     rc = encode_text(c, p, len, !(flags & TOKENIZER_ENCODE_NO_SPECIAL));

@@ -66,6 +66,7 @@ struct tokenizer {
     int pattern_literal;                 /* Split with a String pattern: literal text */
     pcre2_code *re;                      /* compiled pattern; NULL = whole segment */
     int re_jit;                          /* JIT compiled */
+    int split_o200k;                     /* pattern is o200k's: tok_split_o200k may answer first */
 
     void *cache_buf;                     /* when loaded from the binary cache: the one allocation the
                                           * arrays above point into (tok_cache.c) */
@@ -155,7 +156,17 @@ int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
  * encoder can produce this piece); otherwise the piece's own bytes (returns 0). out holds len bytes. */
 int tok_piece_to_bytes(const char *piece, size_t len, char *out, size_t *out_len);
 
-/* Compiles t->pattern into t->re (JIT when possible). */
+/* The o200k split regex as tokenizer.json spells it (gpt-oss); tok_compile_pattern enables the
+ * fast path when a file's pattern is exactly this. */
+extern const char TOK_O200K_PATTERN[];
+
+/* Fast path for the o200k split regex (tok_split.c): the end of the regex's match at offset i of
+ * s[0..n) (i < n; the match always starts at i for this pattern), or 0 when undecided -- the
+ * caller must then ask PCRE2. Decides only from ASCII bytes; a return > 0 is exactly what the
+ * regex matches (checked by the split_fast_path unit test and fuzz_tok_split). */
+size_t tok_split_o200k(const uint8_t *s, size_t n, size_t i);
+
+/* Compiles t->pattern into t->re (JIT when possible) and sets t->split_o200k. */
 int tok_compile_pattern(struct tokenizer *t, const char *where, char *err, size_t err_size);
 
 /* Binary cache of loaded tokenizers, keyed by the sha256 of the tokenizer.json (tok_cache.c).

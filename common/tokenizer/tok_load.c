@@ -22,6 +22,12 @@
 static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
+const char TOK_O200K_PATTERN[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 /* Unicode White_Space (PropList.txt), the meaning of \s in Oniguruma which HF tokenizers uses.
  * PCRE2's own \s also matches U+180E, which is no longer White_Space. */
 static const char WHITE_SPACE_ITEMS[] =
@@ -715,6 +721,15 @@ int tok_compile_pattern(tokenizer *t, const char *where, char *err, size_t err_s
                      where, (char *)msg, (size_t)eo);
     }
     t->re_jit = pcre2_jit_compile(t->re, PCRE2_JIT_COMPLETE) == 0;
+    /* The fast path knows one pattern: o200k's, after the same \s rewrite as the file's. */
+    t->split_o200k = 0;
+    if (!t->pattern_literal) {
+        int unsup;
+        char *o200k = rewrite_pattern(TOK_O200K_PATTERN, strlen(TOK_O200K_PATTERN), &unsup);
+        t->split_o200k = o200k && t->pattern_len == strlen(o200k) &&
+                         memcmp(t->pattern, o200k, t->pattern_len) == 0;
+        free(o200k);
+    }
     return TOKENIZER_OK;
 }
 

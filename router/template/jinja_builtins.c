@@ -278,6 +278,7 @@ static uint32_t cp_upper(uint32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c : c - 1;
     if (c >= 0x3B1 && c <= 0x3C9 && c != 0x3C2) return c - 32;
     if (c == 0x3C2) return 0x3A3;
+    if (c >= 0x1C4 && c <= 0x1CC) return c - (c - 0x1C4) % 3;   /* DŽ Dž dž LJ Lj lj NJ Nj nj */
     if (c >= 0x3AC && c <= 0x3AF) return c == 0x3AC ? 0x386 : c - 37;
     if (c >= 0x430 && c <= 0x44F) return c - 32;
     if (c >= 0x450 && c <= 0x45F) return c - 80;
@@ -293,6 +294,7 @@ static uint32_t cp_lower(uint32_t c) {
     if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;
     if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;
     if (c == 0x386) return 0x3AC;
+    if (c >= 0x1C4 && c <= 0x1CC) return c + 2 - (c - 0x1C4) % 3;
     if (c >= 0x388 && c <= 0x38A) return c + 37;
     if (c >= 0x410 && c <= 0x42F) return c + 32;
     if (c >= 0x400 && c <= 0x40F) return c + 80;
@@ -339,8 +341,17 @@ static jv case_map(jrender *r, jv s, int mode, int line) {
         uint32_t c = cp_next(s.u.s, s.n, &i, &raw);
         if (raw) { p[o++] = s.u.s[st]; prev_cased = false; idx++; continue; }
         uint32_t m = c;
+        if (c == 0xDF && (mode == 1 || (mode == 4))) { p[o++] = 'S'; p[o++] = 'S'; prev_cased = true; idx++; continue; }
         switch (mode) {
-        case 0: m = cp_lower(c); break;
+        case 0:
+            m = cp_lower(c);
+            if (c == 0x3A3 && prev_cased) {   /* Python's final sigma: Σ after a cased letter, not before one */
+                size_t k = i;
+                bool raw2 = false;
+                bool next_cased = k < s.n && cp_cased(cp_next(s.u.s, s.n, &k, &raw2)) && !raw2;
+                if (!next_cased) m = 0x3C2;
+            }
+            break;
         case 1: m = cp_upper(c); break;
         case 2: m = prev_cased ? cp_lower(c) : cp_upper(c); break;
         case 3: m = idx == 0 ? cp_upper(c) : cp_lower(c); break;
@@ -542,7 +553,7 @@ static jv str_format(jrender *r, jv fmt, const jargs *a, int line) {
 }
 
 /* printf-style "%s %d" % args (the `format` filter). */
-static jv percent_format(jrender *r, jv fmt, const jargs *a, int line) {
+jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line) {
     jbuf b = {0};
     size_t ai = 0;
     for (size_t i = 0; i < fmt.n; i++) {
@@ -571,6 +582,7 @@ static jv percent_format(jrender *r, jv fmt, const jargs *a, int line) {
             else { spec[sn++] = conv; spec[sn] = 0; jbuf_printf(&b, spec, jv_num(v)); }
         } else { jbuf_free(&b); return fail_type(r, line, "%%%c format: a number is required, not %s", conv, jv_type_name(v)); }
     }
+    if (strict && ai < a->nargs) { jbuf_free(&b); return fail_type(r, line, "not all arguments converted during string formatting"); }
     return mkstr(r, &b, line);
 }
 
@@ -737,8 +749,9 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
     const char *m = fn->name;
     if (self.t == JT_STR) return str_method(r, self, m, a, line);
     if (self.t == JT_DICT) {
-        const jdict *d = self.u.d;
+        jdict *d = self.u.d;
         if (!strcmp(m, "get")) {
+            if (a->nargs < 1 || a->nargs > 2 || a->nkw) return fail_type(r, line, "get expected 1 or 2 positional arguments, got %zu", a->nargs);
             jv k = arg(a, 0, NULL, jv_none(), NULL);
             jv *v = jdict_get(d, k);
             return v ? *v : arg(a, 1, NULL, jv_none(), NULL);
@@ -821,6 +834,8 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
         jlist *l = jlist_new(r->ar, (size_t)cnt, JL_LIST);
         if (!l) { nomem(r, line); return jv_undef(); }
         for (int64_t x = v[0]; v[2] > 0 ? x < v[1] : x > v[1]; x += v[2]) l->it[l->n++] = jv_int(x);
+        l->is_range = true;
+        memcpy(l->range, v, sizeof v);
         return jv_list(l);
     }
     case G_NAMESPACE: case G_DICT: {
@@ -876,6 +891,7 @@ jv jb_call(jrender *r, jv fnv, const jargs *a, int line) {
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, bool has_a0, int line, int *res) {
+    (void)has_a0;
     #define T(lit) NAMEQ(name, n, lit)
     if (T("defined")) *res = self.t != JT_UNDEF;
     else if (T("undefined")) *res = self.t == JT_UNDEF;
@@ -892,16 +908,30 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
     else if (T("sequence")) *res = self.t == JT_STR || (self.t == JT_LIST && self.u.l->kind != JL_GEN) || self.t == JT_DICT || self.t == JT_UNDEF;
     else if (T("callable")) *res = self.t == JT_FUNC || self.t == JT_LOOP;
     else if (T("escaped")) *res = 0;
-    else if (T("lower") || T("upper")) {
-        if (self.t != JT_STR) { fail_type(r, line, "test '%.*s' needs a string", (int)n, name); return false; }
-        jv cmp = case_map(r, self, T("lower") ? 0 : 1, line);
-        *res = jv_equal(cmp, self);
+    else if (T("lower") || T("upper")) {   /* jinja2: str(value).islower() / .isupper() */
+        jbuf b = {0};
+        jv_str(&b, self);
+        jv sv = jv_strn(b.p ? b.p : "", b.n);
+        bool up = false, low = false;
+        for (size_t i = 0; i < sv.n; i++) {
+            unsigned char c = (unsigned char)sv.u.s[i];
+            if (isupper(c)) up = true;
+            if (islower(c)) low = true;
+        }
+        if (sv.n && !up && !low) {   /* non-ASCII letters: compare with the case-mapped string */
+            jv l2 = case_map(r, sv, 0, line), u2 = case_map(r, sv, 1, line);
+            up = !jv_equal(l2, sv); low = !jv_equal(u2, sv);
+        }
+        jbuf_free(&b);
+        *res = T("lower") ? (low && !up) : (up && !low);
     } else if (T("odd") || T("even") || T("divisibleby")) {
-        if (self.t != JT_INT && self.t != JT_BOOL) { fail_type(r, line, "test '%.*s' needs an integer", (int)n, name); return false; }
-        if (T("divisibleby")) {
-            if (!has_a0 || (a0.t != JT_INT && a0.t != JT_BOOL) || a0.u.i == 0) { jr_fail(r, JINJA_ERENDER, line, "divisibleby needs a non-zero integer"); return false; }
-            *res = self.u.i % a0.u.i == 0;
-        } else *res = T("odd") ? (self.u.i & 1) != 0 : (self.u.i & 1) == 0;
+        jv d = T("divisibleby") ? a0 : jv_int(2);
+        if (!jv_is_number(self) || !jv_is_number(d)) { fail_type(r, line, "unsupported operand type(s) for %%: '%s' and '%s'", jv_type_name(self), jv_type_name(d)); return false; }
+        if (jv_num(d) == 0) { jr_fail(r, JINJA_ERENDER, line, "ZeroDivisionError: integer division or modulo by zero"); return false; }
+        double m;
+        if (self.t != JT_FLOAT && d.t != JT_FLOAT) { int64_t q = self.u.i % d.u.i; if (q && ((q < 0) != (d.u.i < 0))) q += d.u.i; m = (double)q; }
+        else { m = fmod(jv_num(self), jv_num(d)); if (m != 0 && ((m < 0) != (jv_num(d) < 0))) m += jv_num(d); }
+        *res = T("odd") ? m == 1 : m == 0;
     } else if (T("sameas")) *res = jv_equal(self, a0) && self.t == a0.t && (self.t > JT_FLOAT ? self.u.s == a0.u.s : true);
     else if (T("eq") || T("equalto") || T("==")) *res = jv_equal(self, a0);
     else if (T("ne") || T("!=")) *res = !jv_equal(self, a0);
@@ -932,6 +962,12 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
 }
 
 int jb_test(jrender *r, const char *name, size_t name_len, jv self, const jargs *a, int line) {
+    static const char *const NOARG[] = { "defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
+        "number", "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even", NULL };
+    if (a->nargs + a->nkw > 0 && in_names(NOARG, name, name_len)) {
+        fail_type(r, line, "test_%.*s() takes 1 positional argument but %zu were given", (int)name_len, name, a->nargs + a->nkw + 1);
+        return -1;
+    }
     bool has;
     jv a0 = arg(a, 0, NULL, jv_undef(), &has);
     int res = 0;
@@ -1322,7 +1358,10 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             jv k = attr.t != JT_NONE ? attr_path(r, src->it[i], attr, line) : src->it[i];
             k = lower_key(r, k, cs, line);
             if (jr_failed(r)) return jv_undef();
+            if ((k.t == JT_LIST && k.u.l->kind != JL_TUPLE) || k.t == JT_DICT || k.t == JT_NS)
+                return fail_type(r, line, "unhashable type: '%s'", jv_type_name(k));
             bool dup = false;
+            if (seen->n > 64 && !jr_scan(r, seen->n, line)) return jv_undef();
             for (size_t j = 0; j < seen->n; j++) if (jv_equal(seen->it[j], k)) { dup = true; break; }
             if (dup) continue;
             seen->it[seen->n++] = k;
@@ -1362,15 +1401,22 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             jv x = attr.t != JT_NONE ? attr_path(r, l->it[i], attr, line) : l->it[i];
             if (jr_failed(r)) return jv_undef();
             if (!jv_is_number(acc) || !jv_is_number(x)) return fail_type(r, line, "unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(acc), jv_type_name(x));
-            acc = (acc.t == JT_FLOAT || x.t == JT_FLOAT) ? jv_float(jv_num(acc) + jv_num(x)) : jv_int(acc.u.i + x.u.i);
+            if (acc.t == JT_FLOAT || x.t == JT_FLOAT) acc = jv_float(jv_num(acc) + jv_num(x));
+            else {
+                int64_t t;
+                if (__builtin_add_overflow(acc.u.i, x.u.i, &t)) return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits");
+                acc = jv_int(t);
+            }
         }
         return acc;
     }
     if (F("abs")) {
         if (self.t == JT_FLOAT) return jv_float(fabs(self.u.f));
+        if (self.t == JT_INT && self.u.i == INT64_MIN) return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits");
         if (self.t == JT_INT || self.t == JT_BOOL) return jv_int(self.u.i < 0 ? -self.u.i : self.u.i);
         return fail_type(r, line, "bad operand type for abs(): '%s'", jv_type_name(self));
     }
+    if ((F("int") || F("float")) && self.t == JT_UNDEF) return jr_undef_error(r, self, line);   /* int(Undefined) raises */
     if (F("int")) {
         jv def = arg(a, 0, "default", jv_int(0), NULL);
         return to_int(r, self, def, line);
@@ -1380,6 +1426,8 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         jv prec = arg(a, 0, "precision", jv_int(0), NULL);
         jv method = arg(a, 1, "method", jv_strn("common", 6), NULL);
         if (!jv_is_number(self)) return fail_type(r, line, "round() needs a number, got %s", jv_type_name(self));
+        bool common = !(method.t == JT_STR && ((method.n == 4 && !memcmp(method.u.s, "ceil", 4)) || (method.n == 5 && !memcmp(method.u.s, "floor", 5))));
+        if (common && self.t != JT_FLOAT && (prec.t == JT_INT && prec.u.i >= 0)) return jv_int(self.u.i);   /* round(int) is an int */
         double x = jv_num(self), m = pow(10.0, (double)(prec.t == JT_INT ? prec.u.i : 0));
         double v = x * m;
         if (method.t == JT_STR && method.n == 4 && !memcmp(method.u.s, "ceil", 4)) v = ceil(v);
@@ -1394,7 +1442,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     }
     if (F("format")) {
         if (self.t != JT_STR) return fail_type(r, line, "format filter needs a string");
-        return percent_format(r, self, a, line);
+        return jb_percent_format(r, self, a, true, line);
     }
     if (F("batch")) {
         jv cnt = arg(a, 0, "linecount", jv_int(1), NULL);
@@ -1423,6 +1471,14 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("capitalize")) return case_map(r, s, 3, line);
     if (F("title")) return case_map(r, s, 5, line);
     if (F("truncate")) {
+        if (self.t == JT_UNDEF) return self;   /* len(Undefined) == 0 */
+        if (self.t != JT_STR) {   /* jinja2 calls len() first: short sequences come back unchanged */
+            jv lenv = arg(a, 0, "length", jv_int(255), NULL), lw = arg(a, 3, "leeway", jv_int(5), NULL);
+            int64_t len = self.t == JT_LIST && self.u.l->kind != JL_GEN ? (int64_t)self.u.l->n : self.t == JT_DICT ? (int64_t)self.u.d->n : -1;
+            if (len < 0) return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
+            if (lenv.t == JT_INT && lw.t == JT_INT && len <= lenv.u.i + lw.u.i) return self;
+            return fail_type(r, line, "truncate needs a string, got %s", jv_type_name(self));
+        }
         jv lenv = arg(a, 0, "length", jv_int(255), NULL);
         bool killwords = jv_truthy(arg(a, 1, "killwords", jv_bool(false), NULL));
         jv end = arg(a, 2, "end", jv_strn("...", 3), NULL);
@@ -1448,7 +1504,10 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (jr_failed(r)) return jv_undef();
         return str_replace(r, s, old, rep, cnt.t == JT_INT ? cnt.u.i : -1, line);
     }
-    if (F("indent")) return filter_indent(r, s, a, line);
+    if (F("indent")) {
+        if (self.t != JT_STR) return fail_type(r, line, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(self));
+        return filter_indent(r, s, a, line);
+    }
     if (F("wordcount")) {
         int64_t c = 0;
         bool in = false;

@@ -66,8 +66,19 @@ typedef struct jv {
     } u;
 } jv;
 
-typedef struct jlist { size_t n, cap; jv *it; int kind; const char *gen_err; /* JL_GEN: TypeError raised when iterated */ } jlist;
-typedef struct jdict { size_t n, cap; jv *k; jv *v; } jdict;
+typedef struct jlist {
+    size_t n, cap; jv *it; int kind;
+    const char *gen_err;        /* JL_GEN: TypeError raised when iterated */
+    int64_t range[3];           /* range(start, stop, step) result: prints as Python's range */
+    bool is_range;
+} jlist;
+typedef struct jdict {
+    size_t n, cap; jv *k; jv *v;
+    /* hash index of the string keys, built lazily once a dict has more than 16 entries, so lookups
+     * in big contexts stay O(1); it lives in the same arena as the dict */
+    jarena *ar;
+    uint32_t *hidx; size_t hcap, hn;
+} jdict;
 
 static inline jv jv_undef(void) { jv v = {0}; v.t = JT_UNDEF; return v; }
 static inline jv jv_none(void) { jv v = {0}; v.t = JT_NONE; return v; }
@@ -83,9 +94,10 @@ static inline jv jv_list(jlist *l) { jv v = {0}; v.t = JT_LIST; v.u.l = l; retur
 jdict *jdict_new(jarena *a, size_t cap);
 /* Inserts or replaces key k (keeps insertion order). false on arena exhaustion. */
 bool jdict_set(jarena *a, jdict *d, jv k, jv v);
-/* Pointer to the value of key k, or NULL. */
-jv *jdict_get(const jdict *d, jv k);
-jv *jdict_get_str(const jdict *d, const char *s, size_t n);
+/* Pointer to the value of key k, or NULL. (May build the dict's hash index: not for concurrent use
+ * of one dict, which never happens: every runtime dict belongs to one render.) */
+jv *jdict_get(jdict *d, jv k);
+jv *jdict_get_str(jdict *d, const char *s, size_t n);
 static inline jv jv_dict(jdict *d) { jv v = {0}; v.t = JT_DICT; v.u.d = d; return v; }
 
 /* Python semantics helpers. */
@@ -171,6 +183,7 @@ typedef struct jloop {
     int64_t index0;
     int depth0;
     const jnode *node;      /* the N_FOR (for loop(...) recursion) */
+    struct jframe *outer;   /* the frame the loop runs in (for loop(...) recursion) */
     jv changed_last; bool changed_set;
 } jloop;
 
@@ -190,6 +203,8 @@ typedef struct {
 jv jr_fail(jrender *r, int status, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static inline bool jr_failed(const jrender *r) { return r->status != JINJA_OK; }
 bool jr_step(jrender *r, int line);             /* counts one step; false once over the limit */
+/* Charges the work of a linear scan of n items (n/16 steps), so quadratic templates hit the limit. */
+bool jr_scan(jrender *r, size_t n, int line);
 /* An undefined carrying the UndefinedError message used if it is later misused. */
 jv jr_undef(jrender *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Cheap undefineds whose message is only formatted when an error needs it. */
@@ -206,6 +221,8 @@ jv jb_filter(jrender *r, const char *name, size_t name_len, jv self, const jargs
 /* Test: returns 0/1, or -1 after failing (unknown test, TypeError). */
 int jb_test(jrender *r, const char *name, size_t name_len, jv self, const jargs *a, int line);
 jv jb_global(jrender *r, const char *name, size_t n);
+/* Python's fmt % args; strict: arguments left unused are a TypeError (as for a tuple). */
+jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line);
 /* markupsafe.escape of a string (not marked safe by itself). */
 jv jb_escape(jrender *r, jv s, int line);     /* global function or undefined */
 jv jb_call(jrender *r, jv fn, const jargs *a, int line); /* builtins + bound methods */
@@ -217,6 +234,5 @@ jv jb_getitem(jrender *r, jv obj, jv key, int line);
 jlist *jb_iter(jrender *r, jv v, int line);
 /* Calls a macro/caller value (jinja_render.c). */
 jv jr_call_macro(jrender *r, jv fn, const jargs *a, int line);
-/* Applies a filter/test by name from another filter (map, select): same as jb_filter. */
 
 #endif

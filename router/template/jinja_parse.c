@@ -13,6 +13,7 @@
 #include "router/template/jinja_internal.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@ typedef struct {
     const char *src; size_t len;
     const jinja_parse_opts *o;
     jtok *toks; size_t ntok, cap;
+    size_t line_off; int line_no;   /* incremental line count for token positions */
     size_t p;                  /* parser cursor */
     int depth;
     int status;
@@ -59,16 +61,19 @@ static bool perr_at(jparser *P, size_t off, const char *fmt, ...) {
 }
 
 static jtok *tok_push(jparser *P, int type, size_t off) {
-    if (P->ntok == P->cap) {
-        size_t cap = P->cap ? P->cap * 2 : 256;
-        jtok *t = jarena_alloc(P->ar, cap * sizeof *t);
+    if (P->ntok == P->cap) {   /* the token array is scratch: malloc'd, freed when parsing ends */
+        size_t cap = P->cap ? P->cap * 2 : 1024;
+        jtok *t = realloc(P->toks, cap * sizeof *t);
         if (!t) { perr_at(P, off, "out of memory"); return NULL; }
-        if (P->ntok) memcpy(t, P->toks, P->ntok * sizeof *t);
         P->toks = t; P->cap = cap;
     }
     jtok *t = &P->toks[P->ntok++];
     memset(t, 0, sizeof *t);
     t->type = type; t->off = off;
+    /* tokens come in source order: count newlines since the previous one only */
+    if (off < P->line_off) { P->line_off = 0; P->line_no = 1; }
+    for (; P->line_off < off && P->line_off < P->len; P->line_off++) if (P->src[P->line_off] == '\n') P->line_no++;
+    t->line = P->line_no;
     return t;
 }
 
@@ -214,13 +219,21 @@ static bool lex_tag(jparser *P, size_t *pi, char close, int end_type) {
                     while (j < n && (isdigit((unsigned char)s[j]) || s[j] == '_')) j++;
                 }
             }
+            if (!isf && s[i] == '0') {   /* jinja2: no leading zeros in a decimal integer ("0", "00" are fine) */
+                for (size_t k = i; k < j; k++)
+                    if (s[k] != '0' && s[k] != '_') return perr_at(P, off, "leading zeros in an integer literal");
+            }
             char buf[128]; size_t bn = 0;
             for (size_t k = i; k < j && bn < sizeof buf - 1; k++) if (s[k] != '_') buf[bn++] = s[k];
             buf[bn] = 0;
             jtok *t = tok_push(P, isf ? T_FLOAT : T_INT, off);
             if (!t) return false;
             if (isf) t->f = strtod(buf, NULL);
-            else t->i = strtoll(buf, NULL, 10);
+            else {
+                errno = 0;
+                t->i = strtoll(buf, NULL, 10);
+                if (errno == ERANGE || bn >= sizeof buf - 1) return perr_at(P, off, "integer literal does not fit in 64 bits");
+            }
             i = j;
             continue;
         }
@@ -291,9 +304,15 @@ static bool lex(jparser *P) {
         size_t before = P->ntok;
         if (!lex_tag(P, &i, kind == '{' ? '}' : '%', kind == '{' ? T_VAR_END : T_BLOCK_END)) return false;
         line_starting = i > 0 && s[i - 1] == '\n';
-        /* {% raw %} ... {% endraw %}: everything in between is text */
+        /* {% raw %} ... {% endraw %}: everything in between is text. jinja2's raw rules: the raw tag
+         * ends with "%}" (no trim_blocks) or "-%}" (strips what follows) — "+%}" is not a raw tag;
+         * the endraw tag takes -, + and lstrip_blocks like any block tag, and trim_blocks after it. */
         if (kind == '%' && P->ntok == before + 2 && P->toks[before].type == T_NAME &&
             P->toks[before].n == 3 && memcmp(P->toks[before].s, "raw", 3) == 0) {
+            const jtok *endt = &P->toks[before + 1];
+            if (endt->n == 1 && endt->s[0] == '+') return perr_at(P, tag, "unknown tag 'raw' (a raw tag cannot end with +%%})");
+            if (endt->n == 0) i = endt->off + 2;   /* undo trim_blocks */
+            line_starting = i > 0 && s[i - 1] == '\n' && endt->n == 1;
             P->ntok = before - 1;   /* drop BLOCK_BEGIN raw BLOCK_END */
             size_t k = i;
             for (;;) {
@@ -302,12 +321,21 @@ static bool lex(jparser *P) {
                 size_t q = (size_t)(e - s);
                 size_t r = q + 2;
                 if (q + 1 < n && s[q + 1] == '%') {
-                    bool minus = r < n && s[r] == '-';
-                    if (r < n && (s[r] == '-' || s[r] == '+')) r++;
+                    char ectl = r < n && (s[r] == '-' || s[r] == '+') ? s[r] : 0;
+                    if (ectl) r++;
                     while (r < n && is_ws(s[r])) r++;
                     if (r + 6 <= n && memcmp(s + r, "endraw", 6) == 0) {
                         size_t te = q;
-                        if (minus) while (te > i && is_ws(s[te - 1])) te--;
+                        if (ectl == '-') while (te > i && is_ws(s[te - 1])) te--;
+                        else if (ectl != '+' && P->o->lstrip_blocks) {
+                            size_t l = te;
+                            while (l > i && s[l - 1] != '\n') l--;
+                            if (l > i || line_starting) {
+                                bool ws = l < te;
+                                for (size_t m = l; m < te; m++) if (!is_ws(s[m])) { ws = false; break; }
+                                if (ws) te = l;
+                            }
+                        }
                         if (te > i) { jtok *tt = tok_push(P, T_TEXT, i); if (!tt) return false; tt->s = s + i; tt->n = te - i; }
                         r += 6;
                         size_t tagstart = P->ntok;
@@ -330,7 +358,9 @@ static jtok *cur(jparser *P) { return &P->toks[P->p]; }
 static jtok *peek(jparser *P, size_t k) { size_t q = P->p + k; return &P->toks[q < P->ntok ? q : P->ntok - 1]; }
 static void adv(jparser *P) { if (P->p + 1 < P->ntok) P->p++; }
 static bool tok_is(const jtok *t, int type, const char *s) {
-    return t->type == type && (!s || (t->n == strlen(s) && memcmp(t->s, s, t->n) == 0));
+    if (t->type != type) return false;
+    if (!s) return true;
+    return t->n && t->s[0] == s[0] && t->n == strlen(s) && memcmp(t->s, s, t->n) == 0;
 }
 static bool is_op(jparser *P, const char *s) { return tok_is(cur(P), T_OP, s); }
 static bool is_name(jparser *P, const char *s) { return tok_is(cur(P), T_NAME, s); }
@@ -353,17 +383,11 @@ static bool expect_op(jparser *P, const char *s) {
     return perr_at(P, cur(P)->off, "expected '%s', got %s", s, tok_desc(cur(P), b, sizeof b));
 }
 
-static int line_of(jparser *P, size_t off) {
-    int line = 1;
-    for (size_t i = 0; i < off && i < P->len; i++) if (P->src[i] == '\n') line++;
-    return line;
-}
-
 static jnode *mk(jparser *P, int kind, const jtok *t) {
     jnode *n = jarena_alloc(P->ar, sizeof *n);
     if (!n) { perr_at(P, t ? t->off : 0, "out of memory"); return NULL; }
     n->kind = (uint16_t)kind;
-    n->line = t ? line_of(P, t->off) : 0;
+    n->line = t ? t->line : 0;
     return n;
 }
 
@@ -848,7 +872,8 @@ static bool expect_block_end(jparser *P) {
 
 static jnode *parse_if(jparser *P, jtok *t) {
     jnode *n = mk(P, N_IF, t);
-    if (!n || !(n->a = parse_tuple(P, false, true, false)) || !expect_block_end(P)) return NULL;
+    /* jinja2 parses the test with with_condexpr=False: `{% if a if b else c %}` is an error */
+    if (!n || !(n->a = parse_tuple(P, false, false, false)) || !expect_block_end(P)) return NULL;
     static const char *const ends[] = { "elif", "else", "endif", NULL };
     const char *which = NULL;
     if (!(n->b = parse_body(P, ends, &which))) return NULL;
@@ -1119,12 +1144,13 @@ jinja_template *jinja_parse(const char *src, size_t len, const jinja_parse_opts 
         return NULL;
     }
     jarena_init(&t->arena, 0);
-    jparser P = { .ar = &t->arena, .o = &o, .err = err, .err_size = err_size };
+    jparser P = { .ar = &t->arena, .o = &o, .err = err, .err_size = err_size, .line_no = 1 };
     bool ok = normalize_source(&P, src ? src : "", len) && lex(&P);
     if (ok) {
         t->root = parse_body(&P, NULL, NULL);
         ok = t->root && !P.status;
     }
+    free(P.toks);
     if (!ok) {
         if (status) *status = P.status ? P.status : JINJA_ENOMEM;
         if (pos) *pos = P.pos;

@@ -40,6 +40,11 @@ bool jr_step(jrender *r, int line) {
     return true;
 }
 
+bool jr_scan(jrender *r, size_t n, int line) {
+    r->steps += n >> 4;
+    return jr_step(r, line);
+}
+
 jv jr_undef(jrender *r, const char *fmt, ...) {
     char msg[512];
     va_list ap;
@@ -216,7 +221,10 @@ static const char *op_sym(int op) {
     return op >= OP_ADD && op <= OP_POW ? s[op] : "?";
 }
 
-static jv num_result(double d, bool as_float, int64_t i) { return as_float ? jv_float(d) : jv_int(i); }
+/* Python integers are unbounded; ours are 64-bit, and a wrong number is worse than an error. */
+static jv int_overflow(jrender *r, int line) {
+    return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits (this engine's integers are 64-bit)");
+}
 
 static jv binop(jrender *r, int op, jv a, jv b, int line) {
     if (!check_defined(r, a, line) || !check_defined(r, b, line)) return jv_undef();
@@ -225,9 +233,14 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
         double x = jv_num(a), y = jv_num(b);
         int64_t i = a.t == JT_FLOAT ? 0 : a.u.i, j = b.t == JT_FLOAT ? 0 : b.u.i;
         switch (op) {
-        case OP_ADD: return num_result(x + y, fl, (int64_t)((uint64_t)i + (uint64_t)j));
-        case OP_SUB: return num_result(x - y, fl, (int64_t)((uint64_t)i - (uint64_t)j));
-        case OP_MUL: return num_result(x * y, fl, (int64_t)((uint64_t)i * (uint64_t)j));
+        case OP_ADD: case OP_SUB: case OP_MUL: {
+            if (fl) return jv_float(op == OP_ADD ? x + y : op == OP_SUB ? x - y : x * y);
+            int64_t res;
+            bool ovf = op == OP_ADD ? __builtin_add_overflow(i, j, &res) : op == OP_SUB ? __builtin_sub_overflow(i, j, &res)
+                                                                         : __builtin_mul_overflow(i, j, &res);
+            if (ovf) return int_overflow(r, line);
+            return jv_int(res);
+        }
         case OP_DIV:
             if (y == 0) return jr_fail(r, JINJA_ERENDER, line, "ZeroDivisionError: division by zero");
             return jv_float(x / y);
@@ -243,10 +256,11 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
             { int64_t m = i % j; if (m != 0 && ((m < 0) != (j < 0))) m += j; return jv_int(m); }
         case OP_POW:
             if (!fl && j >= 0) {
-                int64_t res = 1, base = i;
-                for (int64_t k = 0; k < j && k < 64; k++) res = (int64_t)((uint64_t)res * (uint64_t)base);
-                if (j >= 64 && i != 0 && i != 1 && i != -1) return jv_float(pow(x, y));
-                if (j >= 64) res = (i == -1 && (j & 1)) ? -1 : (i == 0 ? 0 : 1);
+                if (i == 0 || i == 1) return jv_int(j == 0 ? 1 : i);
+                if (i == -1) return jv_int((j & 1) ? -1 : 1);
+                int64_t res = 1;
+                for (int64_t k = 0; k < j; k++)
+                    if (__builtin_mul_overflow(res, i, &res)) return int_overflow(r, line);
                 return jv_int(res);
             }
             return jv_float(pow(x, y));
@@ -280,9 +294,11 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
         if ((b.t == JT_STR || (b.t == JT_LIST && b.u.l->kind != JL_GEN)) && (a.t == JT_INT || a.t == JT_BOOL)) return repeat(r, b, a.u.i, line);
     }
     if (op == OP_MOD && a.t == JT_STR) {
+        /* Python: a tuple is the argument list; a list or dict is one argument that may go unused */
         jargs fa = { &b, 1, NULL, NULL, 0 };
+        bool lenient = (b.t == JT_LIST && b.u.l->kind != JL_TUPLE) || b.t == JT_DICT;
         if (b.t == JT_LIST && b.u.l->kind == JL_TUPLE) { fa.args = b.u.l->it; fa.nargs = b.u.l->n; }
-        return jb_filter(r, "format", 6, a, &fa, line);
+        return jb_percent_format(r, a, &fa, !lenient, line);
     }
     return type_error(r, line, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_type_name(a), jv_type_name(b));
 }
@@ -297,9 +313,15 @@ static int contains(jrender *r, jv needle, jv hay, int line) {
         if (needle.n > hay.n) return 0;
         return memmem(hay.u.s, hay.n, needle.u.s, needle.n) != NULL;
     case JT_LIST:
+        if (hay.u.l->n > 64 && !jr_scan(r, hay.u.l->n, line)) return -1;
         for (size_t i = 0; i < hay.u.l->n; i++) if (jv_equal(hay.u.l->it[i], needle)) return 1;
         return 0;
-    case JT_DICT: return jdict_get(hay.u.d, needle) != NULL;
+    case JT_DICT:
+        if ((needle.t == JT_LIST && needle.u.l->kind != JL_TUPLE) || needle.t == JT_DICT || needle.t == JT_NS) {
+            type_error(r, line, "unhashable type: '%s'", jv_type_name(needle));
+            return -1;
+        }
+        return jdict_get(hay.u.d, needle) != NULL;
     default:
         type_error(r, line, "argument of type '%s' is not iterable", jv_type_name(hay));
         return -1;
@@ -447,8 +469,11 @@ static jv eval_call(jrender *r, const jnode *n, jframe *f, jv caller) {
     return call_value(r, fn, &a, n->line, caller);
 }
 
+static jv call_loop(jrender *r, jv lv, const jargs *a, int line);
+
 static jv call_value(jrender *r, jv fn, const jargs *a, int line, jv caller) {
     if (fn.t == JT_UNDEF) return jr_undef_error(r, fn, line);
+    if (fn.t == JT_LOOP) return jr_step(r, line) ? call_loop(r, fn, a, line) : jv_undef();
     if (fn.t != JT_FUNC) return type_error(r, line, "'%s' object is not callable", jv_type_name(fn));
     if (!jr_step(r, line)) return jv_undef();
     if (fn.u.fn->kind == FN_MACRO || fn.u.fn->kind == FN_CALLER) {
@@ -529,7 +554,8 @@ static jv eval(jrender *r, const jnode *n, jframe *f) {
         if (!check_defined(r, x, n->line)) return jv_undef();
         if (!jv_is_number(x)) return type_error(r, n->line, "bad operand type for unary %s: '%s'", n->kind == N_NEG ? "-" : "+", jv_type_name(x));
         if (n->kind == N_POS) return x.t == JT_BOOL ? jv_int(x.u.i) : x;
-        return x.t == JT_FLOAT ? jv_float(-x.u.f) : jv_int((int64_t)(0 - (uint64_t)x.u.i));
+        if (x.t != JT_FLOAT && x.u.i == INT64_MIN) return int_overflow(r, n->line);
+        return x.t == JT_FLOAT ? jv_float(-x.u.f) : jv_int(-x.u.i);
     }
     case N_NOT: { jv x = eval(r, n->a, f); return jr_failed(r) ? jv_undef() : jv_bool(!jv_truthy(x)); }
     case N_AND: { jv x = eval(r, n->a, f); if (jr_failed(r) || !jv_truthy(x)) return x; return eval(r, n->b, f); }
@@ -667,9 +693,8 @@ static jv make_macro(jrender *r, const jnode *n, jframe *f, int kind) {
 }
 
 /* ---- statements ----------------------------------------------------------------------------- */
-static void exec_for(jrender *r, const jnode *n, jframe *f) {
-    jv seq = eval(r, n->b, f);
-    if (jr_failed(r)) return;
+/* Runs the loop n over seq in frame f at recursion depth depth0 (0 for the statement itself). */
+static void run_loop(jrender *r, const jnode *n, jframe *f, jv seq, int depth0) {
     jlist *items = jb_iter(r, seq, n->line);
     if (!items) return;
     jframe *lf = frame_new(r, f);
@@ -692,7 +717,7 @@ static void exec_for(jrender *r, const jnode *n, jframe *f) {
     }
     jloop *lp = jarena_alloc(r->ar, sizeof *lp);
     if (!lp) { oom(r, n->line); return; }
-    lp->items = items; lp->node = n;
+    lp->items = items; lp->node = n; lp->outer = f; lp->depth0 = depth0;
     jv lv = {0};
     lv.t = JT_LOOP; lv.u.loop = lp;
     for (size_t i = 0; i < items->n; i++) {
@@ -706,6 +731,29 @@ static void exec_for(jrender *r, const jnode *n, jframe *f) {
         if (r->brk == 1) { r->brk = 0; break; }
         r->brk = 0;
     }
+}
+
+static void exec_for(jrender *r, const jnode *n, jframe *f) {
+    jv seq = eval(r, n->b, f);
+    if (jr_failed(r)) return;
+    run_loop(r, n, f, seq, 0);
+}
+
+/* loop(items) inside a `for ... recursive` loop: renders the loop again over items, one level deeper. */
+static jv call_loop(jrender *r, jv lv, const jargs *a, int line) {
+    const jloop *lp = lv.u.loop;
+    if (!lp->node->flag) return type_error(r, line, "'LoopContext' object is not callable (the loop is not recursive)");
+    if (a->nargs != 1 || a->nkw) return type_error(r, line, "loop() takes exactly one iterable");
+    if (lp->depth0 + 1 >= r->opts->max_call_depth)
+        return jr_fail(r, JINJA_ELIMIT, line, "recursive loop nested deeper than %d", r->opts->max_call_depth);
+    jbuf b = {0}, *saved = r->out;
+    r->out = &b;
+    run_loop(r, lp->node, lp->outer, a->args[0], lp->depth0 + 1);
+    r->out = saved;
+    jv s = jv_from_buf(r->ar, &b);
+    jbuf_free(&b);
+    oom(r, line);
+    return s;
 }
 
 static void exec_stmt(jrender *r, const jnode *n, jframe *f) {

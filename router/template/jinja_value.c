@@ -120,6 +120,7 @@ bool jlist_push(jarena *a, jlist *l, jv v) {
 jdict *jdict_new(jarena *a, size_t cap) {
     jdict *d = jarena_alloc(a, sizeof *d);
     if (!d) return NULL;
+    d->ar = a;
     if (cap) {
         d->k = jarena_alloc(a, cap * sizeof(jv));
         d->v = jarena_alloc(a, cap * sizeof(jv));
@@ -129,13 +130,53 @@ jdict *jdict_new(jarena *a, size_t cap) {
     return d;
 }
 
-jv *jdict_get_str(const jdict *d, const char *s, size_t n) {
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+    return h;
+}
+
+/* Brings the index up to date with d->n entries; false if it cannot (then lookups scan). */
+static bool index_sync(jdict *d) {
+    if (d->hn == d->n && d->hidx) return true;
+    if (!d->ar) return false;
+    if (!d->hidx || d->hcap < 2 * d->n) {
+        size_t cap = 64;
+        while (cap < 4 * d->n) cap *= 2;
+        uint32_t *h = jarena_alloc(d->ar, cap * sizeof *h);   /* zeroed: 0 = empty, else index + 1 */
+        if (!h) return false;
+        d->hidx = h; d->hcap = cap; d->hn = 0;
+    }
+    for (; d->hn < d->n; d->hn++) {
+        jv k = d->k[d->hn];
+        if (k.t != JT_STR) continue;
+        size_t slot = hash_bytes(k.u.s, k.n) & (d->hcap - 1);
+        while (d->hidx[slot]) {
+            jv o = d->k[d->hidx[slot] - 1];
+            if (o.n == k.n && memcmp(o.u.s, k.u.s, k.n) == 0) break;   /* duplicate key: keep the first */
+            slot = (slot + 1) & (d->hcap - 1);
+        }
+        if (!d->hidx[slot]) d->hidx[slot] = (uint32_t)d->hn + 1;
+    }
+    return true;
+}
+
+jv *jdict_get_str(jdict *d, const char *s, size_t n) {
+    if (d->n > 16 && index_sync(d)) {
+        size_t slot = hash_bytes(s, n) & (d->hcap - 1);
+        while (d->hidx[slot]) {
+            size_t i = d->hidx[slot] - 1;
+            if (d->k[i].n == n && memcmp(d->k[i].u.s, s, n) == 0) return &d->v[i];
+            slot = (slot + 1) & (d->hcap - 1);
+        }
+        return NULL;
+    }
     for (size_t i = 0; i < d->n; i++)
         if (d->k[i].t == JT_STR && d->k[i].n == n && memcmp(d->k[i].u.s, s, n) == 0) return &d->v[i];
     return NULL;
 }
 
-jv *jdict_get(const jdict *d, jv k) {
+jv *jdict_get(jdict *d, jv k) {
     if (k.t == JT_STR) return jdict_get_str(d, k.u.s, k.n);
     for (size_t i = 0; i < d->n; i++)
         if (jv_equal(d->k[i], k)) return &d->v[i];
@@ -189,7 +230,7 @@ bool jv_equal(jv a, jv b) {
         return true;
     }
     case JT_DICT: {
-        const jdict *x = a.u.d, *y = b.u.d;
+        jdict *x = a.u.d, *y = b.u.d;
         if (x == y) return true;
         if (x->n != y->n) return false;
         for (size_t i = 0; i < x->n; i++) {
@@ -352,11 +393,19 @@ static void repr_str(jbuf *b, const char *s, size_t n) {
 
 void jv_repr(jbuf *b, jv v) {
     switch (v.t) {
-    case JT_STR: repr_str(b, v.u.s, v.n); return;
+    case JT_STR:
+        if (v.flags & JS_SAFE) { jbuf_puts(b, "Markup("); repr_str(b, v.u.s, v.n); jbuf_putc(b, ')'); return; }
+        repr_str(b, v.u.s, v.n);
+        return;
     case JT_UNDEF: jbuf_puts(b, "Undefined"); return;
     case JT_LIST: {
         const jlist *l = v.u.l;
         if (l->kind == JL_GEN) { jbuf_puts(b, "<generator object>"); return; }
+        if (l->is_range) {
+            if (l->range[2] == 1) jbuf_printf(b, "range(%lld, %lld)", (long long)l->range[0], (long long)l->range[1]);
+            else jbuf_printf(b, "range(%lld, %lld, %lld)", (long long)l->range[0], (long long)l->range[1], (long long)l->range[2]);
+            return;
+        }
         jbuf_putc(b, l->kind == JL_TUPLE ? '(' : '[');
         for (size_t i = 0; i < l->n; i++) {
             if (i) jbuf_puts(b, ", ");
@@ -463,6 +512,7 @@ static bool json_val(jbuf *b, jv v, const jopts *o, int level) {
     case JT_LIST: {
         const jlist *l = v.u.l;
         if (l->kind == JL_GEN) { *o->bad = "generator"; return false; }
+        if (l->is_range) { *o->bad = "range"; return false; }
         if (!l->n) { jbuf_puts(b, "[]"); return true; }
         jbuf_putc(b, '[');
         for (size_t i = 0; i < l->n; i++) {

@@ -185,6 +185,11 @@ START_TEST(default_template_and_check) {
     ck_assert(json_is_null(json_object_get(ctx, "tools")));
     json_decref(ctx);
     ck_assert_int_eq(chat_prompt_context_defaults(NULL), -1);
+    ck_assert_int_eq(chat_prompt_http_status(JINJA_OK), 200);
+    ck_assert_int_eq(chat_prompt_http_status(JINJA_ERAISE), 400);
+    ck_assert_int_eq(chat_prompt_http_status(JINJA_ESYNTAX), 400);
+    ck_assert_int_eq(chat_prompt_http_status(JINJA_ELIMIT), 400);
+    ck_assert_int_eq(chat_prompt_http_status(JINJA_ENOMEM), 500);
 }
 END_TEST
 

@@ -168,6 +168,14 @@ START_TEST(text_outside_messages_is_content) {
     ck_assert_str_eq(s.content, "Hello there,\nplain text é.");
     ck_assert_str_eq(harmony_finish_reason(p), "stop");
     harmony_destroy(p);
+    p = feed("send it to=me", 2, false, &s);
+    finish(p, 0, &s);
+    ck_assert_str_eq(s.content, "send it to=me");
+    harmony_destroy(p);
+    p = feed(" to=functions.cut_by_length", 2, false, &s);
+    finish(p, 1, &s);
+    ck_assert_str_eq(s.content, "");
+    harmony_destroy(p);
     p = feed("short", 2, false, &s);
     finish(p, 1, &s);
     ck_assert_str_eq(s.content, "short");
@@ -220,6 +228,18 @@ START_TEST(invalid_utf8_and_deltas) {
     ck_assert_str_eq(json_string_value(json_object_get(j, "reasoning_content")), "x");
     json_decref(j);
     harmony_destroy(NULL);
+    ck_assert(harmony_is_stop(NULL, HARMONY_RETURN) && harmony_is_stop(NULL, HARMONY_CALL) && harmony_is_stop(NULL, HARMONY_ENDOFTEXT));
+    ck_assert(!harmony_is_stop(NULL, HARMONY_END) && !harmony_is_stop(NULL, 35644));
+    /* a tool name that is not valid UTF-8 (model output) still gives valid JSON (found by fuzz_harmony) */
+    p = harmony_create(NULL);
+    harmony_push(p, 1, " to=\xff\xfe", 7, &d);
+    ck_assert_int_eq(harmony_push(p, HARMONY_MESSAGE, NULL, 0, &d), 0);
+    ck_assert_int_eq(d.kind, HARMONY_DELTA_TOOL_BEGIN);
+    ck_assert_str_eq(d.tool_name, "\xEF\xBF\xBD\xEF\xBF\xBD");
+    j = harmony_delta_json(&d);
+    ck_assert_ptr_nonnull(j);
+    json_decref(j);
+    harmony_destroy(p);
 }
 END_TEST
 

@@ -401,6 +401,12 @@ START_TEST(chat_template_sources) {
                      "tokenizer_config.json");
     ck_assert_str_eq(v.chat_template, "{{ bos_token }}");
     router_verdict_free(&v);
+    /* real HF tokenizer_config.json files hold model_max_length = 1e30 written as an integer */
+    set_content("tokenizer_config.json",
+                "{\"model_max_length\": 1000000000000000019884624838656, \"chat_template\": \"{{ eos_token }}\"}");
+    ck_assert_int_eq(reg("{\"repo\":\"openai/gpt-oss-20b\"}", &v), 201);
+    ck_assert_str_eq(v.chat_template, "{{ eos_token }}");
+    router_verdict_free(&v);
     /* none at all: default, with a warning */
     set_content("tokenizer_config.json", "{}");
     ck_assert_int_eq(reg("{\"repo\":\"openai/gpt-oss-20b\"}", &v), 201);

@@ -4,6 +4,7 @@
  * and small synthetic tokenizer.json files for BPE merge semantics and load errors (these need no
  * fixture). Tests that need the cached real tokenizer skip when it is absent. */
 #include "common/tokenizer/tokenizer.h"
+#include "common/tokenizer/tok_internal.h" /* split_fast_path checks tok_split_o200k against t->re */
 #include "tests/unit/testutil.h"
 
 #include <dirent.h>
@@ -713,6 +714,123 @@ START_TEST(load_time_report) {
 }
 END_TEST
 
+
+/* --- the o200k split fast path (tok_split.c) against the regex ----------------------------- */
+
+static const tokenizer *g_split_tok;   /* tokenizer whose regex judges tok_split_o200k */
+static size_t g_split_total, g_split_decided;
+
+/* At every character boundary of s, a decided fast-path answer must be exactly the regex's match
+ * (which, for this pattern, starts where the search starts). */
+static void split_diff(const char *text, size_t n, const char *what) {
+    const uint8_t *s = (const uint8_t *)text;
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    ck_assert_ptr_nonnull(md);
+    for (size_t i = 0; i < n; i++) {
+        if ((s[i] & 0xC0) == 0x80) continue;
+        g_split_total++;
+        size_t fe = tok_split_o200k(s, n, i);
+        if (!fe) continue;
+        g_split_decided++;
+        int rc = pcre2_match(g_split_tok->re, s, n, i, 0, md, NULL);
+        ck_assert_msg(rc > 0, "%s: offset %zu: fast path says %zu, regex rc %d", what, i, fe, rc);
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        ck_assert_msg(ov[0] == i && ov[1] == fe, "%s: offset %zu: fast path match ends at %zu, regex [%zu, %zu) "
+                      "(text %.*s)", what, i, fe, (size_t)ov[0], (size_t)ov[1], (int)(n - i < 40 ? n - i : 40), text + i);
+    }
+    pcre2_match_data_free(md);
+}
+
+/* Random valid UTF-8 from pieces that sit on every boundary the fast path reasons about:
+ * contractions in both cases, every ASCII class, and non-ASCII letters, marks, digits, spaces
+ * and punctuation right after them (U+017F and U+212A fold to 's' and 'k' caselessly). */
+static void split_random(unsigned rounds) {
+    static const char *const P[] = {
+        "a", "z", "A", "Z", "b", "Q", "s", "S", "t", "T", "r", "e", "E", "v", "m", "M", "l", "L", "d", "k",
+        "'", "'", "'s", "'T", "'re", "'Ve", "'LL", "'d", "'m", "'x", "'l", "'r",
+        "0", "7", "9", "12", "345", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\v", "\f",
+        ".", ",", "/", "//", "-", "_", "(", ")", "\"", "#", "@", "[", "`", "{", "~", "\x01", "\x1f", "\x7f", "<|",
+        "\xc3\xa9" /* é */, "\xc5\xbf" /* ſ */, "\xe2\x84\xaa" /* Kelvin */, "\xc2\xa0" /* NBSP */,
+        "\xc2\x85" /* NEL */, "\xe3\x80\x80" /* ideographic space */, "\xc2\xb2" /* ² */,
+        "\xd9\xa3" /* Arabic-Indic 3 */, "\xcc\x81" /* combining acute */, "\xe4\xb8\xad" /* 中 */,
+        "\xca\xb0" /* ʰ Lm */, "\xc7\x85" /* ǅ Lt */, "\xe2\x80\x94" /* em dash */,
+        "\xf0\x9f\x98\x80" /* emoji */, "\xe1\xa0\x8e" /* U+180E */, "\xef\xbb\xbf" /* U+FEFF */,
+        "\xc3\x89" /* É */, "\xce\xa9" /* Ω */};
+    uint64_t x = 0x2545F4914F6CDD1Dull;
+    char buf[512];
+    for (unsigned r = 0; r < rounds; r++) {
+        size_t len = 0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned pieces = (unsigned)(x >> 59) + 1; /* 1..32 */
+        for (unsigned k = 0; k < pieces; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = P[(x >> 33) % (sizeof P / sizeof P[0])];
+            size_t pl = strlen(p);
+            memcpy(buf + len, p, pl);
+            len += pl;
+        }
+        char what[32];
+        snprintf(what, sizeof what, "random string %u", r);
+        split_diff(buf, len, what);
+    }
+}
+
+/* The o200k pattern written into a tokenizer.json Split step. */
+static char *o200k_pretok(void) {
+    size_t cap = 2 * strlen(TOK_O200K_PATTERN) + 512, o = 0;
+    char *b = malloc(cap);
+    ck_assert_ptr_nonnull(b);
+    o += (size_t)snprintf(b, cap, "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":\"");
+    for (const char *p = TOK_O200K_PATTERN; *p; p++) {
+        if (*p == '\\' || *p == '"') b[o++] = '\\';
+        b[o++] = *p;
+    }
+    snprintf(b + o, cap - o, "\"},\"behavior\":\"Isolated\",\"invert\":false},"
+             "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":false}]}");
+    return b;
+}
+
+START_TEST(split_fast_path) {
+    char *pretok = o200k_pretok();
+    synth s = {.pretok = pretok, .ignore_merges = "true"};
+    tokenizer *t = synth_load(&s, 0, NULL);
+    free(pretok);
+    ck_assert_msg(t->split_o200k, "the o200k pattern did not enable the fast path");
+    /* A few answers spelled out (the differential below checks them all against the regex). */
+    static const struct { const char *s; size_t at, end; } known[] = {
+        {"don't", 0, 5}, {"DON'T", 0, 5}, {"they'll go", 0, 7}, {"Hello world", 5, 11},
+        {"HTTPServer", 0, 10}, {"aB", 0, 1}, {"12345", 0, 3}, {"12345", 3, 5}, {"   x", 0, 2},
+        {"a,\n\nb", 1, 4}, {" ...", 0, 4}, {"x  \n  ", 1, 4}, {"\t\tx", 0, 1},
+        {"caf\xc3\xa9", 0, 0} /* é may continue the word */, {"it'\xc5\xbf", 0, 0} /* 'ſ = 's caselessly */,
+        {"1\xd9\xa3", 0, 0} /* Arabic-Indic digit */, {"  \xc2\xa0", 0, 0} /* NBSP is \s */};
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        ck_assert_msg(tok_split_o200k((const uint8_t *)known[k].s, strlen(known[k].s), known[k].at) == known[k].end,
+                      "known case %zu: '%s' at %zu", k, known[k].s, known[k].at);
+    ck_assert_ptr_nonnull(t->re);
+    g_split_tok = t;
+    g_split_total = g_split_decided = 0;
+    ck_assert_uint_ge(for_each_corpus_text(split_diff), 100);
+    printf("split fast path: decided %zu of %zu corpus offsets\n", g_split_decided, g_split_total);
+    /* Most of the corpus is ASCII: a fast path that decided little would be checked on little. */
+    ck_assert_uint_gt(g_split_decided, g_split_total / 2);
+    g_split_total = g_split_decided = 0;
+    split_random(15000);
+    printf("split fast path: decided %zu of %zu random offsets\n", g_split_decided, g_split_total);
+    ck_assert_uint_gt(g_split_decided, g_split_total / 4);
+    /* Other patterns keep the regex alone. */
+    tokenizer_destroy(t);
+    t = synth_load(&(synth){0}, 0, NULL);
+    ck_assert(!t->split_o200k);
+    tokenizer_destroy(t);
+}
+END_TEST
+
+START_TEST(split_fast_path_real) {
+    NEED_REAL();
+    ck_assert_msg(g_tok->split_o200k, "gpt-oss's tokenizer.json pattern no longer matches TOK_O200K_PATTERN");
+}
+END_TEST
+
 static Suite *tokenizer_suite(void) {
     Suite *s = suite_create("tokenizer");
     TCase *real = tcase_create("gpt-oss");
@@ -728,12 +846,14 @@ static Suite *tokenizer_suite(void) {
     tcase_add_test(real, concurrent_encode);
     tcase_add_test(real, load_time_report);
     tcase_add_test(real, binary_cache);
+    tcase_add_test(real, split_fast_path_real);
     suite_add_tcase(s, real);
     TCase *syn = tcase_create("synthetic");
     tcase_add_test(syn, bpe_merge_order);
     tcase_add_test(syn, synthetic_specials_and_gpt2);
     tcase_add_test(syn, load_errors);
     tcase_add_test(syn, literal_split_and_no_split);
+    tcase_add_test(syn, split_fast_path);
     suite_add_tcase(s, syn);
     return s;
 }
