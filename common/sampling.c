@@ -129,7 +129,8 @@ int32_t llmr_sampler_sample(llmr_sampler *s, float *x) {
     /* x becomes the unnormalized probability exp((l - max) / T), in (0, 1] */
     double z = 0;
     for (int i = 0; i < s->n; i++) {
-        float e = x[i] == x[i] ? expf((x[i] - mx) / p->temperature) : 0.0f;
+        /* x == mx first: with an +inf logit, inf - inf would be NaN and lose the winner */
+        float e = x[i] == mx ? 1.0f : x[i] == x[i] ? expf((x[i] - mx) / p->temperature) : 0.0f;
         x[i] = e;
         z += e;
     }
@@ -152,6 +153,7 @@ int32_t llmr_sampler_sample(llmr_sampler *s, float *x) {
                 if (cum >= p->top_p * zk) { n_cand = j + 1; break; }
             }
         }
+        if (n_cand == 0) return top; /* no positive weight survived (cannot happen with finite z) */
         while (n_cand > 1 && x[s->cand[n_cand - 1]] < min_w) n_cand--; /* sorted: min_p cuts the tail */
         double total = 0;
         for (int j = 0; j < n_cand; j++) total += x[s->cand[j]];

@@ -137,6 +137,24 @@ START_TEST(short_struct_size) {
 }
 END_TEST
 
+/* Found by fuzz_sampling: an +inf logit made every weight NaN, no candidate survived top_p, and the
+ * sampler read cand[-1]. +inf must win like any largest logit, with every filter. */
+START_TEST(infinite_logits) {
+    const float logits[4] = {NAN, INFINITY, -INFINITY, 3.0f};
+    const struct { int top_k; float top_p, min_p; } f[] = {{0, 1, 0}, {0, 0.5f, 0}, {2, 1, 0}, {2, 0.9f, 0.1f}, {0, 1, 0.5f}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        llmr_sampling_params p = params(1.0f, f[i].top_k, f[i].top_p, f[i].min_p, 7);
+        llmr_sampler *s = llmr_sampler_create(&p, 4);
+        for (int step = 0; step < 3; step++) {
+            float x[4];
+            memcpy(x, logits, sizeof x);
+            ck_assert_int_eq(llmr_sampler_sample(s, x), 1);
+        }
+        llmr_sampler_destroy(s);
+    }
+}
+END_TEST
+
 static Suite *sampling_suite(void) {
     Suite *s = suite_create("sampling");
     TCase *tc = tcase_create("core");
@@ -146,6 +164,7 @@ static Suite *sampling_suite(void) {
     tcase_add_test(tc, filters_and_proportions);
     tcase_add_test(tc, seed_determinism_full_vocab);
     tcase_add_test(tc, short_struct_size);
+    tcase_add_test(tc, infinite_logits);
     suite_add_tcase(s, tc);
     return s;
 }
