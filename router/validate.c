@@ -389,24 +389,50 @@ static int check_template(vctx *c, const char *src, size_t len, const char *src_
                    "the chat template from %s does not parse at line %d, column %d: %s", src_name, line, col, err);
 }
 
+/* Parses the repo's tokenizer_config.json, if it has one (the fetch is cached: the router hashes it
+ * anyway). *tc_out is NULL when the file is absent or is not JSON (a warning then says so). */
+static int read_tokenizer_config(vctx *c, json_t **tc_out) {
+    *tc_out = NULL;
+    if (!router_hub_listing_find(&c->listing, "tokenizer_config.json")) return 0;
+    const char *body;
+    size_t blen;
+    int st = get_file(c, "tokenizer_config.json", &body, &blen);
+    if (st) return st;
+    /* real HF files hold model_max_length = 1e30 written as an integer, beyond jansson's int64 */
+    *tc_out = json_loadb(body, blen, JSON_DECODE_INT_AS_REAL, NULL);
+    if (!*tc_out) warn(c, "tokenizer_config.json of '%s' is not valid JSON; its chat template and special tokens were ignored", c->req->repo);
+    return 0;
+}
+
+/* Keeps bos_token/eos_token of tokenizer_config.json in the record: templates render them. */
+static void record_special_tokens(json_t *tc, json_t *record) {
+    json_t *out = json_object();
+    const char *keys[] = {"bos_token", "eos_token"};
+    for (int i = 0; i < 2; i++) {
+        json_t *t = json_object_get(tc, keys[i]);
+        if (json_is_object(t)) t = json_object_get(t, "content"); /* AddedToken form */
+        if (json_is_string(t)) json_object_set(out, keys[i], t);
+    }
+    json_object_set_new(record, "special_tokens", out);
+}
+
 /* Chooses the chat template: request, chat_template.jinja, tokenizer_config.json, or the default. */
 static int choose_template(vctx *c, json_t *record) {
     const char *source = "default", *text = NULL;
     size_t len = 0;
     char *owned = NULL;
-    int st;
+    json_t *tc = NULL;
+    int st = read_tokenizer_config(c, &tc);
+    if (st) return st;
+    record_special_tokens(tc, record);
     if (c->req->chat_template) {
         source = "request";
         text = c->req->chat_template;
         len = strlen(text);
     } else if (router_hub_listing_find(&c->listing, "chat_template.jinja")) {
-        if ((st = get_file(c, "chat_template.jinja", &text, &len))) return st;
+        if ((st = get_file(c, "chat_template.jinja", &text, &len))) { json_decref(tc); return st; }
         source = "chat_template.jinja";
-    } else if (router_hub_listing_find(&c->listing, "tokenizer_config.json")) {
-        const char *body;
-        size_t blen;
-        if ((st = get_file(c, "tokenizer_config.json", &body, &blen))) return st;
-        json_t *tc = json_loadb(body, blen, JSON_DECODE_INT_AS_REAL, NULL) /* HF files hold model_max_length = 1e30 */;
+    } else if (tc) {
         json_t *t = json_object_get(tc, "chat_template");
         if (json_is_array(t)) { /* [{"name":"default","template":"..."}, ...] */
             size_t i;
@@ -419,11 +445,9 @@ static int choose_template(vctx *c, json_t *record) {
             text = owned;
             len = json_string_length(t);
             source = "tokenizer_config.json";
-        } else if (!tc) {
-            warn(c, "tokenizer_config.json of '%s' is not valid JSON; its chat template (if any) was ignored", c->req->repo);
         }
-        json_decref(tc);
     }
+    json_decref(tc);
     if (text && (st = check_template(c, text, len, source))) { free(owned); return st; }
     json_t *ct = json_pack("{s:s}", "source", source);
     if (text) {

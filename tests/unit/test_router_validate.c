@@ -403,9 +403,14 @@ START_TEST(chat_template_sources) {
     router_verdict_free(&v);
     /* real HF tokenizer_config.json files hold model_max_length = 1e30 written as an integer */
     set_content("tokenizer_config.json",
-                "{\"model_max_length\": 1000000000000000019884624838656, \"chat_template\": \"{{ eos_token }}\"}");
+                "{\"model_max_length\": 1000000000000000019884624838656, \"chat_template\": \"{{ eos_token }}\","
+                " \"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}, \"eos_token\": \"</s>\"}");
     ck_assert_int_eq(reg("{\"repo\":\"openai/gpt-oss-20b\"}", &v), 201);
     ck_assert_str_eq(v.chat_template, "{{ eos_token }}");
+    /* the special tokens the template renders are kept in the record (AddedToken or plain string) */
+    json_t *sp = json_object_get(v.record, "special_tokens");
+    ck_assert_str_eq(json_string_value(json_object_get(sp, "bos_token")), "<s>");
+    ck_assert_str_eq(json_string_value(json_object_get(sp, "eos_token")), "</s>");
     router_verdict_free(&v);
     /* none at all: default, with a warning */
     set_content("tokenizer_config.json", "{}");
