@@ -152,7 +152,8 @@ static int value(cur *c, int depth) {
 }
 
 int llmr_json_check(const char *buf, size_t len, char *err, size_t es) {
-    cur c = {(const unsigned char *)buf, (const unsigned char *)buf, (const unsigned char *)buf + len, NULL};
+    /* no pointer arithmetic on NULL (undefined even with len 0) */
+    cur c = {(const unsigned char *)buf, (const unsigned char *)buf, buf ? (const unsigned char *)buf + len : NULL, NULL};
     int rc = buf ? value(&c, 0) : bad(&c, "no input");
     if (rc == 0) {
         ws(&c);

@@ -1051,7 +1051,7 @@ static jv filter_select(jrender *r, jv self, const jargs *a, bool want, bool by_
     jv attr = by_attr ? arg(a, 0, NULL, jv_none(), NULL) : jv_none();
     bool has_test;
     jv test = arg(a, base, NULL, jv_none(), &has_test);
-    jargs rest = { a->args + (a->nargs > base + 1 ? base + 1 : a->nargs), a->nargs > base + 1 ? a->nargs - base - 1 : 0, a->kwnames, a->kwargs, a->nkw };
+    jargs rest = { a->args ? a->args + (a->nargs > base + 1 ? base + 1 : a->nargs) : NULL, a->nargs > base + 1 ? a->nargs - base - 1 : 0, a->kwnames, a->kwargs, a->nkw };
     jlist *out = jlist_new(r->ar, src->n, JL_LIST);
     if (!out) { nomem(r, line); return jv_undef(); }
     for (size_t i = 0; i < src->n; i++) {
