@@ -9,7 +9,7 @@
 static llmr_loop *g_loop;
 static llmr_http_server *g_srv;
 static pthread_t g_thread;
-static volatile int g_gone_seen;
+static volatile int g_gone_seen, g_stream_done;
 
 static void h_echo(llmr_http_request *req, void *user) {
     (void)user;
@@ -37,6 +37,7 @@ static void stream_tick(evutil_socket_t fd, short what, void *p) {
         llmr_http_stream_end(s->req);
         event_free(s->ev);
         free(s);
+        g_stream_done = 1;
     }
 }
 
@@ -142,10 +143,14 @@ END_TEST
 START_TEST(stream_and_client_gone) {
     sink s;
     g_gone_seen = 0;
+    g_stream_done = 0;
     do_req("GET", "/stream", NULL, 0, &s, 150); /* client gives up mid-stream */
     ck_assert_ptr_nonnull(strstr(s.buf, "data: 0\n\n"));
     for (int i = 0; i < 100 && !g_gone_seen; i++) usleep(10000);
     ck_assert_msg(g_gone_seen, "client disconnect not noticed within 1 s");
+    /* the handler's next write fails and it ends the stream: nothing is left behind */
+    for (int i = 0; i < 100 && !g_stream_done; i++) usleep(10000);
+    ck_assert_msg(g_stream_done, "the stream did not end after its client left");
 }
 END_TEST
 
