@@ -3,7 +3,7 @@
 # the full-size synthetic 20b, meant for a GPU box), llmr-router, one llmr-node (the CUDA engine when
 # an NVIDIA GPU is present, otherwise the C reference engine, with a notice), the model registered,
 # one chat through curl; then everything keeps running until Ctrl-C.
-#   e2e/demo.sh [BUILD_DIR]      env: FULL=1, DEMO_DIR=/path (default: a fresh temp dir), PORT=8080
+#   e2e/demo.sh [BUILD_DIR]      env: FULL=1, DEMO_DIR=/path (default: a fresh temp dir), PORT=N (router port; default: any free port)
 set -uo pipefail
 BUILD="$(cd "${1:-build}" 2>/dev/null && pwd)" || { echo "demo: build folder '${1:-build}' not found (run make)"; exit 1; }
 BIN="$BUILD/bin"
@@ -62,8 +62,9 @@ ROUTER="http://127.0.0.1:$(cat "$D/router.port")"
 "$BIN/llmr-node" --router "$ROUTER" --listen 127.0.0.1:0 --gpu "$NODE_GPU" --models-dir "$D/node/models" \
   --state-dir "$D/node/state" --engines-dir "$D/engines" --join-key "$JOIN_KEY" >"$D/node.log" 2>&1 &
 PIDS+=($!)
-node_port() { sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$D/node.log" | tail -1; }
-wait_for 30 test -n "$(node_port)" || wait_for 30 sh -c "grep -q 'listening on' '$D/node.log'" || die "llmr-node did not start"
+node_port() { sed -n 's/.*listening on .*(port \([0-9]*\)).*/\1/p' "$D/node.log" 2>/dev/null | tail -1; }
+node_port_known() { [ -n "$(node_port)" ]; }
+wait_for 30 node_port_known || wait_for 30 sh -c "grep -q 'listening on' '$D/node.log'" || die "llmr-node did not start"
 NODE="http://127.0.0.1:$(node_port)"
 adm() { curl -s -H "Authorization: Bearer $ADMIN_KEY" "$@"; }
 
@@ -86,6 +87,7 @@ echo "  (the weights are random: the words are noise, the serving path is real)"
 echo "[5/5] running. Ctrl-C stops everything."
 cat <<EOT
   router (OpenAI API)  $ROUTER/v1      e.g. OPENAI_BASE_URL=$ROUTER/v1 OPENAI_API_KEY=$API_KEY
+  dashboard            $ROUTER/dashboard   (sign in with the admin key)
   metrics              $ROUTER/metrics
   node                 $NODE/v0/status
   hub                  $HUB

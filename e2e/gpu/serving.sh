@@ -22,9 +22,11 @@ if [ "${LLMR_GPU_E2E_CPU:-0}" != 1 ]; then
   NODE_GPU_FLAG=auto # the nodes find their GPU with NVML
 fi
 if [ "${FULL:-0}" = 1 ]; then
+  REPO="openai/gpt-oss-20b-synthetic"
   make_model() {
     mkdir -p "$T/hub/$(dirname "$REPO")"
     "$BIN/llmr-mkmodel" --preset 20b --seed 7 --out "$T/hub/$REPO" >"$T/mkmodel.log" 2>&1 || fail "llmr-mkmodel failed"
+    echo "model: full-size 20b preset, $(du -sb "$T/hub/$REPO" | cut -f1) bytes in $T/hub/$REPO"
   }
 fi
 # start_node_n (serving_lib.sh) passes --gpu none; here it is --gpu auto unless LLMR_GPU_E2E_CPU=1.
