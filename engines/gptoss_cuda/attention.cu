@@ -82,13 +82,15 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
 
 __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const float *q, const float *kc,
                                                                          const float *vc, const uint16_t *sinks,
-                                                                         int pos0, int n_heads, int n_kv, int window,
+                                                                         int pos0, const int32_t *pos_dev,
+                                                                         int n_heads, int n_kv, int window,
                                                                          float *out) {
     const int D = GPTOSS_HEAD_DIM;
     __shared__ float sm[ATT_SPLIT], sl[ATT_SPLIT], sacc[ATT_SPLIT][GPTOSS_HEAD_DIM];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x % n_heads, t = blockIdx.x / n_heads;
     const int kvh = h / (n_heads / n_kv);
+    if (pos_dev) pos0 = *pos_dev; /* graph replay: the position lives on the device */
     const int pos = pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     float qv[GPTOSS_HEAD_DIM];
@@ -161,11 +163,19 @@ cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, c
     if (warps <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads % n_kv != 0) return cudaErrorInvalidValue;
     if (warps <= 512) { /* decode: too few (query, head) pairs to fill the GPU with one warp each */
-        attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, pos0, n_heads, n_kv, window,
-                                                                          out);
+        attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, pos0, NULL, n_heads, n_kv,
+                                                                          window, out);
         return cudaGetLastError();
     }
     attention_kernel<<<(unsigned)((warps + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * 32, 0, s>>>(
         q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
+                                const int32_t *pos, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+    if (n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos) return cudaErrorInvalidValue;
+    attention_split_kernel<<<(unsigned)n_heads, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, 0, pos, n_heads, n_kv, window,
+                                                                        out);
     return cudaGetLastError();
 }

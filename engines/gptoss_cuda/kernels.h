@@ -27,6 +27,27 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
     union { uint32_t u; float f; } c;
     c.u = (uint32_t)v << 16;
     return c.f;
+/* ---- decode-step variants for CUDA graph replay (model.cu captures one decode step per session).
+ * What changes from step to step must not be a launch argument of a captured kernel, so the position
+ * of the single new token is read from device memory (*pos, int32) at run time. Same numerics as the
+ * T = 1 launchers above. */
+
+/* gptoss_rope for one token (row stride n_heads*64) at position *pos. */
+cudaError_t gptoss_rope_at(float *x, int n_heads, const int32_t *pos, const float *inv_freq, float attn_factor,
+                           cudaStream_t stream);
+
+/* kc[*pos, :] = k[:], vc[*pos, :] = v[:] for kvd features (the new token's K/V into this layer's cache). */
+cudaError_t gptoss_kv_store(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc,
+                            cudaStream_t stream);
+
+/* gptoss_attention for one query at position *pos (keys 0..*pos, or the last `window`). */
+cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
+                                const int32_t *pos, int n_heads, int n_kv, int window, float *out,
+                                cudaStream_t stream);
+
+/* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
+cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
+
 #endif
 }
 
@@ -103,5 +124,26 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
 
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
+
+/* ---- decode-step variants for CUDA graph replay (model.cu captures one decode step per session).
+ * What changes from step to step must not be a launch argument of a captured kernel, so the position
+ * of the single new token is read from device memory (*pos, int32) at run time. Same numerics as the
+ * T = 1 launchers above. */
+
+/* gptoss_rope for one token (row stride n_heads*64) at position *pos. */
+cudaError_t gptoss_rope_at(float *x, int n_heads, const int32_t *pos, const float *inv_freq, float attn_factor,
+                           cudaStream_t stream);
+
+/* kc[*pos, :] = k[:], vc[*pos, :] = v[:] for kvd features (the new token's K/V into this layer's cache). */
+cudaError_t gptoss_kv_store(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc,
+                            cudaStream_t stream);
+
+/* gptoss_attention for one query at position *pos (keys 0..*pos, or the last `window`). */
+cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
+                                const int32_t *pos, int n_heads, int n_kv, int window, float *out,
+                                cudaStream_t stream);
+
+/* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
+cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
 
 #endif

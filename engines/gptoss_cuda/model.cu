@@ -79,6 +79,13 @@ struct gptoss_model {
     void *work;
     float *x, *h, *q, *o, *rl, *rw, *gu, *act, *dn, *sample_work;
     int32_t *ids, *counts, *offsets, *pair_token, *pair_of, *tok, *sample_out;
+    /* decode-step graph (see decode_step): the new token's K/V before they enter the cache, the
+     * step's position, the sampled token copied back through pinned memory with one event */
+    float *kn, *vn;
+    int32_t *pos;
+    int32_t *tok_host; /* pinned, 1 */
+    cudaEvent_t tok_ev;
+    int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     /* accounting */
     uint64_t session_bytes; /* held by live sessions */
     uint32_t active_sessions;
@@ -92,6 +99,7 @@ struct gptoss_session {
     float *kv;          /* [layers][2][max_ctx][n_kv*64] */
     float *logits;      /* [vocab]: the distribution after the last evaluated token */
     int32_t *counts;    /* [vocab]: generated-token counts for the penalties */
+    cudaGraphExec_t graph; /* one decode step bound to this session's cache and logits (lazy) */
     uint64_t bytes;
     volatile int cancel;
 };
@@ -250,6 +258,9 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(pair_of, int32_t, P);
     CARVE(tok, int32_t, C);
     CARVE(sample_out, int32_t, 1);
+    CARVE(kn, float, (uint64_t)c->num_kv_heads * c->head_dim);
+    CARVE(vn, float, (uint64_t)c->num_kv_heads * c->head_dim);
+    CARVE(pos, int32_t, 1);
 #undef CARVE
     return off;
 }
@@ -349,6 +360,8 @@ void gptoss_model_free(gptoss_model *m) {
     if (!m) return;
     if (m->device >= 0) cudaSetDevice(m->device);
     if (m->stream) cudaStreamSynchronize(m->stream);
+    if (m->tok_ev) cudaEventDestroy(m->tok_ev);
+    cudaFreeHost(m->tok_host);
     cudaFree(m->arena);
     cudaFree(m->work);
     cudaFree(m->inv_freq);
@@ -402,7 +415,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc(&m->arena, p.arena_bytes) != cudaSuccess || cudaMalloc(&m->work, ws) != cudaSuccess ||
-        cudaMalloc((void **)&m->inv_freq, GPTOSS_HEAD_DIM / 2 * sizeof(float)) != cudaSuccess) {
+        cudaMalloc((void **)&m->inv_freq, GPTOSS_HEAD_DIM / 2 * sizeof(float)) != cudaSuccess ||
+        cudaMallocHost((void **)&m->tok_host, sizeof(int32_t)) != cudaSuccess ||
+        cudaEventCreateWithFlags(&m->tok_ev, cudaEventDisableTiming) != cudaSuccess) {
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "GPU allocation of %llu bytes failed on device %d: %s",
                   (unsigned long long)(p.arena_bytes + ws), device, cudaGetErrorString(cudaGetLastError()));
         goto fail;
@@ -410,6 +425,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
     workspace_layout(&m->cfg, m, (char *)m->work);
+    {
+        const char *g = getenv("LLMR_GPTOSS_GRAPH");
+        m->use_graph = !(g && strcmp(g, "0") == 0);
+    }
     {
         float inv[GPTOSS_HEAD_DIM / 2];
         gptoss_yarn_inv_freq(&m->cfg, inv, &m->attn_factor);
@@ -490,6 +509,7 @@ void gptoss_session_free(gptoss_session *s) {
     gptoss_model *m = s->m;
     /* No generate runs on s (ABI contract); cudaFree waits for the device, so no lock is needed. */
     cudaSetDevice(m->device);
+    if (s->graph) cudaGraphExecDestroy(s->graph);
     cudaFree(s->kv);
     cudaFree(s->logits);
     cudaFree(s->counts);
@@ -645,6 +665,111 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
     return st;
 }
 
+/* ---------------------------------------------------------------- decode step as a CUDA graph
+ *
+ * A decode step is ~17 launches per layer (~420 for 20b); launched one by one, the gaps between them
+ * cost more than the kernels. So the step is captured once per session as a CUDA graph and replayed.
+ * Everything that changes between steps lives in device memory the kernels read: the token in m->tok
+ * (written there by the sampler) and the position in m->pos (set by one tiny kernel before the replay);
+ * K/V go to the cache row *m->pos through m->kn/m->vn. The graph binds this session's KV cache and
+ * logits and the model's workspace: one graph per session, captured at its first decode step and
+ * destroyed with it (the model's mutex serialises every replay, so sharing the workspace is safe). */
+
+/* Enqueues the forward pass of the token in m->tok at position *m->pos; the distribution lands in
+ * s->logits. Every launch argument is fixed for the session, so this sequence can be captured. */
+static cudaError_t decode_body(gptoss_session *s) {
+    gptoss_model *m = s->m;
+    const gptoss_config *c = &m->cfg;
+    cudaStream_t st = m->stream;
+    const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
+    const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
+    const float eps = c->rms_norm_eps;
+    cudaError_t e;
+#define K_(call)                                    \
+    do {                                            \
+        if ((e = (call)) != cudaSuccess) return e;  \
+    } while (0)
+    K_(gptoss_embed(m->embed, m->tok, 1, H, m->x, st));
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
+        K_(gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
+        K_(gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
+        K_(gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
+        K_(gptoss_linear(m->h, H, w->v_w, w->v_b, 1, H, KVD, m->vn, KVD, 0, st));
+        K_(gptoss_rope_at(m->q, NH, m->pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_rope_at(m->kn, NKV, m->pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_kv_store(m->kn, m->vn, KVD, m->pos, kc, vc, st));
+        K_(gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+                               m->o, st));
+        K_(gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+        K_(gptoss_rmsnorm(m->x, w->mlp_norm, 1, H, eps, m->h, st));
+        K_(gptoss_linear(m->h, H, w->router_w, w->router_b, 1, H, E, m->rl, E, 0, st));
+        K_(gptoss_router_topk(m->rl, 1, E, m->ids, m->rw, st));
+        K_(gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+        K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+                                E, 1, H, 2 * I, m->gu, st));
+        K_(gptoss_swiglu(m->gu, GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+        K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, 1, I,
+                                H, m->dn, st));
+        K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
+    }
+    K_(gptoss_rmsnorm(m->x, m->norm, 1, H, eps, m->h, st));
+    K_(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st));
+#undef K_
+    return cudaSuccess;
+}
+
+/* Captures decode_body into s->graph once. A failed capture leaves s->graph NULL and names the cause. */
+static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    if (s->graph) return LLMR_ENGINE_OK;
+    cudaGraph_t g = NULL;
+    /* ThreadLocal: other threads may allocate sessions meanwhile; only this thread is restricted. */
+    CUDA_TRY(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal), "decode graph capture");
+    cudaError_t e = decode_body(s);
+    cudaError_t e2 = cudaStreamEndCapture(m->stream, &g);
+    if (e == cudaSuccess) e = e2;
+    cudaGraphExec_t x = NULL;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (g) cudaGraphDestroy(g);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return fail(e == cudaErrorMemoryAllocation ? LLMR_ENGINE_OOM_VRAM : LLMR_ENGINE_INTERNAL, err, es,
+                    "CUDA error capturing the decode step: %s", cudaGetErrorString(e));
+    }
+    s->graph = x;
+    return LLMR_ENGINE_OK;
+}
+
+/* Appends the token already in m->tok at position n_ctx: sets *m->pos, replays the graph. Asynchronous:
+ * the next sampling launch is ordered after it on the stream, so no host wait is needed here. */
+static llmr_engine_status decode_step(gptoss_session *s, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    llmr_engine_status r = decode_graph(s, err, es);
+    if (r != LLMR_ENGINE_OK) return r;
+    CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
+    CUDA_TRY(cudaGraphLaunch(s->graph, m->stream), "decode graph launch");
+    s->n_ctx++;
+    s->have_logits = 1;
+    return LLMR_ENGINE_OK;
+}
+
+/* Samples one token from s->logits into m->tok (device) and returns it on the host through pinned
+ * memory: one 4-byte async copy and one event wait, the only host round trip of a graph decode step. */
+static llmr_engine_status sample_token(gptoss_session *s, gptoss_sample_args a, int penalties, int32_t *tok, char *err,
+                                       size_t es) {
+    gptoss_model *m = s->m;
+    const int V = m->cfg.vocab_size;
+    CUDA_TRY(gptoss_sample(s->logits, V, penalties ? s->counts : NULL, a, m->sample_work, m->tok, m->stream), "sampling");
+    if (penalties) CUDA_TRY(gptoss_count_token(s->counts, m->tok, m->stream), "sampling");
+    CUDA_TRY(cudaMemcpyAsync(m->tok_host, m->tok, sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream), "sampling");
+    CUDA_TRY(cudaEventRecord(m->tok_ev, m->stream), "sampling");
+    CUDA_TRY(cudaEventSynchronize(m->tok_ev), "decode step");
+    *tok = *m->tok_host;
+    return LLMR_ENGINE_OK;
+}
+
 /* ---------------------------------------------------------------- generate */
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -685,11 +810,16 @@ static llmr_engine_status generate_locked(gptoss_session *s, const llmr_generate
         if (s->n_ctx >= s->max_ctx) break; /* LENGTH: context full */
         a.u = (float)(splitmix64(&rng) >> 40) * (1.0f / 16777216.0f);
         int32_t tok = -1;
-        CUDA_TRY(gptoss_sample(s->logits, V, penalties ? s->counts : NULL, a, m->sample_work, m->sample_out, m->stream),
-                 "sampling");
-        if (penalties) CUDA_TRY(gptoss_count_token(s->counts, m->sample_out, m->stream), "sampling");
-        CUDA_TRY(cudaMemcpyAsync(&tok, m->sample_out, sizeof tok, cudaMemcpyDeviceToHost, m->stream), "sampling");
-        CUDA_TRY(cudaStreamSynchronize(m->stream), "sampling");
+        if (m->use_graph) {
+            st = sample_token(s, a, penalties, &tok, err, es);
+            if (st != LLMR_ENGINE_OK) return st;
+        } else { /* LLMR_GPTOSS_GRAPH=0: the launch-per-kernel path with a full sync per step */
+            CUDA_TRY(gptoss_sample(s->logits, V, penalties ? s->counts : NULL, a, m->sample_work, m->sample_out,
+                                   m->stream), "sampling");
+            if (penalties) CUDA_TRY(gptoss_count_token(s->counts, m->sample_out, m->stream), "sampling");
+            CUDA_TRY(cudaMemcpyAsync(&tok, m->sample_out, sizeof tok, cudaMemcpyDeviceToHost, m->stream), "sampling");
+            CUDA_TRY(cudaStreamSynchronize(m->stream), "sampling");
+        }
         if (tok < 0 || tok >= V) return fail(LLMR_ENGINE_INTERNAL, err, es, "sampler produced token %d", tok);
         res->n_generated++;
         __atomic_add_fetch(&m->tokens_generated, (uint64_t)1, __ATOMIC_RELAXED);
@@ -698,7 +828,7 @@ static llmr_engine_status generate_locked(gptoss_session *s, const llmr_generate
         if (cb && cb(user, tok)) stop = 1;
         /* The generated token joins the session, so a next turn continues after it. */
         if (s->n_ctx < s->max_ctx) {
-            st = forward(s, &tok, 1, NULL, err, es);
+            st = m->use_graph ? decode_step(s, err, es) : forward(s, &tok, 1, NULL, err, es);
             if (st != LLMR_ENGINE_OK) return st;
         }
         if (stop) { res->finish = LLMR_FINISH_STOP; break; }
@@ -716,6 +846,11 @@ llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generat
     __atomic_store_n(&s->cancel, 0, __ATOMIC_RELEASE);
     cudaSetDevice(m->device);
     llmr_engine_status st = generate_locked(s, req, cb, user, &res, err, es);
+    /* A replayed decode step may still run (graph steps are not waited for): finish it before the
+     * session is handed back, and report a failure that only surfaces now. */
+    cudaError_t ce = cudaStreamSynchronize(m->stream);
+    if (ce != cudaSuccess && st == LLMR_ENGINE_OK)
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "CUDA error in the decode step: %s", cudaGetErrorString(ce));
     if (st == LLMR_ENGINE_CANCELLED) res.finish = LLMR_FINISH_CANCELLED;
     res.n_context = s->n_ctx;
     pthread_mutex_unlock(&m->mu);

@@ -9,6 +9,9 @@
  * (+bias) -> RoPE -> K,V into the session cache -> attention with sinks -> o_proj (+bias, residual) ->
  * RMSNorm -> router -> top-4 -> grouped MXFP4 gate_up -> SwiGLU -> grouped MXFP4 down -> weighted
  * gather (residual); final RMSNorm and lm_head for the rows that need logits.
+ * Decode in generate: the one-token forward is captured once per session as a CUDA graph and replayed
+ * per token (token and position in device memory; only the sampled id comes back, through pinned memory
+ * and one event). LLMR_GPTOSS_GRAPH=0 selects the launch-per-kernel path with a full sync per token.
  *
  * Threading: generate and the debug path hold the model's mutex (one forward pass at a time on the
  * model's stream); session create/destroy only allocate/free the session's own buffers and stats reads

@@ -216,6 +216,58 @@ static void test_attention(int T, int pos0, int nh, int nkv, int window, float s
     cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(ds);
 }
 
+/* ------------------------------------------------------------ decode-step (graph) variants */
+/* The *_at launchers read the position from device memory (the decode CUDA graph replays them); they
+ * must give bit-identical results to the launchers that take the position as an argument, which is what
+ * keeps the graph decode path at the same parity as a one-token forward. */
+static void test_decode_at(int pos, int nh, int nkv, int window) {
+    const int D = 64, kvd = nkv * D, ctx = pos + 1;
+    gptoss_config c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
+    c.rope_original_max_position = 4096; c.rope_truncate = 0;
+    float inv[32], af;
+    gptoss_yarn_inv_freq(&c, inv, &af);
+    auto q = randv((size_t)nh * D, 1.0f), k = randv(kvd, 1.0f), v = randv(kvd, 1.0f);
+    auto kc = randv((size_t)ctx * kvd, 1.0f), vc = randv((size_t)ctx * kvd, 1.0f);
+    auto sinks = randbf(nh, 1.0f);
+    float *dinv = dev_upload(std::vector<float>(inv, inv + 32));
+    uint16_t *ds = dev_upload(sinks);
+    /* positional launchers, K/V written into row pos as forward() does */
+    float *q1 = dev_upload(q), *kc1 = dev_upload(kc), *vc1 = dev_upload(vc), *o1 = dev_poison((size_t)nh * D);
+    CK(cudaMemcpy(kc1 + (size_t)pos * kvd, k.data(), kvd * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(vc1 + (size_t)pos * kvd, v.data(), kvd * sizeof(float), cudaMemcpyHostToDevice));
+    CK(gptoss_rope(q1, nh * D, 1, nh, pos, dinv, af, 0));
+    CK(gptoss_rope(kc1 + (size_t)pos * kvd, kvd, 1, nkv, pos, dinv, af, 0));
+    CK(gptoss_attention(q1, kc1, vc1, ds, 1, pos, nh, nkv, window, o1, 0));
+    /* device-position launchers */
+    float *q2 = dev_upload(q), *kc2 = dev_upload(kc), *vc2 = dev_upload(vc), *k2 = dev_upload(k), *v2 = dev_upload(v);
+    float *o2 = dev_poison((size_t)nh * D);
+    int32_t *dpos = NULL;
+    CK(cudaMalloc((void **)&dpos, sizeof(int32_t)));
+    CK(gptoss_set_i32(dpos, pos, 0));
+    CK(gptoss_rope_at(q2, nh, dpos, dinv, af, 0));
+    CK(gptoss_rope_at(k2, nkv, dpos, dinv, af, 0));
+    CK(gptoss_kv_store(k2, v2, kvd, dpos, kc2, vc2, 0));
+    CK(gptoss_attention_at(q2, kc2, vc2, ds, dpos, nh, nkv, window, o2, 0));
+    auto a1 = dev_download(o1, (size_t)nh * D), a2 = dev_download(o2, (size_t)nh * D);
+    auto qa = dev_download(q1, (size_t)nh * D), qb = dev_download(q2, (size_t)nh * D);
+    auto ka = dev_download(kc1, (size_t)ctx * kvd), kb = dev_download(kc2, (size_t)ctx * kvd);
+    auto va = dev_download(vc1, (size_t)ctx * kvd), vb = dev_download(vc2, (size_t)ctx * kvd);
+    int finite = 1;
+    for (float x : a2) finite &= isfinite(x) ? 1 : 0;
+    const int same = !memcmp(a1.data(), a2.data(), a1.size() * sizeof(float)) &&
+                     !memcmp(qa.data(), qb.data(), qa.size() * sizeof(float)) &&
+                     !memcmp(ka.data(), kb.data(), ka.size() * sizeof(float)) &&
+                     !memcmp(va.data(), vb.data(), va.size() * sizeof(float));
+    char what[160];
+    snprintf(what, sizeof what, "decode-step *_at launchers = positional ones bit for bit (pos=%d heads=%d/%d window=%d)",
+             pos, nh, nkv, window);
+    check_true(what, finite && same);
+    cudaFree(dinv); cudaFree(ds); cudaFree(q1); cudaFree(kc1); cudaFree(vc1); cudaFree(o1);
+    cudaFree(q2); cudaFree(kc2); cudaFree(vc2); cudaFree(k2); cudaFree(v2); cudaFree(o2); cudaFree(dpos);
+}
+
 /* ------------------------------------------------------------ router */
 static void test_router(int T, int E) {
     auto l = randv((size_t)T * E, 1.0f);
@@ -467,6 +519,9 @@ int main(int argc, char **argv) {
     test_attention(17, 300, 64, 8, 128, 3.0f);
     test_attention(1, 1000, 64, 8, 0, 8.0f);
     test_attention(33, 0, 4, 4, 5, 0.5f);
+    test_decode_at(0, 8, 2, 0);
+    test_decode_at(300, 64, 8, 128);
+    test_decode_at(4999, 64, 8, 0);
     test_router(50, 32);
     test_router(9, 8);
     test_moe(1, 64, 64, 8);      /* GEMV path (T <= 4) */
