@@ -62,6 +62,22 @@ cudaError_t gptoss_rmsnorm(const float *x, const uint16_t *w, int T, int H, floa
 cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
                           float *y, int ldy, int accumulate, cudaStream_t stream);
 
+/* The T = 1 (decode) GEMV that gptoss_linear uses for one token when x and W are 16-byte aligned and
+ * K % 8 == 0, K <= GPTOSS_GEMV1_MAX_K: y[n] (+)= sum_k x[k] * W[n, k] + b[n]. Memory-bound design: x is
+ * staged once per block in shared memory (fp32), each warp streams whole rows of W with
+ * GPTOSS_GEMV1_UNROLL 16-byte loads in flight per lane, blocks loop over rows so the grid fills every SM
+ * once; fp32 accumulation, warp-shuffle reduction (summation order differs from the tiled kernel, so the
+ * two agree to fp32 rounding). Returns cudaErrorInvalidValue when the shape or alignment is unsupported. */
+#define GPTOSS_GEMV1_MAX_K 8192
+#define GPTOSS_GEMV1_UNROLL 4
+cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
+                         cudaStream_t stream);
+
+/* Selects whether gptoss_linear routes T = 1 to gptoss_gemv1 (on, the default) or to the older
+ * warp-per-row GEMV (off: LLMR_GPTOSS_GEMV1=0, for before/after comparisons). Process-wide; set it
+ * before launching. */
+void gptoss_linear_use_gemv1(int on);
+
 /* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
  * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,

@@ -3,7 +3,8 @@
  * Prefill (T > 4): a tiled kernel; a block computes a 64-token x 64-output tile, staging 32-wide K
  * slices of x and W in shared memory (W converted exactly from bf16); each output element is owned by
  * one thread, which sums k in ascending order.
- * Decode (T <= 4): a GEMV; one warp per output row streams the row once with 16-byte loads (8 bf16) and
+ * Decode, one token (T == 1): gptoss_gemv1, x in shared memory, several 16-byte loads in flight per lane.
+ * Decode (T <= 4, or T == 1 when gemv1 is switched off): a GEMV; one warp per output row streams the row once with 16-byte loads (8 bf16) and
  * serves all T tokens from it, then reduces across the warp. The two paths sum in different orders, so
  * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
@@ -101,6 +102,82 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
     }
 }
 
+/* ------------------------------------------------------------ T = 1 decode GEMV (gptoss_gemv1)
+ * Why a separate kernel: the warp-per-row GEMV above keeps one 16-byte weight load in flight per lane
+ * and re-reads x from global memory for every weight chunk. Here x is staged once per block in shared
+ * memory, split into the two float4 halves of each 8-element chunk (xs[0][c], xs[1][c]) so consecutive
+ * lanes read consecutive 16-byte words (no bank conflicts), and each lane issues GEMV1_UNROLL weight loads
+ * before using any. Blocks loop over rows (grid ~ resident blocks), so x is staged once per block. */
+#define GEMV1_WARPS 8
+
+__global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
+                                                                 int K, int N, float *y, int accumulate) {
+    extern __shared__ float4 xs4[]; /* [2][K / 8] */
+    const int K8 = K / 8;
+    const float4 *x4 = (const float4 *)x;
+    for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int n = blockIdx.x * GEMV1_WARPS + warp; n < N; n += gridDim.x * GEMV1_WARPS) {
+        const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
+        float acc = 0.0f;
+        for (int c0 = lane; c0 < K8; c0 += 32 * GPTOSS_GEMV1_UNROLL) {
+            uint4 v[GPTOSS_GEMV1_UNROLL];
+#pragma unroll
+            for (int u = 0; u < GPTOSS_GEMV1_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                v[u] = c < K8 ? __ldcs(w4 + c) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < GPTOSS_GEMV1_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                if (c < K8) {
+                    float w[8];
+                    bf16x8(v[u], w);
+                    const float4 a = xs4[c], d = xs4[K8 + c];
+                    acc += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + d.x * w[4] + d.y * w[5] + d.z * w[6] +
+                           d.w * w[7];
+                }
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) {
+            acc += b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+            y[n] = accumulate ? y[n] + acc : acc;
+        }
+    }
+}
+
+static bool gemv1_ok(const float *x, const uint16_t *W, int K) {
+    return K > 0 && K % 8 == 0 && K <= GPTOSS_GEMV1_MAX_K && ((uintptr_t)x & 15) == 0 && ((uintptr_t)W & 15) == 0;
+}
+
+cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
+                         cudaStream_t s) {
+    if (N <= 0) return cudaSuccess;
+    if (!gemv1_ok(x, W, K)) return cudaErrorInvalidValue;
+    /* K <= 8192 keeps x within the default 48 KiB of dynamic shared memory (no attribute opt-in, which
+     * would be one more API call inside a graph capture). */
+    const size_t smem = (size_t)K * sizeof(float);
+    /* Enough blocks to fill every SM (up to 8 resident blocks of 256 threads, ~200 KiB of shared memory
+     * for x), never more than there are rows to give them: x is then staged about once per block. */
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    long per_sm = (long)(200 * 1024) / (long)(smem + 1024);
+    if (per_sm > 8) per_sm = 8;
+    if (per_sm < 1) per_sm = 1;
+    long blocks = (long)sms * per_sm;
+    const long need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
+    if (blocks > need) blocks = need;
+    gemv1_kernel<<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, W, b, K, N, y, accumulate);
+    return cudaGetLastError();
+}
+
+static int g_use_gemv1 = 1;
+void gptoss_linear_use_gemv1(int on) { g_use_gemv1 = on != 0; }
+
 /* The GEMV needs 16-byte aligned rows of x and W. */
 static bool gemv_ok(const float *x, int ldx, const uint16_t *W, int T, int K) {
     return T <= 4 && K % 8 == 0 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)W & 15) == 0;
@@ -109,6 +186,7 @@ static bool gemv_ok(const float *x, int ldx, const uint16_t *W, int T, int K) {
 cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
                           float *y, int ldy, int accumulate, cudaStream_t s) {
     if (T <= 0 || N <= 0) return cudaSuccess;
+    if (T == 1 && g_use_gemv1 && gemv1_ok(x, W, K)) return gptoss_gemv1(x, W, b, K, N, y, accumulate, s);
     if (gemv_ok(x, ldx, W, T, K)) {
         const unsigned blocks = (unsigned)((N + GEMV_WARPS - 1) / GEMV_WARPS);
         switch (T) {

@@ -428,6 +428,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
         m->use_graph = !(g && strcmp(g, "0") == 0);
+        const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
+        gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
     }
     {
         float inv[GPTOSS_HEAD_DIM / 2];

@@ -149,6 +149,59 @@ static void test_linear(int T, int K, int N, int with_bias, int accumulate) {
     cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
 }
 
+/* ------------------------------------------------------------ T = 1 decode GEMV (gptoss_gemv1)
+ * Called directly (not through gptoss_linear) so the check names the kernel it covers; weights are
+ * uniform (cheap to draw for the 201088 x 2880 lm_head shape). For the largest shape it also prints
+ * (does not assert) the bandwidth of gemv1 vs the older warp-per-row GEMV, for the performance notes. */
+static std::vector<uint16_t> randbf_uniform(size_t n, float scale) {
+    std::vector<uint16_t> v(n);
+    for (auto &x : v) x = f2bf((float)((urand() * 2.0 - 1.0) * scale));
+    return v;
+}
+static void test_gemv1(int K, int N, int with_bias, int accumulate) {
+    auto x = randv(K, 1.0f);
+    auto W = randbf_uniform((size_t)N * K, 0.05f);
+    auto b = randbf(N, 0.5f);
+    auto y0 = randv(N, 1.0f);
+    float *dx = dev_upload(x), *dy = accumulate ? dev_upload(y0) : dev_poison(N);
+    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
+    CK(gptoss_gemv1(dx, dW, with_bias ? db : NULL, K, N, dy, accumulate, 0));
+    auto y = dev_download(dy, N);
+    std::vector<double> ref(N);
+    for (int n = 0; n < N; n++) {
+        double sum = with_bias ? bf2f(b[n]) : 0.0;
+        const uint16_t *w = &W[(size_t)n * K];
+        for (int k = 0; k < K; k++) sum += (double)x[k] * bf2f(w[k]);
+        ref[n] = sum + (accumulate ? y0[n] : 0.0);
+    }
+    char what[96];
+    snprintf(what, sizeof what, "gemv1 K=%d N=%d bias=%d accumulate=%d", K, N, with_bias, accumulate);
+    check_rel(what, y, ref, 1e-5);
+    if ((size_t)N * K >= (size_t)64 << 20) { /* informational timing, lm_head-sized */
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        const double bytes = (double)N * K * 2;
+        for (int old = 0; old < 2; old++) {
+            gptoss_linear_use_gemv1(!old);
+            CK(gptoss_linear(dx, K, dW, NULL, 1, K, N, dy, N, 0, 0)); /* warm-up */
+            CK(cudaEventRecord(e0, 0));
+            for (int r = 0; r < 10; r++) CK(gptoss_linear(dx, K, dW, NULL, 1, K, N, dy, N, 0, 0));
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            printf("     timing %s K=%d N=%d: %.1f us, %.0f GB/s\n", old ? "old warp-per-row GEMV" : "gemv1", K, N,
+                   ms * 100.0, bytes / (ms / 10 * 1e-3) / 1e9);
+        }
+        gptoss_linear_use_gemv1(1);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    CK(gptoss_gemv1(dx, dW, NULL, 12, N, dy, 0, 0) == cudaErrorInvalidValue ? cudaSuccess : cudaErrorUnknown);
+    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
+}
+
 /* ------------------------------------------------------------ RoPE */
 static void test_rope(int T, int heads, int pos0) {
     gptoss_config c;
@@ -506,6 +559,14 @@ int main(int argc, char **argv) {
     test_linear(3, 96, 64, 0, 0);
     test_linear(130, 256, 200, 1, 1);
     test_linear(70, 2880, 130, 1, 0);
+    test_gemv1(2880, 4096, 1, 0); /* q_proj */
+    test_gemv1(2880, 512, 1, 0);  /* k/v_proj: fewer rows than resident warps */
+    test_gemv1(4096, 2880, 1, 1); /* o_proj into the residual */
+    test_gemv1(2880, 32, 1, 0);   /* router */
+    test_gemv1(8, 3, 0, 0);       /* K of one chunk, N not a multiple of the warps */
+    test_gemv1(8192, 1000, 1, 1); /* the largest K it takes */
+    test_gemv1(2880, 201088, 0, 0); /* lm_head */
+    test_linear(1, 4096, 1000, 1, 1); /* T = 1 through gptoss_linear (gemv1) */
     test_rope(7, 3, 0);
     test_rope(5, 2, 4093);
     test_rope(3, 8, 70000);
