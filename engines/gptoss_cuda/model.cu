@@ -86,6 +86,7 @@ struct gptoss_model {
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
+    struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
     /* accounting */
     uint64_t session_bytes; /* held by live sessions */
     uint32_t active_sessions;
@@ -354,6 +355,98 @@ out:
     return st;
 }
 
+/* ---------------------------------------------------------------- decode-step profile
+ *
+ * LLMR_GPTOSS_PROFILE=1 (for performance work, issue 10): generate runs each decode step's launches
+ * directly (no graph) with a CUDA event recorded after every launch, waits for the step, and adds the
+ * time between consecutive events to the kernel's category; the sampler is timed the same way. The
+ * table goes to stderr when the model is freed. Times include the gap before each launch (launches are
+ * not hidden behind a graph here), so they are upper bounds of each kernel's own time. Off by default:
+ * nothing of it is touched then. */
+enum {
+    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
+    PROF_SWIGLU, PROF_DOWN, PROF_COMBINE, PROF_LM_HEAD, PROF_SAMPLE, PROF_N
+};
+static const char *const prof_names[PROF_N] = {
+    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store", "attention", "o_proj (+residual)",
+    "router linear + top-4 + route", "MXFP4 gate_up", "swiglu", "MXFP4 down", "combine", "lm_head", "sampling"};
+
+typedef struct step_prof {
+    int cap, n;               /* events allocated / recorded in this step */
+    cudaEvent_t *ev;          /* ev[0] before the first launch, ev[i] after launch i */
+    unsigned char *cat;       /* category of launch i (ev[i-1] -> ev[i]) */
+    double ms[PROF_N];
+    unsigned long long steps, samples;
+} step_prof;
+
+static void prof_free(step_prof *p) {
+    if (!p) return;
+    for (int i = 0; i < p->cap; i++)
+        if (p->ev[i]) cudaEventDestroy(p->ev[i]);
+    free(p->ev);
+    free(p->cat);
+    free(p);
+}
+
+/* NULL when profiling is off, or when its events cannot be made (then it stays off, said on stderr). */
+static step_prof *prof_create(int layers) {
+    const char *v = getenv("LLMR_GPTOSS_PROFILE");
+    if (!v || strcmp(v, "1") != 0) return NULL;
+    step_prof *p = (step_prof *)calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->cap = 8 + layers * 24; /* 1 + ~18 launches per layer + 3, with room */
+    p->ev = (cudaEvent_t *)calloc((size_t)p->cap, sizeof *p->ev);
+    p->cat = (unsigned char *)calloc((size_t)p->cap, 1);
+    int ok = p->ev && p->cat;
+    for (int i = 0; ok && i < p->cap; i++) ok = cudaEventCreate(&p->ev[i]) == cudaSuccess;
+    if (!ok) {
+        fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_PROFILE=1 ignored: could not create %d CUDA events\n", p->cap);
+        prof_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Records the start of a timed sequence (before its first launch). */
+static cudaError_t prof_begin(step_prof *p, cudaStream_t st) {
+    p->n = 1;
+    return cudaEventRecord(p->ev[0], st);
+}
+
+/* Records "launch of category cat done", after prof_begin. */
+static cudaError_t prof_mark(step_prof *p, int cat, cudaStream_t st) {
+    if (p->n < 1 || p->n >= p->cap) return cudaErrorInvalidValue; /* more launches than planned: a bug here */
+    p->cat[p->n] = (unsigned char)cat;
+    return cudaEventRecord(p->ev[p->n++], st);
+}
+
+/* Waits for the step's last event and adds its intervals; resets for the next step. */
+static cudaError_t prof_collect(step_prof *p, int is_sample) {
+    if (p->n < 2) { p->n = 0; return cudaSuccess; }
+    cudaError_t e = cudaEventSynchronize(p->ev[p->n - 1]);
+    for (int i = 1; e == cudaSuccess && i < p->n; i++) {
+        float ms = 0;
+        e = cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]);
+        p->ms[p->cat[i]] += ms;
+    }
+    if (is_sample) p->samples++; else p->steps++;
+    p->n = 0;
+    return e;
+}
+
+static void prof_report(const step_prof *p) {
+    if (!p || !p->steps) return;
+    double total = 0;
+    for (int c = 0; c < PROF_N; c++) total += p->ms[c] / (double)(c == PROF_SAMPLE ? (p->samples ? p->samples : 1) : p->steps);
+    fprintf(stderr, "gptoss_cuda profile: %llu decode steps, %llu samplings, per token (no graph; each launch's "
+                    "time includes the gap before it):\n", p->steps, p->samples);
+    for (int c = 0; c < PROF_N; c++) {
+        const double us = 1000.0 * p->ms[c] / (double)(c == PROF_SAMPLE ? (p->samples ? p->samples : 1) : p->steps);
+        fprintf(stderr, "  %-32s %9.1f us %5.1f%%\n", prof_names[c], us, total > 0 ? 100.0 * us / (1000.0 * total) : 0.0);
+    }
+    fprintf(stderr, "  %-32s %9.1f us\n", "total", 1000.0 * total);
+}
+
 /* ---------------------------------------------------------------- load / free */
 
 void gptoss_model_free(gptoss_model *m) {
@@ -361,6 +454,8 @@ void gptoss_model_free(gptoss_model *m) {
     if (m->device >= 0) cudaSetDevice(m->device);
     if (m->stream) cudaStreamSynchronize(m->stream);
     if (m->tok_ev) cudaEventDestroy(m->tok_ev);
+    prof_report(m->prof);
+    prof_free(m->prof);
     cudaFreeHost(m->tok_host);
     cudaFree(m->arena);
     cudaFree(m->work);
@@ -430,6 +525,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->use_graph = !(g && strcmp(g, "0") == 0);
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
+        m->prof = prof_create(m->cfg.num_layers);
     }
     {
         float inv[GPTOSS_HEAD_DIM / 2];
@@ -679,7 +775,7 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
 
 /* Enqueues the forward pass of the token in m->tok at position *m->pos; the distribution lands in
  * s->logits. Every launch argument is fixed for the session, so this sequence can be captured. */
-static cudaError_t decode_body(gptoss_session *s) {
+static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     gptoss_model *m = s->m;
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
@@ -691,33 +787,40 @@ static cudaError_t decode_body(gptoss_session *s) {
     do {                                            \
         if ((e = (call)) != cudaSuccess) return e;  \
     } while (0)
-    K_(gptoss_embed(m->embed, m->tok, 1, H, m->x, st));
+#define KP_(cat, call)                                                               \
+    do {                                                                             \
+        if ((e = (call)) != cudaSuccess) return e;                                   \
+        if (prof && (e = prof_mark(prof, PROF_##cat, st)) != cudaSuccess) return e;  \
+    } while (0)
+    if (prof) K_(prof_begin(prof, st));
+    KP_(EMBED, gptoss_embed(m->embed, m->tok, 1, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
-        K_(gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
-        K_(gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
-        K_(gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
-        K_(gptoss_linear(m->h, H, w->v_w, w->v_b, 1, H, KVD, m->vn, KVD, 0, st));
-        K_(gptoss_rope_at(m->q, NH, m->pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_rope_at(m->kn, NKV, m->pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_kv_store(m->kn, m->vn, KVD, m->pos, kc, vc, st));
-        K_(gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+        KP_(NORM, gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
+        KP_(Q, gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
+        KP_(KV, gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
+        KP_(KV, gptoss_linear(m->h, H, w->v_w, w->v_b, 1, H, KVD, m->vn, KVD, 0, st));
+        KP_(ROPE_STORE, gptoss_rope_at(m->q, NH, m->pos, m->inv_freq, m->attn_factor, st));
+        KP_(ROPE_STORE, gptoss_rope_at(m->kn, NKV, m->pos, m->inv_freq, m->attn_factor, st));
+        KP_(ROPE_STORE, gptoss_kv_store(m->kn, m->vn, KVD, m->pos, kc, vc, st));
+        KP_(ATTN, gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
                                m->o, st));
-        K_(gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
-        K_(gptoss_rmsnorm(m->x, w->mlp_norm, 1, H, eps, m->h, st));
-        K_(gptoss_linear(m->h, H, w->router_w, w->router_b, 1, H, E, m->rl, E, 0, st));
-        K_(gptoss_router_topk(m->rl, 1, E, m->ids, m->rw, st));
-        K_(gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-        K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+        KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+        KP_(NORM, gptoss_rmsnorm(m->x, w->mlp_norm, 1, H, eps, m->h, st));
+        KP_(ROUTER, gptoss_linear(m->h, H, w->router_w, w->router_b, 1, H, E, m->rl, E, 0, st));
+        KP_(ROUTER, gptoss_router_topk(m->rl, 1, E, m->ids, m->rw, st));
+        KP_(ROUTER, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+        KP_(GATE_UP, gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
                                 E, 1, H, 2 * I, m->gu, st));
-        K_(gptoss_swiglu(m->gu, GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
-        K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, 1, I,
+        KP_(SWIGLU, gptoss_swiglu(m->gu, GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+        KP_(DOWN, gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, 1, I,
                                 H, m->dn, st));
-        K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
+        KP_(COMBINE, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
     }
-    K_(gptoss_rmsnorm(m->x, m->norm, 1, H, eps, m->h, st));
-    K_(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st));
+    KP_(NORM, gptoss_rmsnorm(m->x, m->norm, 1, H, eps, m->h, st));
+    KP_(LM_HEAD, gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st));
+#undef KP_
 #undef K_
     return cudaSuccess;
 }
@@ -729,7 +832,7 @@ static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) 
     cudaGraph_t g = NULL;
     /* ThreadLocal: other threads may allocate sessions meanwhile; only this thread is restricted. */
     CUDA_TRY(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal), "decode graph capture");
-    cudaError_t e = decode_body(s);
+    cudaError_t e = decode_body(s, NULL);
     cudaError_t e2 = cudaStreamEndCapture(m->stream, &g);
     if (e == cudaSuccess) e = e2;
     cudaGraphExec_t x = NULL;
@@ -748,6 +851,14 @@ static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) 
  * the next sampling launch is ordered after it on the stream, so no host wait is needed here. */
 static llmr_engine_status decode_step(gptoss_session *s, char *err, size_t es) {
     gptoss_model *m = s->m;
+    if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
+        CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
+        CUDA_TRY(decode_body(s, m->prof), "decode step (profiled)");
+        CUDA_TRY(prof_collect(m->prof, 0), "decode step profile");
+        s->n_ctx++;
+        s->have_logits = 1;
+        return LLMR_ENGINE_OK;
+    }
     llmr_engine_status r = decode_graph(s, err, es);
     if (r != LLMR_ENGINE_OK) return r;
     CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
@@ -763,12 +874,15 @@ static llmr_engine_status sample_token(gptoss_session *s, gptoss_sample_args a, 
                                        size_t es) {
     gptoss_model *m = s->m;
     const int V = m->cfg.vocab_size;
+    if (m->prof) CUDA_TRY(prof_begin(m->prof, m->stream), "sampling profile");
     CUDA_TRY(gptoss_sample(s->logits, V, penalties ? s->counts : NULL, a, m->sample_work, m->tok, m->stream), "sampling");
     if (penalties) CUDA_TRY(gptoss_count_token(s->counts, m->tok, m->stream), "sampling");
+    if (m->prof) CUDA_TRY(prof_mark(m->prof, PROF_SAMPLE, m->stream), "sampling profile");
     CUDA_TRY(cudaMemcpyAsync(m->tok_host, m->tok, sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream), "sampling");
     CUDA_TRY(cudaEventRecord(m->tok_ev, m->stream), "sampling");
     CUDA_TRY(cudaEventSynchronize(m->tok_ev), "decode step");
     *tok = *m->tok_host;
+    if (m->prof) CUDA_TRY(prof_collect(m->prof, 1), "sampling profile");
     return LLMR_ENGINE_OK;
 }
 
