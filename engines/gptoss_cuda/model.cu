@@ -381,7 +381,7 @@ typedef struct step_prof {
 
 static void prof_free(step_prof *p) {
     if (!p) return;
-    for (int i = 0; i < p->cap; i++)
+    for (int i = 0; p->ev && i < p->cap; i++) /* events never made are 0 (calloc) */
         if (p->ev[i]) cudaEventDestroy(p->ev[i]);
     free(p->ev);
     free(p->cat);
