@@ -20,15 +20,6 @@
 
 #define NAMEQ(s, n, lit) ((n) == sizeof(lit) - 1 && memcmp((s), (lit), (n)) == 0)
 
-static jv fail_type(jrender *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static jv fail_type(jrender *r, int line, const char *fmt, ...) {
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return jr_fail(r, JINJA_ERENDER, line, "TypeError: %s", msg);
-}
 
 static bool nomem(jrender *r, int line) {
     jr_fail(r, r->ar->exhausted ? JINJA_ELIMIT : JINJA_ENOMEM, line, "template exceeded the memory limit (%zu bytes)", r->opts->max_memory);
@@ -78,7 +69,7 @@ jlist *jb_iter(jrender *r, jv v, int line) {
     switch (v.t) {
     case JT_LIST:
         if (v.u.l->kind == JL_LIST) return v.u.l;
-        if (v.u.l->gen_err) { fail_type(r, line, "%s", v.u.l->gen_err); return NULL; }
+        if (v.u.l->gen_err) { jr_type_error(r, line, "%s", v.u.l->gen_err); return NULL; }
         { jlist *l = jlist_new(r->ar, v.u.l->n, JL_LIST);
           if (!l) { nomem(r, line); return NULL; }
           if (v.u.l->n) memcpy(l->it, v.u.l->it, v.u.l->n * sizeof(jv));
@@ -103,7 +94,7 @@ jlist *jb_iter(jrender *r, jv v, int line) {
         return l;
     }
     default:
-        fail_type(r, line, "'%s' object is not iterable", jv_type_name(v));
+        jr_type_error(r, line, "'%s' object is not iterable", jv_type_name(v));
         return NULL;
     }
 }
@@ -494,7 +485,7 @@ static bool prefix_match(jrender *r, jv s, jv p, bool suffix, int line, int *res
         return true;
     }
     if (p.t != JT_STR) {
-        fail_type(r, line, "%s first arg must be str or a tuple of str, not %s", suffix ? "endswith" : "startswith", jv_type_name(p));
+        jr_type_error(r, line, "%s first arg must be str or a tuple of str, not %s", suffix ? "endswith" : "startswith", jv_type_name(p));
         return false;
     }
     *res = p.n <= s.n && memcmp(suffix ? s.u.s + s.n - p.n : s.u.s, p.u.s, p.n) == 0;
@@ -566,7 +557,7 @@ jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line) 
         if (i >= fmt.n) { jbuf_free(&b); return jr_fail(r, JINJA_ERENDER, line, "ValueError: incomplete format"); }
         char conv = fmt.u.s[i];
         if (conv == '%') { jbuf_putc(&b, '%'); continue; }
-        if (ai >= a->nargs) { jbuf_free(&b); return fail_type(r, line, "not enough arguments for format string"); }
+        if (ai >= a->nargs) { jbuf_free(&b); return jr_type_error(r, line, "not enough arguments for format string"); }
         jv v = a->args[ai++];
         if (conv == 's' || conv == 'r') {
             jbuf t = {0};
@@ -580,9 +571,9 @@ jv jb_percent_format(jrender *r, jv fmt, const jargs *a, bool strict, int line) 
         } else if (strchr("feEgGxXo", conv) && jv_is_number(v)) {
             if (strchr("xXo", conv)) { spec[sn++] = 'l'; spec[sn++] = 'l'; spec[sn++] = conv; spec[sn] = 0; jbuf_printf(&b, spec, (long long)v.u.i); }
             else { spec[sn++] = conv; spec[sn] = 0; jbuf_printf(&b, spec, jv_num(v)); }
-        } else { jbuf_free(&b); return fail_type(r, line, "%%%c format: a number is required, not %s", conv, jv_type_name(v)); }
+        } else { jbuf_free(&b); return jr_type_error(r, line, "%%%c format: a number is required, not %s", conv, jv_type_name(v)); }
     }
-    if (strict && ai < a->nargs) { jbuf_free(&b); return fail_type(r, line, "not all arguments converted during string formatting"); }
+    if (strict && ai < a->nargs) { jbuf_free(&b); return jr_type_error(r, line, "not all arguments converted during string formatting"); }
     return mkstr(r, &b, line);
 }
 
@@ -612,7 +603,7 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
     if (!strcmp(m, "capitalize")) return case_map(r, s, 3, line);
     if (!strcmp(m, "swapcase")) return case_map(r, s, 4, line);
     if (!strcmp(m, "strip") || !strcmp(m, "lstrip") || !strcmp(m, "rstrip")) {
-        if (a0.t != JT_NONE && a0.t != JT_STR) return fail_type(r, line, "%s arg must be None or str", m);
+        if (a0.t != JT_NONE && a0.t != JT_STR) return jr_type_error(r, line, "%s arg must be None or str", m);
         return strip(s, m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3, a0);
     }
     if (!strcmp(m, "startswith") || !strcmp(m, "endswith")) {
@@ -622,8 +613,8 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
     }
     if (!strcmp(m, "split") || !strcmp(m, "rsplit")) {
         jv sep = arg(a, 0, "sep", jv_none(), NULL), mx = arg(a, 1, "maxsplit", jv_int(-1), NULL);
-        if (sep.t != JT_NONE && sep.t != JT_STR) return fail_type(r, line, "must be str or None, not %s", jv_type_name(sep));
-        if (mx.t != JT_INT && mx.t != JT_BOOL) return fail_type(r, line, "'%s' object cannot be interpreted as an integer", jv_type_name(mx));
+        if (sep.t != JT_NONE && sep.t != JT_STR) return jr_type_error(r, line, "must be str or None, not %s", jv_type_name(sep));
+        if (mx.t != JT_INT && mx.t != JT_BOOL) return jr_type_error(r, line, "'%s' object cannot be interpreted as an integer", jv_type_name(mx));
         return str_split(r, s, sep, mx.u.i, m[0] == 'r', line);
     }
     if (!strcmp(m, "splitlines")) {
@@ -640,16 +631,16 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
         return jv_list(l);
     }
     if (a->nkw && strcmp(m, "split") != 0 && strcmp(m, "rsplit") != 0 && strcmp(m, "format") != 0)
-        return fail_type(r, line, "str.%s() takes no keyword arguments", m);
+        return jr_type_error(r, line, "str.%s() takes no keyword arguments", m);
     if (!strcmp(m, "replace")) {
         jv old = arg(a, 0, NULL, jv_none(), NULL), rep = arg(a, 1, NULL, jv_none(), NULL);
         jv cnt = arg(a, 2, "count", jv_int(-1), NULL);
-        if (old.t != JT_STR || rep.t != JT_STR) return fail_type(r, line, "replace() arguments must be str");
+        if (old.t != JT_STR || rep.t != JT_STR) return jr_type_error(r, line, "replace() arguments must be str");
         return str_replace(r, s, old, rep, cnt.t == JT_INT ? cnt.u.i : -1, line);
     }
     if (!strcmp(m, "format")) return str_format(r, s, a, line);
     if (!strcmp(m, "count")) {
-        if (a0.t != JT_STR) return fail_type(r, line, "must be str, not %s", jv_type_name(a0));
+        if (a0.t != JT_STR) return jr_type_error(r, line, "must be str, not %s", jv_type_name(a0));
         if (!a0.n) return jv_int((int64_t)utf8_count(s.u.s, s.n) + 1);
         int64_t c = 0;
         for (size_t i = 0; i + a0.n <= s.n;) {
@@ -661,7 +652,7 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
         return jv_int(c);
     }
     if (!strcmp(m, "find") || !strcmp(m, "rfind") || !strcmp(m, "index") || !strcmp(m, "rindex")) {
-        if (a0.t != JT_STR) return fail_type(r, line, "must be str, not %s", jv_type_name(a0));
+        if (a0.t != JT_STR) return jr_type_error(r, line, "must be str, not %s", jv_type_name(a0));
         int64_t k = str_find(s, a0, m[0] == 'r');
         if (k < 0 && strstr(m, "index")) return jr_fail(r, JINJA_ERENDER, line, "ValueError: substring not found");
         return jv_int(k);
@@ -671,21 +662,21 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
         if (!l) return jv_undef();
         jbuf b = {0};
         for (size_t i = 0; i < l->n; i++) {
-            if (l->it[i].t != JT_STR) { jbuf_free(&b); return fail_type(r, line, "sequence item %zu: expected str instance, %s found", i, jv_type_name(l->it[i])); }
+            if (l->it[i].t != JT_STR) { jbuf_free(&b); return jr_type_error(r, line, "sequence item %zu: expected str instance, %s found", i, jv_type_name(l->it[i])); }
             if (i) jbuf_put(&b, s.u.s, s.n);
             jbuf_put(&b, l->it[i].u.s, l->it[i].n);
         }
         return mkstr(r, &b, line);
     }
     if (!strcmp(m, "removeprefix") || !strcmp(m, "removesuffix")) {
-        if (a0.t != JT_STR) return fail_type(r, line, "must be str, not %s", jv_type_name(a0));
+        if (a0.t != JT_STR) return jr_type_error(r, line, "must be str, not %s", jv_type_name(a0));
         bool suf = m[6] == 's';
         if (a0.n <= s.n && memcmp(suf ? s.u.s + s.n - a0.n : s.u.s, a0.u.s, a0.n) == 0)
             return suf ? jv_strn(s.u.s, s.n - a0.n) : jv_strn(s.u.s + a0.n, s.n - a0.n);
         return s;
     }
     if (!strcmp(m, "partition") || !strcmp(m, "rpartition")) {
-        if (a0.t != JT_STR || !a0.n) return fail_type(r, line, "partition() needs a non-empty str");
+        if (a0.t != JT_STR || !a0.n) return jr_type_error(r, line, "partition() needs a non-empty str");
         jlist *l = jlist_new(r->ar, 3, JL_TUPLE);
         if (!l) { nomem(r, line); return jv_undef(); }
         const char *hit = NULL;
@@ -725,7 +716,7 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
         return jv_bool(all);
     }
     if (!strcmp(m, "zfill") || !strcmp(m, "center") || !strcmp(m, "ljust") || !strcmp(m, "rjust")) {
-        if (a0.t != JT_INT) return fail_type(r, line, "integer argument expected");
+        if (a0.t != JT_INT) return jr_type_error(r, line, "integer argument expected");
         size_t cps = utf8_count(s.u.s, s.n), w = a0.u.i > 0 ? (size_t)a0.u.i : 0;
         if (w > r->opts->max_output) return jr_fail(r, JINJA_ELIMIT, line, "width over the output limit");
         if (w <= cps) return s;
@@ -741,7 +732,7 @@ static jv str_method(jrender *r, jv s, const char *m, const jargs *a, int line) 
         return mkstr(r, &b, line);
     }
     if (!strcmp(m, "expandtabs") || !strcmp(m, "encode")) return s;
-    return fail_type(r, line, "str.%s() is not supported", m);
+    return jr_type_error(r, line, "str.%s() is not supported", m);
 }
 
 static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
@@ -751,7 +742,7 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
     if (self.t == JT_DICT) {
         jdict *d = self.u.d;
         if (!strcmp(m, "get")) {
-            if (a->nargs < 1 || a->nargs > 2 || a->nkw) return fail_type(r, line, "get expected 1 or 2 positional arguments, got %zu", a->nargs);
+            if (a->nargs < 1 || a->nargs > 2 || a->nkw) return jr_type_error(r, line, "get expected 1 or 2 positional arguments, got %zu", a->nargs);
             jv k = arg(a, 0, NULL, jv_none(), NULL);
             jv *v = jdict_get(d, k);
             return v ? *v : arg(a, 1, NULL, jv_none(), NULL);
@@ -784,7 +775,7 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
     if (self.t == JT_LOOP) {
         jloop *lp = self.u.loop;
         if (!strcmp(m, "cycle")) {
-            if (!a->nargs) return fail_type(r, line, "no items for cycling given");
+            if (!a->nargs) return jr_type_error(r, line, "no items for cycling given");
             return a->args[(size_t)lp->index0 % a->nargs];
         }
         /* changed(*values) */
@@ -797,7 +788,7 @@ static jv call_method(jrender *r, jfunc *fn, const jargs *a, int line) {
         lp->changed_last = cv; lp->changed_set = true;
         return jv_bool(changed);
     }
-    return fail_type(r, line, "method %s is not callable here", m);
+    return jr_type_error(r, line, "method %s is not callable here", m);
 }
 
 /* ---- globals -------------------------------------------------------------------------------- */
@@ -820,9 +811,9 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
     switch (fn->id) {
     case G_RANGE: {
         int64_t v[3] = { 0, 0, 1 };
-        if (a->nargs < 1 || a->nargs > 3) return fail_type(r, line, "range expected 1 to 3 arguments, got %zu", a->nargs);
+        if (a->nargs < 1 || a->nargs > 3) return jr_type_error(r, line, "range expected 1 to 3 arguments, got %zu", a->nargs);
         for (size_t i = 0; i < a->nargs; i++) {
-            if (a->args[i].t != JT_INT && a->args[i].t != JT_BOOL) return fail_type(r, line, "'%s' object cannot be interpreted as an integer", jv_type_name(a->args[i]));
+            if (a->args[i].t != JT_INT && a->args[i].t != JT_BOOL) return jr_type_error(r, line, "'%s' object cannot be interpreted as an integer", jv_type_name(a->args[i]));
         }
         if (a->nargs == 1) v[1] = a->args[0].u.i;
         else { v[0] = a->args[0].u.i; v[1] = a->args[1].u.i; if (a->nargs == 3) v[2] = a->args[2].u.i; }
@@ -848,10 +839,10 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
             } else if (x.t == JT_LIST) {
                 for (size_t k = 0; k < x.u.l->n; k++) {
                     jv p = x.u.l->it[k];
-                    if (p.t != JT_LIST || p.u.l->n != 2) return fail_type(r, line, "cannot convert dictionary update sequence element #%zu to a sequence", k);
+                    if (p.t != JT_LIST || p.u.l->n != 2) return jr_type_error(r, line, "cannot convert dictionary update sequence element #%zu to a sequence", k);
                     jdict_set(r->ar, d, p.u.l->it[0], p.u.l->it[1]);
                 }
-            } else return fail_type(r, line, "'%s' object is not iterable", jv_type_name(x));
+            } else return jr_type_error(r, line, "'%s' object is not iterable", jv_type_name(x));
         }
         for (size_t i = 0; i < a->nkw; i++) if (!jdict_set(r->ar, d, a->kwnames[i], a->kwargs[i])) { nomem(r, line); return jv_undef(); }
         jv v = jv_dict(d);
@@ -868,7 +859,7 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
     }
     case G_STRFTIME: {
         jv f = arg(a, 0, NULL, jv_none(), NULL);
-        if (f.t != JT_STR) return fail_type(r, line, "strftime() argument 1 must be str, not %s", jv_type_name(f));
+        if (f.t != JT_STR) return jr_type_error(r, line, "strftime() argument 1 must be str, not %s", jv_type_name(f));
         char fmt[512], out[1024];
         if (f.n >= sizeof fmt) return jr_fail(r, JINJA_ERENDER, line, "strftime_now format longer than %zu bytes", sizeof fmt - 1);
         memcpy(fmt, f.u.s, f.n); fmt[f.n] = 0;
@@ -878,7 +869,7 @@ static jv call_global(jrender *r, jfunc *fn, const jargs *a, int line) {
         return jv_strn(p, n);
     }
     default:
-        return fail_type(r, line, "%s() is not supported by this engine", fn->name);
+        return jr_type_error(r, line, "%s() is not supported by this engine", fn->name);
     }
 }
 
@@ -886,7 +877,7 @@ jv jb_call(jrender *r, jv fnv, const jargs *a, int line) {
     jfunc *fn = fnv.u.fn;
     if (fn->kind == FN_GLOBAL) return call_global(r, fn, a, line);
     if (fn->kind == FN_METHOD) return call_method(r, fn, a, line);
-    return fail_type(r, line, "object is not callable");
+    return jr_type_error(r, line, "object is not callable");
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */
@@ -926,7 +917,7 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
         *res = T("lower") ? (low && !up) : (up && !low);
     } else if (T("odd") || T("even") || T("divisibleby")) {
         jv d = T("divisibleby") ? a0 : jv_int(2);
-        if (!jv_is_number(self) || !jv_is_number(d)) { fail_type(r, line, "unsupported operand type(s) for %%: '%s' and '%s'", jv_type_name(self), jv_type_name(d)); return false; }
+        if (!jv_is_number(self) || !jv_is_number(d)) { jr_type_error(r, line, "unsupported operand type(s) for %%: '%s' and '%s'", jv_type_name(self), jv_type_name(d)); return false; }
         if (jv_num(d) == 0) { jr_fail(r, JINJA_ERENDER, line, "ZeroDivisionError: integer division or modulo by zero"); return false; }
         double m;
         if (self.t != JT_FLOAT && d.t != JT_FLOAT) { int64_t q = self.u.i % d.u.i; if (q && ((q < 0) != (d.u.i < 0))) q += d.u.i; m = (double)q; }
@@ -938,18 +929,18 @@ static bool test_named(jrender *r, const char *name, size_t n, jv self, jv a0, b
     else if (T("in")) {
         jv hay = a0;
         if (hay.t == JT_STR) {
-            if (self.t != JT_STR) { fail_type(r, line, "'in <string>' requires string as left operand, not %s", jv_type_name(self)); return false; }
+            if (self.t != JT_STR) { jr_type_error(r, line, "'in <string>' requires string as left operand, not %s", jv_type_name(self)); return false; }
             *res = self.n == 0 || memmem(hay.u.s, hay.n, self.u.s, self.n) != NULL;
         } else if (hay.t == JT_LIST) {
             *res = 0;
             for (size_t i = 0; i < hay.u.l->n; i++) if (jv_equal(hay.u.l->it[i], self)) { *res = 1; break; }
         } else if (hay.t == JT_DICT) *res = jdict_get(hay.u.d, self) != NULL;
         else if (hay.t == JT_UNDEF) *res = 0;
-        else { fail_type(r, line, "argument of type '%s' is not iterable", jv_type_name(hay)); return false; }
+        else { jr_type_error(r, line, "argument of type '%s' is not iterable", jv_type_name(hay)); return false; }
     } else if (T("lt") || T("lessthan") || T("<") || T("le") || T("<=") || T("gt") || T("greaterthan") || T(">") || T("ge") || T(">=")) {
         int c;
         if (self.t == JT_UNDEF || a0.t == JT_UNDEF) { jr_undef_error(r, self.t == JT_UNDEF ? self : a0, line); return false; }
-        if (!jv_order(self, a0, &c)) { fail_type(r, line, "comparison not supported between instances of '%s' and '%s'", jv_type_name(self), jv_type_name(a0)); return false; }
+        if (!jv_order(self, a0, &c)) { jr_type_error(r, line, "comparison not supported between instances of '%s' and '%s'", jv_type_name(self), jv_type_name(a0)); return false; }
         *res = T("lt") || T("lessthan") || T("<") ? c < 0 : T("le") || T("<=") ? c <= 0 : T("gt") || T("greaterthan") || T(">") ? c > 0 : c >= 0;
     } else if (T("filter") || T("test")) {
         *res = 0;
@@ -965,7 +956,7 @@ int jb_test(jrender *r, const char *name, size_t name_len, jv self, const jargs 
     static const char *const NOARG[] = { "defined", "undefined", "none", "boolean", "true", "false", "integer", "float",
         "number", "string", "mapping", "iterable", "sequence", "callable", "escaped", "lower", "upper", "odd", "even", NULL };
     if (a->nargs + a->nkw > 0 && in_names(NOARG, name, name_len)) {
-        fail_type(r, line, "test_%.*s() takes 1 positional argument but %zu were given", (int)name_len, name, a->nargs + a->nkw + 1);
+        jr_type_error(r, line, "test_%.*s() takes 1 positional argument but %zu were given", (int)name_len, name, a->nargs + a->nkw + 1);
         return -1;
     }
     bool has;
@@ -1012,7 +1003,7 @@ static bool sort_items(jrender *r, jv *items, jv *keys, size_t n, bool reverse, 
             while (i < mid && j < hi) {
                 int c = 0;
                 if (!jv_equal(keys[i], keys[j]) && !jv_order(keys[j], keys[i], &c)) {
-                    fail_type(r, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(keys[j]), jv_type_name(keys[i]));
+                    jr_type_error(r, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(keys[j]), jv_type_name(keys[i]));
                     return false;
                 }
                 bool take_right = reverse ? c > 0 : c < 0;
@@ -1060,7 +1051,7 @@ static jv filter_select(jrender *r, jv self, const jargs *a, bool want, bool by_
         int ok;
         if (!has_test) ok = jv_truthy(v);
         else {
-            if (test.t != JT_STR) return fail_type(r, line, "test name must be a string");
+            if (test.t != JT_STR) return jr_type_error(r, line, "test name must be a string");
             ok = jb_test(r, test.u.s, test.n, v, &rest, line);
             if (ok < 0) return jv_undef();
         }
@@ -1076,7 +1067,7 @@ static jv filter_tojson(jrender *r, jv self, const jargs *a, int line) {
     jv sk = arg(a, 3, "sort_keys", jv_bool(false), NULL);
     int indent = -1;
     if (ind.t == JT_INT || ind.t == JT_BOOL) indent = ind.u.i < 0 ? 0 : ind.u.i > 64 ? 64 : (int)ind.u.i;
-    else if (ind.t != JT_NONE) return fail_type(r, line, "tojson indent must be an integer");
+    else if (ind.t != JT_NONE) return jr_type_error(r, line, "tojson indent must be an integer");
     char isep[16] = "", ksep[16] = "";
     const char *is = NULL, *ks = NULL;
     if (sep.t == JT_LIST && sep.u.l->n == 2 && sep.u.l->it[0].t == JT_STR && sep.u.l->it[1].t == JT_STR &&
@@ -1084,12 +1075,12 @@ static jv filter_tojson(jrender *r, jv self, const jargs *a, int line) {
         memcpy(isep, sep.u.l->it[0].u.s, sep.u.l->it[0].n);
         memcpy(ksep, sep.u.l->it[1].u.s, sep.u.l->it[1].n);
         is = isep; ks = ksep;
-    } else if (sep.t != JT_NONE) return fail_type(r, line, "tojson separators must be a pair of short strings");
+    } else if (sep.t != JT_NONE) return jr_type_error(r, line, "tojson separators must be a pair of short strings");
     jbuf b = {0};
     const char *bad = NULL;
     if (!jv_tojson(&b, self, jv_truthy(ea), indent, is, ks, jv_truthy(sk), &bad)) {
         jbuf_free(&b);
-        return fail_type(r, line, "Object of type %s is not JSON serializable", bad ? bad : "object");
+        return jr_type_error(r, line, "Object of type %s is not JSON serializable", bad ? bad : "object");
     }
     return mkstr(r, &b, line);
 }
@@ -1210,7 +1201,7 @@ static jv filter_sort(jrender *r, jv self, const jargs *a, int line) {
 }
 
 static jv filter_dictsort(jrender *r, jv self, const jargs *a, int line) {
-    if (self.t != JT_DICT) return fail_type(r, line, "dictsort expects a mapping, got %s", jv_type_name(self));
+    if (self.t != JT_DICT) return jr_type_error(r, line, "dictsort expects a mapping, got %s", jv_type_name(self));
     bool cs = jv_truthy(arg(a, 0, "case_sensitive", jv_bool(false), NULL));
     jv by = arg(a, 1, "by", jv_strn("key", 3), NULL);
     bool reverse = jv_truthy(arg(a, 2, "reverse", jv_bool(false), NULL));
@@ -1244,7 +1235,7 @@ static jv filter_minmax(jrender *r, jv self, const jargs *a, bool want_max, int 
         if (jr_failed(r)) return jv_undef();
         if (i == 0) { bk = k; continue; }
         int c;
-        if (!jv_order(k, bk, &c)) return fail_type(r, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(k), jv_type_name(bk));
+        if (!jv_order(k, bk, &c)) return jr_type_error(r, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(k), jv_type_name(bk));
         if (want_max ? c > 0 : c < 0) { best = i; bk = k; }
     }
     return l->it[best];
@@ -1267,12 +1258,12 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         switch (self.t) {
         case JT_STR: return jv_int((int64_t)utf8_count(self.u.s, self.n));
         case JT_LIST:
-            if (self.u.l->kind == JL_GEN) return fail_type(r, line, "object of type 'generator' has no len()");
+            if (self.u.l->kind == JL_GEN) return jr_type_error(r, line, "object of type 'generator' has no len()");
             return jv_int((int64_t)self.u.l->n);
         case JT_DICT: return jv_int((int64_t)self.u.d->n);
         case JT_UNDEF: return jv_int(0);
         case JT_LOOP: return jv_int((int64_t)self.u.loop->items->n);
-        default: return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
+        default: return jr_type_error(r, line, "object of type '%s' has no len()", jv_type_name(self));
         }
     }
     if (F("first")) {
@@ -1281,7 +1272,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         return l->n ? l->it[0] : jr_undef(r, "No first item, sequence was empty.");
     }
     if (F("last")) {
-        if (self.t == JT_LIST && self.u.l->kind == JL_GEN) return fail_type(r, line, "'generator' object is not reversible");
+        if (self.t == JT_LIST && self.u.l->kind == JL_GEN) return jr_type_error(r, line, "'generator' object is not reversible");
         jlist *l = jb_iter(r, self, line);
         if (!l) return jv_undef();
         return l->n ? l->it[l->n - 1] : jr_undef(r, "No last item, sequence was empty.");
@@ -1333,7 +1324,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             return mk_gen(out);
         }
         jv fname = arg(a, 0, NULL, jv_none(), NULL);
-        if (fname.t != JT_STR) return fail_type(r, line, "map() needs a filter name or attribute=");
+        if (fname.t != JT_STR) return jr_type_error(r, line, "map() needs a filter name or attribute=");
         jargs rest = { a->args + 1, a->nargs ? a->nargs - 1 : 0, a->kwnames, a->kwargs, a->nkw };
         for (size_t i = 0; i < src->n; i++) {
             if (!jr_step(r, line)) return jv_undef();
@@ -1359,7 +1350,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
             k = lower_key(r, k, cs, line);
             if (jr_failed(r)) return jv_undef();
             if ((k.t == JT_LIST && k.u.l->kind != JL_TUPLE) || k.t == JT_DICT || k.t == JT_NS)
-                return fail_type(r, line, "unhashable type: '%s'", jv_type_name(k));
+                return jr_type_error(r, line, "unhashable type: '%s'", jv_type_name(k));
             bool dup = false;
             if (seen->n > 64 && !jr_scan(r, seen->n, line)) return jv_undef();
             for (size_t j = 0; j < seen->n; j++) if (jv_equal(seen->it[j], k)) { dup = true; break; }
@@ -1400,7 +1391,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         for (size_t i = 0; i < l->n; i++) {
             jv x = attr.t != JT_NONE ? attr_path(r, l->it[i], attr, line) : l->it[i];
             if (jr_failed(r)) return jv_undef();
-            if (!jv_is_number(acc) || !jv_is_number(x)) return fail_type(r, line, "unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(acc), jv_type_name(x));
+            if (!jv_is_number(acc) || !jv_is_number(x)) return jr_type_error(r, line, "unsupported operand type(s) for +: '%s' and '%s'", jv_type_name(acc), jv_type_name(x));
             if (acc.t == JT_FLOAT || x.t == JT_FLOAT) acc = jv_float(jv_num(acc) + jv_num(x));
             else {
                 int64_t t;
@@ -1414,7 +1405,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (self.t == JT_FLOAT) return jv_float(fabs(self.u.f));
         if (self.t == JT_INT && self.u.i == INT64_MIN) return jr_fail(r, JINJA_ELIMIT, line, "integer result does not fit in 64 bits");
         if (self.t == JT_INT || self.t == JT_BOOL) return jv_int(self.u.i < 0 ? -self.u.i : self.u.i);
-        return fail_type(r, line, "bad operand type for abs(): '%s'", jv_type_name(self));
+        return jr_type_error(r, line, "bad operand type for abs(): '%s'", jv_type_name(self));
     }
     if ((F("int") || F("float")) && self.t == JT_UNDEF) return jr_undef_error(r, self, line);   /* int(Undefined) raises */
     if (F("int")) {
@@ -1425,7 +1416,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     if (F("round")) {
         jv prec = arg(a, 0, "precision", jv_int(0), NULL);
         jv method = arg(a, 1, "method", jv_strn("common", 6), NULL);
-        if (!jv_is_number(self)) return fail_type(r, line, "round() needs a number, got %s", jv_type_name(self));
+        if (!jv_is_number(self)) return jr_type_error(r, line, "round() needs a number, got %s", jv_type_name(self));
         bool common = !(method.t == JT_STR && ((method.n == 4 && !memcmp(method.u.s, "ceil", 4)) || (method.n == 5 && !memcmp(method.u.s, "floor", 5))));
         if (common && self.t != JT_FLOAT && (prec.t == JT_INT && prec.u.i >= 0)) return jv_int(self.u.i);   /* round(int) is an int */
         double x = jv_num(self), m = pow(10.0, (double)(prec.t == JT_INT ? prec.u.i : 0));
@@ -1437,18 +1428,18 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
     }
     if (F("attr")) {
         jv nm = arg(a, 0, NULL, jv_none(), NULL);
-        if (nm.t != JT_STR) return fail_type(r, line, "attribute name must be a string");
+        if (nm.t != JT_STR) return jr_type_error(r, line, "attribute name must be a string");
         return jb_getattr(r, self, nm.u.s, nm.n, line);
     }
     if (F("format")) {
-        if (self.t != JT_STR) return fail_type(r, line, "format filter needs a string");
+        if (self.t != JT_STR) return jr_type_error(r, line, "format filter needs a string");
         return jb_percent_format(r, self, a, true, line);
     }
     if (F("batch")) {
         jv cnt = arg(a, 0, "linecount", jv_int(1), NULL);
         bool has_fill;
         jv fill = arg(a, 1, "fill_with", jv_none(), &has_fill);
-        if (cnt.t != JT_INT || cnt.u.i <= 0) return fail_type(r, line, "batch() needs a positive integer");
+        if (cnt.t != JT_INT || cnt.u.i <= 0) return jr_type_error(r, line, "batch() needs a positive integer");
         jlist *src = jb_iter(r, self, line);
         if (!src) return jv_undef();
         jlist *out = jlist_new(r->ar, 0, JL_GEN), *cur = NULL;
@@ -1461,7 +1452,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (cur && has_fill) while ((int64_t)cur->n < cnt.u.i) if (!jlist_push(r->ar, cur, fill)) { nomem(r, line); return jv_undef(); }
         return jv_list(out);
     }
-    if (F("slice")) return fail_type(r, line, "filter 'slice' is not supported by this engine");
+    if (F("slice")) return jr_type_error(r, line, "filter 'slice' is not supported by this engine");
     /* string filters: the value is converted with str() first, like jinja2's soft_str */
     jv s = to_str(r, self, line);
     if (jr_failed(r)) return jv_undef();
@@ -1475,15 +1466,15 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         if (self.t != JT_STR) {   /* jinja2 calls len() first: short sequences come back unchanged */
             jv lenv = arg(a, 0, "length", jv_int(255), NULL), lw = arg(a, 3, "leeway", jv_int(5), NULL);
             int64_t len = self.t == JT_LIST && self.u.l->kind != JL_GEN ? (int64_t)self.u.l->n : self.t == JT_DICT ? (int64_t)self.u.d->n : -1;
-            if (len < 0) return fail_type(r, line, "object of type '%s' has no len()", jv_type_name(self));
+            if (len < 0) return jr_type_error(r, line, "object of type '%s' has no len()", jv_type_name(self));
             if (lenv.t == JT_INT && lw.t == JT_INT && len <= lenv.u.i + lw.u.i) return self;
-            return fail_type(r, line, "truncate needs a string, got %s", jv_type_name(self));
+            return jr_type_error(r, line, "truncate needs a string, got %s", jv_type_name(self));
         }
         jv lenv = arg(a, 0, "length", jv_int(255), NULL);
         bool killwords = jv_truthy(arg(a, 1, "killwords", jv_bool(false), NULL));
         jv end = arg(a, 2, "end", jv_strn("...", 3), NULL);
         jv leeway = arg(a, 3, "leeway", jv_int(5), NULL);
-        if (lenv.t != JT_INT || end.t != JT_STR || leeway.t != JT_INT) return fail_type(r, line, "truncate(length, killwords, end, leeway) has wrong argument types");
+        if (lenv.t != JT_INT || end.t != JT_STR || leeway.t != JT_INT) return jr_type_error(r, line, "truncate(length, killwords, end, leeway) has wrong argument types");
         int64_t cps = (int64_t)utf8_count(s.u.s, s.n), endn = (int64_t)utf8_count(end.u.s, end.n);
         if (lenv.u.i < endn) return jr_fail(r, JINJA_ERENDER, line, "AssertionError: expected length >= %lld, got %lld", (long long)endn, (long long)lenv.u.i);
         if (leeway.u.i < 0) return jr_fail(r, JINJA_ERENDER, line, "AssertionError: expected leeway >= 0, got %lld", (long long)leeway.u.i);
@@ -1505,7 +1496,7 @@ jv jb_filter(jrender *r, const char *name, size_t n, jv self, const jargs *a, in
         return str_replace(r, s, old, rep, cnt.t == JT_INT ? cnt.u.i : -1, line);
     }
     if (F("indent")) {
-        if (self.t != JT_STR) return fail_type(r, line, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(self));
+        if (self.t != JT_STR) return jr_type_error(r, line, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(self));
         return filter_indent(r, s, a, line);
     }
     if (F("wordcount")) {

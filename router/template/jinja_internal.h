@@ -201,6 +201,8 @@ typedef struct {
 
 /* Records an error (the first one wins) and returns an undefined value for convenience. */
 jv jr_fail(jrender *r, int status, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A render error worded as Python's TypeError ("TypeError: <message>"), as jinja2 reports it. */
+jv jr_type_error(jrender *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static inline bool jr_failed(const jrender *r) { return r->status != JINJA_OK; }
 bool jr_step(jrender *r, int line);             /* counts one step; false once over the limit */
 /* Charges the work of a linear scan of n items (n/16 steps), so quadratic templates hit the limit. */

@@ -171,8 +171,7 @@ static bool out_put(jrender *r, const char *s, size_t n, int line) {
     return true;
 }
 
-static jv type_error(jrender *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static jv type_error(jrender *r, int line, const char *fmt, ...) {
+jv jr_type_error(jrender *r, int line, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -287,7 +286,7 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
             return jv_list(l);
         }
         if (a.t == JT_STR || (a.t == JT_LIST && a.u.l->kind != JL_GEN))
-            return type_error(r, line, "can only concatenate %s (not \"%s\") to %s", jv_type_name(a), jv_type_name(b), jv_type_name(a));
+            return jr_type_error(r, line, "can only concatenate %s (not \"%s\") to %s", jv_type_name(a), jv_type_name(b), jv_type_name(a));
     }
     if (op == OP_MUL) {
         if ((a.t == JT_STR || (a.t == JT_LIST && a.u.l->kind != JL_GEN)) && (b.t == JT_INT || b.t == JT_BOOL)) return repeat(r, a, b.u.i, line);
@@ -300,7 +299,7 @@ static jv binop(jrender *r, int op, jv a, jv b, int line) {
         if (b.t == JT_LIST && b.u.l->kind == JL_TUPLE) { fa.args = b.u.l->it; fa.nargs = b.u.l->n; }
         return jb_percent_format(r, a, &fa, !lenient, line);
     }
-    return type_error(r, line, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_type_name(a), jv_type_name(b));
+    return jr_type_error(r, line, "unsupported operand type(s) for %s: '%s' and '%s'", op_sym(op), jv_type_name(a), jv_type_name(b));
 }
 
 static int contains(jrender *r, jv needle, jv hay, int line) {
@@ -308,7 +307,7 @@ static int contains(jrender *r, jv needle, jv hay, int line) {
     case JT_UNDEF: return 0;
     case JT_STR:
         if (needle.t == JT_UNDEF) { jr_undef_error(r, needle, line); return -1; }
-        if (needle.t != JT_STR) { type_error(r, line, "'in <string>' requires string as left operand, not %s", jv_type_name(needle)); return -1; }
+        if (needle.t != JT_STR) { jr_type_error(r, line, "'in <string>' requires string as left operand, not %s", jv_type_name(needle)); return -1; }
         if (!needle.n) return 1;
         if (needle.n > hay.n) return 0;
         return memmem(hay.u.s, hay.n, needle.u.s, needle.n) != NULL;
@@ -318,12 +317,12 @@ static int contains(jrender *r, jv needle, jv hay, int line) {
         return 0;
     case JT_DICT:
         if ((needle.t == JT_LIST && needle.u.l->kind != JL_TUPLE) || needle.t == JT_DICT || needle.t == JT_NS) {
-            type_error(r, line, "unhashable type: '%s'", jv_type_name(needle));
+            jr_type_error(r, line, "unhashable type: '%s'", jv_type_name(needle));
             return -1;
         }
         return jdict_get(hay.u.d, needle) != NULL;
     default:
-        type_error(r, line, "argument of type '%s' is not iterable", jv_type_name(hay));
+        jr_type_error(r, line, "argument of type '%s' is not iterable", jv_type_name(hay));
         return -1;
     }
 }
@@ -347,7 +346,7 @@ static jv compare(jrender *r, const jnode *n, jframe *f) {
             int c;
             if (!jv_order(left, right, &c)) {
                 static const char *ops[] = { "<", "<=", ">", ">=" };
-                return type_error(r, n->line, "'%s' not supported between instances of '%s' and '%s'",
+                return jr_type_error(r, n->line, "'%s' not supported between instances of '%s' and '%s'",
                                   ops[op - OP_LT], jv_type_name(left), jv_type_name(right));
             }
             res = op == OP_LT ? c < 0 : op == OP_LE ? c <= 0 : op == OP_GT ? c > 0 : c >= 0;
@@ -362,7 +361,7 @@ static jv compare(jrender *r, const jnode *n, jframe *f) {
 static bool slice_bounds(jrender *r, jv s0, jv s1, jv s2, int64_t n, int64_t *start, int64_t *stop, int64_t *step, int line) {
     int64_t st = 1;
     if (s2.t != JT_NONE && s2.t != JT_UNDEF) {
-        if (s2.t != JT_INT && s2.t != JT_BOOL) { type_error(r, line, "slice indices must be integers or None"); return false; }
+        if (s2.t != JT_INT && s2.t != JT_BOOL) { jr_type_error(r, line, "slice indices must be integers or None"); return false; }
         st = s2.u.i;
         if (st == 0) { jr_fail(r, JINJA_ERENDER, line, "ValueError: slice step cannot be zero"); return false; }
     }
@@ -375,7 +374,7 @@ static bool slice_bounds(jrender *r, jv s0, jv s1, jv s2, int64_t n, int64_t *st
             out[k] = k == 0 ? (st > 0 ? 0 : n - 1) : (st > 0 ? n : -1);
             continue;
         }
-        if (v.t != JT_INT && v.t != JT_BOOL) { type_error(r, line, "slice indices must be integers or None"); return false; }
+        if (v.t != JT_INT && v.t != JT_BOOL) { jr_type_error(r, line, "slice indices must be integers or None"); return false; }
         int64_t x = v.u.i;
         if (x < 0) { x += n; if (x < 0) x = st > 0 ? 0 : -1; }
         else if (x >= n) x = st > 0 ? n : n - 1;
@@ -421,7 +420,7 @@ static jv do_slice(jrender *r, jv obj, const jnode *sl, jframe *f, int line) {
         return res;
     }
     /* jinja2 compiles a slice to a plain Python subscript: errors are not softened to undefined */
-    return type_error(r, line, "'%s' object is not subscriptable", jv_type_name(obj));
+    return jr_type_error(r, line, "'%s' object is not subscriptable", jv_type_name(obj));
 }
 
 /* Evaluates call arguments into a (kwargs included; *args expanded). */
@@ -448,7 +447,7 @@ static bool eval_args(jrender *r, const jnode *n, jframe *f, jargs *a) {
     if (n->d) {   /* **kwargs */
         jv kw = eval(r, n->d, f);
         if (jr_failed(r)) return false;
-        if (kw.t != JT_DICT) { type_error(r, n->line, "argument after ** must be a mapping, not %s", jv_type_name(kw)); return false; }
+        if (kw.t != JT_DICT) { jr_type_error(r, n->line, "argument after ** must be a mapping, not %s", jv_type_name(kw)); return false; }
         size_t tot = n->nw + kw.u.d->n;
         jv *names = jarena_alloc(r->ar, (tot + 1) * sizeof(jv)), *vals = jarena_alloc(r->ar, (tot + 1) * sizeof(jv));
         if (!names || !vals) { oom(r, n->line); return false; }
@@ -474,7 +473,7 @@ static jv call_loop(jrender *r, jv lv, const jargs *a, int line);
 static jv call_value(jrender *r, jv fn, const jargs *a, int line, jv caller) {
     if (fn.t == JT_UNDEF) return jr_undef_error(r, fn, line);
     if (fn.t == JT_LOOP) return jr_step(r, line) ? call_loop(r, fn, a, line) : jv_undef();
-    if (fn.t != JT_FUNC) return type_error(r, line, "'%s' object is not callable", jv_type_name(fn));
+    if (fn.t != JT_FUNC) return jr_type_error(r, line, "'%s' object is not callable", jv_type_name(fn));
     if (!jr_step(r, line)) return jv_undef();
     if (fn.u.fn->kind == FN_MACRO || fn.u.fn->kind == FN_CALLER) {
         if (caller.t == JT_FUNC) {
@@ -518,8 +517,8 @@ static jv eval(jrender *r, const jnode *n, jframe *f) {
         for (size_t i = 0; i < n->nv; i++) {
             jv k = eval(r, n->v[i], f), v = eval(r, n->w[i], f);
             if (jr_failed(r)) return jv_undef();
-            if (k.t == JT_LIST && k.u.l->kind != JL_TUPLE) return type_error(r, n->line, "unhashable type: 'list'");
-            if (k.t == JT_DICT) return type_error(r, n->line, "unhashable type: 'dict'");
+            if (k.t == JT_LIST && k.u.l->kind != JL_TUPLE) return jr_type_error(r, n->line, "unhashable type: 'list'");
+            if (k.t == JT_DICT) return jr_type_error(r, n->line, "unhashable type: 'dict'");
             if (!jdict_set(r->ar, d, k, v)) { oom(r, n->line); return jv_undef(); }
         }
         return jv_dict(d);
@@ -552,7 +551,7 @@ static jv eval(jrender *r, const jnode *n, jframe *f) {
         jv x = eval(r, n->a, f);
         if (jr_failed(r)) return jv_undef();
         if (!check_defined(r, x, n->line)) return jv_undef();
-        if (!jv_is_number(x)) return type_error(r, n->line, "bad operand type for unary %s: '%s'", n->kind == N_NEG ? "-" : "+", jv_type_name(x));
+        if (!jv_is_number(x)) return jr_type_error(r, n->line, "bad operand type for unary %s: '%s'", n->kind == N_NEG ? "-" : "+", jv_type_name(x));
         if (n->kind == N_POS) return x.t == JT_BOOL ? jv_int(x.u.i) : x;
         if (x.t != JT_FLOAT && x.u.i == INT64_MIN) return int_overflow(r, n->line);
         return x.t == JT_FLOAT ? jv_float(-x.u.f) : jv_int(-x.u.i);
@@ -656,7 +655,7 @@ jv jr_call_macro(jrender *r, jv fnv, const jargs *a, int line) {
         bool is_param = false;
         for (size_t i = 0; i < np; i++)
             if (m->names[i].n == name.n && memcmp(m->names[i].u.s, name.u.s, name.n) == 0) {
-                if (i < a->nargs) return type_error(r, line, "macro '%s' got multiple values for argument '%.*s'", fn->name ? fn->name : "caller", (int)name.n, name.u.s);
+                if (i < a->nargs) return jr_type_error(r, line, "macro '%s' got multiple values for argument '%.*s'", fn->name ? fn->name : "caller", (int)name.n, name.u.s);
                 is_param = true;
                 break;
             }
@@ -742,8 +741,8 @@ static void exec_for(jrender *r, const jnode *n, jframe *f) {
 /* loop(items) inside a `for ... recursive` loop: renders the loop again over items, one level deeper. */
 static jv call_loop(jrender *r, jv lv, const jargs *a, int line) {
     const jloop *lp = lv.u.loop;
-    if (!lp->node->flag) return type_error(r, line, "'LoopContext' object is not callable (the loop is not recursive)");
-    if (a->nargs != 1 || a->nkw) return type_error(r, line, "loop() takes exactly one iterable");
+    if (!lp->node->flag) return jr_type_error(r, line, "'LoopContext' object is not callable (the loop is not recursive)");
+    if (a->nargs != 1 || a->nkw) return jr_type_error(r, line, "loop() takes exactly one iterable");
     if (lp->depth0 + 1 >= r->opts->max_call_depth)
         return jr_fail(r, JINJA_ELIMIT, line, "recursive loop nested deeper than %d", r->opts->max_call_depth);
     jbuf b = {0}, *saved = r->out;
