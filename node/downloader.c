@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/errmsg.h"
 #include "common/log.h"
 #include "common/path_safety.h"
 #include "common/sha256.h"
@@ -30,17 +31,6 @@ const char *llmr_dl_strerror(llmr_dl_status st) {
     return "unknown status";
 }
 
-static llmr_dl_status fail(llmr_dl_status st, char *err, size_t es, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static llmr_dl_status fail(llmr_dl_status st, char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static double now_s(void) {
     struct timespec ts;
@@ -88,12 +78,12 @@ uint64_t llmr_dl_bytes_needed(const char *model_dir, const llmr_manifest_file *f
 int llmr_dl_space_check(const char *dir, uint64_t needed, const char *label, char *err, size_t es) {
     struct statvfs vfs;
     if (statvfs(dir, &vfs) != 0) {
-        fail(LLMR_DL_EIO, err, es, "%s: cannot read free space: %s", dir, strerror(errno));
+        llmr_errf_status(LLMR_DL_EIO, err, es, "%s: cannot read free space: %s", dir, strerror(errno));
         return -1;
     }
     uint64_t avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
     if (needed <= avail) return 0;
-    fail(LLMR_DL_ENOSPACE, err, es, "not enough disk space in %s: need %llu bytes (%.2f GiB) for %s, %llu bytes (%.2f GiB) free",
+    llmr_errf_status(LLMR_DL_ENOSPACE, err, es, "not enough disk space in %s: need %llu bytes (%.2f GiB) for %s, %llu bytes (%.2f GiB) free",
          dir, (unsigned long long)needed, (double)needed / (1 << 30), label ? label : "the model",
          (unsigned long long)avail, (double)avail / (1 << 30));
     return -1;
@@ -177,17 +167,17 @@ static llmr_dl_status fetch_one(const llmr_dl_opts *o, prog *p, const char *dest
             snprintf(why, sizeof why, "server sent more than the manifest's %llu bytes", (unsigned long long)f->size);
             st = LLMR_HTTPC_EVERIFY;
         } else if (st == LLMR_HTTPC_EABORTED || cancelled(o)) {
-            return fail(LLMR_DL_ECANCELLED, err, es, "%s: download cancelled", f->name);
+            return llmr_errf_status(LLMR_DL_ECANCELLED, err, es, "%s: download cancelled", f->name);
         }
         if (st != LLMR_HTTPC_EVERIFY)
-            return fail(st == LLMR_HTTPC_EIO ? LLMR_DL_EIO : LLMR_DL_EFETCH, err, es, "%s: %s", f->name, why);
+            return llmr_errf_status(st == LLMR_HTTPC_EIO ? LLMR_DL_EIO : LLMR_DL_EFETCH, err, es, "%s: %s", f->name, why);
         if (attempt == 0) {
             log_warn("%s: %s failed verification (%s); deleted, fetching it once more", LABEL(o), f->name, why);
             snprintf(first, sizeof first, "%s", why);
             rep->refetched++;
         }
     }
-    return fail(LLMR_DL_EVERIFY, err, es, "%s: failed verification twice (first: %s; then: %s)", f->name, first, why);
+    return llmr_errf_status(LLMR_DL_EVERIFY, err, es, "%s: failed verification twice (first: %s; then: %s)", f->name, first, why);
 }
 
 static void warn_add(llmr_dl_report *rep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -204,13 +194,13 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
                              char *err, size_t es) {
     llmr_dl_report rep_local, *rep = rep_out ? rep_out : &rep_local;
     memset(rep, 0, sizeof *rep);
-    if (!o || !o->client || !o->model_dir || (n && !files)) return fail(LLMR_DL_EINVAL, err, es, "download: missing argument");
+    if (!o || !o->client || !o->model_dir || (n && !files)) return llmr_errf_status(LLMR_DL_EINVAL, err, es, "download: missing argument");
     char path[4096], why[256];
     for (size_t i = 0; i < n; i++)
         if (!llmr_path_is_safe(files[i].name, why, sizeof why))
-            return fail(LLMR_DL_EINVAL, err, es, "unsafe file name '%s': %s", files[i].name, why);
+            return llmr_errf_status(LLMR_DL_EINVAL, err, es, "unsafe file name '%s': %s", files[i].name, why);
     snprintf(path, sizeof path, "%s/.", o->model_dir);
-    if (mkdirs_for(path) != 0) return fail(LLMR_DL_EIO, err, es, "cannot create %s: %s", o->model_dir, strerror(errno));
+    if (mkdirs_for(path) != 0) return llmr_errf_status(LLMR_DL_EIO, err, es, "cannot create %s: %s", o->model_dir, strerror(errno));
     uint64_t needed = llmr_dl_bytes_needed(o->model_dir, files, n);
     if (llmr_dl_space_check(o->model_dir, needed, o->label, err, es) != 0) {
         struct statvfs v;
@@ -221,7 +211,7 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
     for (size_t i = 0; i < n; i++) {
         const llmr_manifest_file *f = &files[i];
         uint64_t have;
-        if (cancelled(o)) return fail(LLMR_DL_ECANCELLED, err, es, "download cancelled");
+        if (cancelled(o)) return llmr_errf_status(LLMR_DL_ECANCELLED, err, es, "download cancelled");
         snprintf(path, sizeof path, "%s/%s", o->model_dir, f->name);
         p.file = f;
         if (file_size(path, &have) == 0) {
@@ -229,7 +219,7 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
             p.base += f->size;
             continue;
         }
-        if (mkdirs_for(path) != 0) return fail(LLMR_DL_EIO, err, es, "cannot create the folder of %s: %s", path, strerror(errno));
+        if (mkdirs_for(path) != 0) return llmr_errf_status(LLMR_DL_EIO, err, es, "cannot create the folder of %s: %s", path, strerror(errno));
         char partial[4200];
         snprintf(partial, sizeof partial, "%s.partial", path);
         p.file_start = file_size(partial, &have) == 0 ? have : 0;
@@ -241,7 +231,7 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
             warn_add(rep, "optional %s %s skipped: %s", f->backend ? "artifact" : "file", f->name, msg);
             rep->optional_failed++;
         } else if (st != LLMR_DL_OK) {
-            return fail(st, err, es, "%s", msg);
+            return llmr_errf_status(st, err, es, "%s", msg);
         }
         p.base += f->size;
         p.fetched += rep->bytes_fetched - before;
@@ -260,23 +250,23 @@ static int on_hash(void *user, uint64_t done, uint64_t total) {
 }
 
 llmr_dl_status llmr_dl_verify(const llmr_dl_opts *o, const llmr_manifest_file *f, char *err, size_t es) {
-    if (!o || !o->model_dir || !f) return fail(LLMR_DL_EINVAL, err, es, "verify: missing argument");
+    if (!o || !o->model_dir || !f) return llmr_errf_status(LLMR_DL_EINVAL, err, es, "verify: missing argument");
     char path[4096], hex[LLMR_SHA256_HEX_LEN + 1], why[512];
     uint64_t size;
     snprintf(path, sizeof path, "%s/%s", o->model_dir, f->name);
-    if (file_size(path, &size) != 0) return fail(LLMR_DL_EIO, err, es, "%s: %s", f->name, strerror(errno));
+    if (file_size(path, &size) != 0) return llmr_errf_status(LLMR_DL_EIO, err, es, "%s: %s", f->name, strerror(errno));
     if (size != f->size) {
         unlink(path);
-        return fail(LLMR_DL_EVERIFY, err, es, "%s: size %llu on disk, manifest says %llu (deleted)", f->name,
+        return llmr_errf_status(LLMR_DL_EVERIFY, err, es, "%s: size %llu on disk, manifest says %llu (deleted)", f->name,
                     (unsigned long long)size, (unsigned long long)f->size);
     }
     prog p = {.o = o, .file = f, .total = f->size, .last_log = now_s()};
     if (llmr_sha256_file(path, hex, on_hash, &p, why, sizeof why) != 0)
-        return cancelled(o) ? fail(LLMR_DL_ECANCELLED, err, es, "%s: verification cancelled", f->name)
-                            : fail(LLMR_DL_EIO, err, es, "%s: %s", f->name, why);
+        return cancelled(o) ? llmr_errf_status(LLMR_DL_ECANCELLED, err, es, "%s: verification cancelled", f->name)
+                            : llmr_errf_status(LLMR_DL_EIO, err, es, "%s: %s", f->name, why);
     if (strcmp(hex, f->sha256) != 0) {
         unlink(path);
-        return fail(LLMR_DL_EVERIFY, err, es, "%s: sha256 %s on disk, manifest says %s (deleted)", f->name, hex, f->sha256);
+        return llmr_errf_status(LLMR_DL_EVERIFY, err, es, "%s: sha256 %s on disk, manifest says %s (deleted)", f->name, hex, f->sha256);
     }
     return LLMR_DL_OK;
 }

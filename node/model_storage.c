@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/errmsg.h"
 #include "common/checkpoint.h"
 #include "common/path_safety.h"
 #include "node/json_check.h"
@@ -38,17 +39,6 @@ const char *llmr_storage_runtime_for(const char *architecture) {
     return "unknown";
 }
 
-static llmr_storage_status fail(llmr_storage_status st, char *err, size_t es, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static llmr_storage_status fail(llmr_storage_status st, char *err, size_t es, const char *fmt, ...) {
-    if (err && es) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, es, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
 
 static int file_exists(const char *dir, const char *name) {
     char path[4096];
@@ -61,10 +51,10 @@ static int file_exists(const char *dir, const char *name) {
 static llmr_storage_status load_json(const char *dir, const char *name, json_t **out, char *err, size_t es) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (!file_exists(dir, name)) return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
+    if (!file_exists(dir, name)) return llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
     json_error_t je;
     *out = json_load_file(path, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &je);
-    if (!*out) return fail(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s (line %d)", name, je.text, je.line);
+    if (!*out) return llmr_errf_status(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s (line %d)", name, je.text, je.line);
     return LLMR_STORAGE_OK;
 }
 
@@ -81,11 +71,11 @@ static llmr_storage_status read_config(const char *dir, char **arch_out, char *e
     }
     if (!arch || !*arch) {
         json_decref(cfg);
-        return fail(LLMR_STORAGE_EBAD_CONFIG, err, es, "config.json names neither architectures nor model_type");
+        return llmr_errf_status(LLMR_STORAGE_EBAD_CONFIG, err, es, "config.json names neither architectures nor model_type");
     }
     *arch_out = strdup(arch);
     json_decref(cfg);
-    return *arch_out ? LLMR_STORAGE_OK : fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+    return *arch_out ? LLMR_STORAGE_OK : llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
 }
 
 /* A growable list of owned strings, without duplicates. */
@@ -117,26 +107,26 @@ static llmr_storage_status index_shards(const char *dir, strlist *shards, char *
     json_t *wm = json_is_object(idx) ? json_object_get(idx, "weight_map") : NULL;
     if (!json_is_object(wm)) {
         json_decref(idx);
-        return fail(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": no weight_map object");
+        return llmr_errf_status(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": no weight_map object");
     }
     const char *tensor;
     json_t *v;
     char why[256];
     json_object_foreach(wm, tensor, v) {
         if (!json_is_string(v)) {
-            st = fail(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": weight_map[%s] is not a string", tensor);
+            st = llmr_errf_status(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": weight_map[%s] is not a string", tensor);
             break;
         }
         if (!llmr_path_is_safe(json_string_value(v), why, sizeof why)) {
-            st = fail(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": unsafe shard name '%s' for %s: %s",
+            st = llmr_errf_status(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": unsafe shard name '%s' for %s: %s",
                       json_string_value(v), tensor, why);
             break;
         }
-        if (strlist_add(shards, json_string_value(v)) != 0) { st = fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); break; }
+        if (strlist_add(shards, json_string_value(v)) != 0) { st = llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); break; }
     }
     json_decref(idx);
     if (st) return st;
-    if (shards->n == 0) return fail(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": weight_map is empty");
+    if (shards->n == 0) return llmr_errf_status(LLMR_STORAGE_EINCONSISTENT, err, es, INDEX_NAME ": weight_map is empty");
     char missing[2048] = "";
     size_t len = 0, n_missing = 0;
     for (size_t i = 0; i < shards->n; i++) {
@@ -146,7 +136,7 @@ static llmr_storage_status index_shards(const char *dir, strlist *shards, char *
         n_missing++;
     }
     if (n_missing)
-        return fail(LLMR_STORAGE_EMISSING_SHARD, err, es, "missing shard%s %s (named by " INDEX_NAME ")",
+        return llmr_errf_status(LLMR_STORAGE_EMISSING_SHARD, err, es, "missing shard%s %s (named by " INDEX_NAME ")",
                     n_missing > 1 ? "s" : "", missing);
     return LLMR_STORAGE_OK;
 }
@@ -154,14 +144,14 @@ static llmr_storage_status index_shards(const char *dir, strlist *shards, char *
 /* Files in dir ending in suffix (top level only), for the no-index and gguf cases. */
 static llmr_storage_status files_with_suffix(const char *dir, const char *suffix, strlist *out, char *err, size_t es) {
     DIR *d = opendir(dir);
-    if (!d) return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: %s", dir, strerror(errno));
+    if (!d) return llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: %s", dir, strerror(errno));
     struct dirent *de;
     size_t sl = strlen(suffix);
     llmr_storage_status st = LLMR_STORAGE_OK;
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
         if (n > sl && strcmp(de->d_name + n - sl, suffix) == 0 && file_exists(dir, de->d_name))
-            if (strlist_add(out, de->d_name) != 0) { st = fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); break; }
+            if (strlist_add(out, de->d_name) != 0) { st = llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); break; }
     }
     closedir(d);
     return st;
@@ -170,11 +160,11 @@ static llmr_storage_status files_with_suffix(const char *dir, const char *suffix
 /* tokenizer.json is large (27 MB for gpt-oss): checked for syntax without building a tree. */
 static llmr_storage_status check_json_file(const char *dir, const char *name, char *err, size_t es) {
     char path[4096], why[512];
-    if (!file_exists(dir, name)) return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
+    if (!file_exists(dir, name)) return llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "%s is missing in %s", name, dir);
     snprintf(path, sizeof path, "%s/%s", dir, name);
     if (llmr_json_check_file(path, why, sizeof why) != 0) {
         const char *rel = strncmp(why, path, strlen(path)) == 0 ? why + strlen(path) + 2 : why;
-        return fail(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s", name, rel);
+        return llmr_errf_status(LLMR_STORAGE_EBAD_JSON, err, es, "%s: not valid JSON: %s", name, rel);
     }
     return LLMR_STORAGE_OK;
 }
@@ -183,23 +173,23 @@ static llmr_storage_status validate_safetensors(const char *dir, strlist *files,
     llmr_storage_status st = check_json_file(dir, "tokenizer.json", err, es);
     if (st) return st;
     if (strlist_add(files, "config.json") || strlist_add(files, "tokenizer.json"))
-        return fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+        return llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
     if (file_exists(dir, INDEX_NAME)) {
         strlist shards = {0};
         st = index_shards(dir, &shards, err, es);
         for (size_t i = 0; !st && i < shards.n; i++)
-            if (strlist_add(files, shards.v[i])) st = fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+            if (strlist_add(files, shards.v[i])) st = llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
         strlist_free(&shards);
         if (st) return st;
-        if (strlist_add(files, INDEX_NAME)) return fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+        if (strlist_add(files, INDEX_NAME)) return llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
     } else {
         strlist found = {0};
         if ((st = files_with_suffix(dir, ".safetensors", &found, err, es))) { strlist_free(&found); return st; }
-        if (found.n == 0) st = fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: no " INDEX_NAME " and no .safetensors file", dir);
+        if (found.n == 0) st = llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: no " INDEX_NAME " and no .safetensors file", dir);
         else if (found.n > 1)
-            st = fail(LLMR_STORAGE_EAMBIGUOUS, err, es, "%s: %zu .safetensors files (%s, %s%s) but no " INDEX_NAME, dir,
+            st = llmr_errf_status(LLMR_STORAGE_EAMBIGUOUS, err, es, "%s: %zu .safetensors files (%s, %s%s) but no " INDEX_NAME, dir,
                       found.n, found.v[0], found.v[1], found.n > 2 ? ", ..." : "");
-        else if (strlist_add(files, found.v[0])) st = fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+        else if (strlist_add(files, found.v[0])) st = llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
         strlist_free(&found);
         if (st) return st;
     }
@@ -207,7 +197,7 @@ static llmr_storage_status validate_safetensors(const char *dir, strlist *files,
     llmr_checkpoint *ck = NULL;
     char why[1024];
     if (llmr_checkpoint_open(dir, &ck, why, sizeof why) != 0)
-        return fail(LLMR_STORAGE_EINCONSISTENT, err, es, "%s", why);
+        return llmr_errf_status(LLMR_STORAGE_EINCONSISTENT, err, es, "%s", why);
     llmr_checkpoint_destroy(ck);
     return LLMR_STORAGE_OK;
 }
@@ -215,11 +205,11 @@ static llmr_storage_status validate_safetensors(const char *dir, strlist *files,
 static llmr_storage_status validate_gguf(const char *dir, strlist *files, char *err, size_t es) {
     strlist found = {0};
     llmr_storage_status st = files_with_suffix(dir, ".gguf", &found, err, es);
-    if (!st && found.n == 0) st = fail(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: no .gguf file", dir);
+    if (!st && found.n == 0) st = llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "%s: no .gguf file", dir);
     else if (!st && found.n > 1)
-        st = fail(LLMR_STORAGE_EAMBIGUOUS, err, es, "%s: %zu .gguf files (%s, %s%s)", dir, found.n, found.v[0],
+        st = llmr_errf_status(LLMR_STORAGE_EAMBIGUOUS, err, es, "%s: %zu .gguf files (%s, %s%s)", dir, found.n, found.v[0],
                   found.v[1], found.n > 2 ? ", ..." : "");
-    else if (!st && strlist_add(files, found.v[0])) st = fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
+    else if (!st && strlist_add(files, found.v[0])) st = llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory");
     strlist_free(&found);
     return st;
 }
@@ -241,7 +231,7 @@ static llmr_storage_status build(const char *dir, const char *id, const char *fo
                                  char *err, size_t es) {
     llmr_storage_model *m = calloc(1, sizeof *m);
     char *abs = realpath(dir, NULL);
-    if (!m || !abs) { free(m); free(abs); free(arch); return fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); }
+    if (!m || !abs) { free(m); free(abs); free(arch); return llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); }
     m->id = strdup(id);
     m->format = strdup(format);
     m->architecture = arch;
@@ -261,7 +251,7 @@ static llmr_storage_status build(const char *dir, const char *id, const char *fo
             oom |= !m->artifacts[i].name || !m->artifacts[i].path || !m->artifacts[i].backend;
         }
     }
-    if (oom) { llmr_storage_model_free(m); return fail(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); }
+    if (oom) { llmr_storage_model_free(m); return llmr_errf_status(LLMR_STORAGE_ENOMEM, err, es, "out of memory"); }
     m->desc.struct_size = sizeof m->desc;
     m->desc.id = m->id;
     m->desc.format = m->format;
@@ -276,10 +266,10 @@ static llmr_storage_status build(const char *dir, const char *id, const char *fo
 llmr_storage_status llmr_storage_validate(const char *model_dir, const char *id, const char *format,
                                           const llmr_storage_artifact_in *artifacts, size_t n_artifacts,
                                           llmr_storage_model **out, char *err, size_t es) {
-    if (!model_dir || !id || !format || !out) return fail(LLMR_STORAGE_EINVAL, err, es, "missing argument");
+    if (!model_dir || !id || !format || !out) return llmr_errf_status(LLMR_STORAGE_EINVAL, err, es, "missing argument");
     struct stat sb;
     if (stat(model_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return fail(LLMR_STORAGE_EMISSING_FILE, err, es, "model folder %s is missing", model_dir);
+        return llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "model folder %s is missing", model_dir);
     strlist files = {0};
     char *arch = NULL;
     llmr_storage_status st;
@@ -292,11 +282,11 @@ llmr_storage_status llmr_storage_validate(const char *model_dir, const char *id,
         else st = LLMR_STORAGE_OK;
         if (!st) st = validate_gguf(model_dir, &files, err, es);
     } else {
-        st = fail(LLMR_STORAGE_EINVAL, err, es, "unknown format '%s' (expected safetensors or gguf)", format);
+        st = llmr_errf_status(LLMR_STORAGE_EINVAL, err, es, "unknown format '%s' (expected safetensors or gguf)", format);
     }
     for (size_t i = 0; !st && i < n_artifacts; i++) {
         if (!artifacts[i].path || stat(artifacts[i].path, &sb) != 0)
-            st = fail(LLMR_STORAGE_EMISSING_FILE, err, es, "artifact %s is missing at %s", artifacts[i].name ? artifacts[i].name : "?",
+            st = llmr_errf_status(LLMR_STORAGE_EMISSING_FILE, err, es, "artifact %s is missing at %s", artifacts[i].name ? artifacts[i].name : "?",
                       artifacts[i].path ? artifacts[i].path : "(no path)");
     }
     if (st) { strlist_free(&files); free(arch); return st; }
