@@ -3,6 +3,7 @@
 
 #include <event2/thread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "common/log.h"
@@ -14,6 +15,7 @@ struct llmr_loop {
     void (*on_hup)(void *);
     void *arg;
     int terms;
+    atomic_int pending;      /* posted callbacks not yet run */
 };
 
 llmr_loop *llmr_loop_create(void) {
@@ -43,13 +45,14 @@ struct event_base *llmr_loop_base(llmr_loop *l) { return l->base; }
 int llmr_loop_run(llmr_loop *l) { return event_base_dispatch(l->base) < 0 ? -1 : 0; }
 void llmr_loop_stop(llmr_loop *l) { event_base_loopexit(l->base, NULL); }
 
-typedef struct { void (*fn)(void *); void *arg; } posted;
+typedef struct { void (*fn)(void *); void *arg; llmr_loop *loop; } posted;
 
 static void run_posted(evutil_socket_t fd, short what, void *p) {
     (void)fd;
     (void)what;
     posted *x = p;
     x->fn(x->arg);
+    atomic_fetch_sub(&x->loop->pending, 1);
     free(x);
 }
 
@@ -58,9 +61,26 @@ int llmr_loop_post(llmr_loop *l, void (*fn)(void *), void *arg) {
     if (!x) return -1;
     x->fn = fn;
     x->arg = arg;
+    x->loop = l;
+    atomic_fetch_add(&l->pending, 1);
     struct timeval now = {0, 0};
-    if (event_base_once(l->base, -1, EV_TIMEOUT, run_posted, x, &now) != 0) { free(x); return -1; }
+    if (event_base_once(l->base, -1, EV_TIMEOUT, run_posted, x, &now) != 0) {
+        atomic_fetch_sub(&l->pending, 1);
+        free(x);
+        return -1;
+    }
     return 0;
+}
+
+int llmr_loop_drain(llmr_loop *l) {
+    int ran = 0;
+    /* A posted callback may post again (a drain re-arming itself): bounded rounds, not forever. */
+    for (int round = 0; round < 1000 && atomic_load(&l->pending) > 0; round++) {
+        int before = atomic_load(&l->pending);
+        event_base_loop(l->base, EVLOOP_NONBLOCK);
+        ran += before - atomic_load(&l->pending) > 0 ? before - atomic_load(&l->pending) : 0;
+    }
+    return ran;
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *p) {

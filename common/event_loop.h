@@ -25,6 +25,12 @@ void llmr_loop_stop(llmr_loop *loop);
 /* Runs fn(arg) on the loop thread as soon as possible. Thread-safe; returns 0, -1 on failure. */
 int llmr_loop_post(llmr_loop *loop, void (*fn)(void *arg), void *arg);
 
+/* After llmr_loop_run has returned: runs the callbacks posted but not yet run (workers that finished
+ * after the loop stopped), so what they carry is handed over and freed instead of leaked. Call it on
+ * the thread that ran the loop, once the posting threads are done, while the objects the callbacks
+ * touch are still alive. Returns how many ran. */
+int llmr_loop_drain(llmr_loop *loop);
+
 /* Calls on_term(arg) on the loop thread at SIGTERM/SIGINT (a second signal stops at once), and
  * on_hup(arg) at SIGHUP. Either may be NULL (on_term NULL = stop the loop). SIGPIPE is ignored. */
 int llmr_loop_handle_signals(llmr_loop *loop, void (*on_term)(void *), void (*on_hup)(void *), void *arg);

@@ -838,7 +838,9 @@ void router_openai_fini(router_ctx *ctx) {
     for (oa_req *o = a->live; o; o = o->next)
         if (o->proxy) router_proxy_cancel(o->proxy);
     for (int i = 0; i < 500 && router_proxy_active() > 0; i++) usleep(10000);
-    /* Requests still referenced by a proxy whose drain never ran are left to the process exit. */
+    /* Hand over what the finished workers posted after the loop stopped, so those requests end and
+     * are freed here rather than leaked. */
+    llmr_loop_drain(ctx->loop);
     for (int i = 0; i < TEMPLATE_CACHE_SIZE; i++) template_entry_clear(&a->templates[i]);
     router_balancer_destroy(a->bal);
     router_metrics_destroy(a->metrics);
