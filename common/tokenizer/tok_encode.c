@@ -3,6 +3,7 @@
  * All state of one call lives in an enc_ctx on the caller's stack plus heap scratch it owns, so
  * concurrent calls on one tokenizer never share mutable memory. */
 #include "common/tokenizer/tok_internal.h"
+#include "common/errmsg.h"
 #include "common/tokenizer/tok_utf8.h"
 
 #include <stdlib.h>
@@ -87,7 +88,7 @@ static int emit(enc_ctx *c, int32_t id) {
     if (c->n == c->cap) {
         size_t cap = c->cap * 2;
         int32_t *p = realloc(c->ids, cap * sizeof *p);
-        if (!p) return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: %zu ids", c->n);
+        if (!p) return llmr_errf_status(TOKENIZER_ENOMEM, c->err, c->err_size, "out of memory: %zu ids", c->n);
         c->ids = p;
         c->cap = cap;
     }
@@ -136,7 +137,7 @@ static int grow_scratch(enc_ctx *c, size_t n) {
     /* Each merge pushes at most two entries and removes one symbol: 3n bounds the heap. */
     hent *h = realloc(c->heap, 3 * cap * sizeof *h);
     if (h) c->heap = h;
-    if (!s || !h) return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: BPE piece of %zu bytes", n);
+    if (!s || !h) return llmr_errf_status(TOKENIZER_ENOMEM, c->err, c->err_size, "out of memory: BPE piece of %zu bytes", n);
     c->syms_cap = cap;
     c->heap_cap = 3 * cap;
     return 0;
@@ -210,7 +211,7 @@ static int bpe(enc_ctx *c, const uint8_t *p, size_t n) {
     if (n == 1) return emit(c, t->byte_id[p[0]]);
     if (n <= BPE_SMALL) return bpe_short(c, p, n);
     if (n > (size_t)INT32_MAX / 4) /* symbol links are int32 */
-        return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "a single pre-token of %zu bytes is over the limit of %d", n, INT32_MAX / 4);
+        return llmr_errf_status(TOKENIZER_EINVAL, c->err, c->err_size, "a single pre-token of %zu bytes is over the limit of %d", n, INT32_MAX / 4);
     uint64_t ph = tok_hash_bytes(p, n);
     int memo = n <= PCACHE_MAX_PIECE;
     if (memo && !c->cache) c->cache = pcache_create(c->cache_slots);
@@ -298,7 +299,7 @@ static int encode_segment(enc_ctx *c, const uint8_t *seg, size_t n, size_t base)
         if (rc < 0) {
             PCRE2_UCHAR msg[128];
             pcre2_get_error_message(rc, msg, sizeof msg);
-            return tok_fail(c->err, c->err_size, TOKENIZER_EREGEX,
+            return llmr_errf_status(TOKENIZER_EREGEX, c->err, c->err_size,
                             "pre-tokenizer regex failed at byte %zu: %s", base + off, (char *)msg);
         }
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
@@ -359,14 +360,14 @@ static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) 
     const uint8_t *p = (const uint8_t *)text;
     uint8_t *fixed = NULL;
     int rc;
-    if (!text && len > 0) return tok_fail(c->err, c->err_size, TOKENIZER_EINVAL, "text is NULL");
+    if (!text && len > 0) return llmr_errf_status(TOKENIZER_EINVAL, c->err, c->err_size, "text is NULL");
     size_t bad = tok_utf8_valid_prefix(p, len);
     if (bad < len) {
         if (flags & TOKENIZER_ENCODE_STRICT_UTF8)
-            return tok_fail(c->err, c->err_size, TOKENIZER_EUTF8,
+            return llmr_errf_status(TOKENIZER_EUTF8, c->err, c->err_size,
                             "invalid UTF-8 at byte %zu (0x%02X)", bad, p[bad]);
         if (len > (SIZE_MAX - 4) / 3 || !(fixed = malloc(3 * len + 4)))
-            return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory: %zu bytes of text", len);
+            return llmr_errf_status(TOKENIZER_ENOMEM, c->err, c->err_size, "out of memory: %zu bytes of text", len);
         size_t n;
         tok_utf8_convert(p, len, 1, 1, fixed, &n);
         p = fixed;
@@ -374,7 +375,7 @@ static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) 
     }
     c->cache_slots = pcache_slots_for(len);
     c->md = pcre2_match_data_create(1, NULL);
-    if (!c->md) { free(fixed); return tok_fail(c->err, c->err_size, TOKENIZER_ENOMEM, "out of memory"); }
+    if (!c->md) { free(fixed); return llmr_errf_status(TOKENIZER_ENOMEM, c->err, c->err_size, "out of memory"); }
     rc = encode_text(c, p, len, !(flags & TOKENIZER_ENCODE_NO_SPECIAL));
     pcre2_match_data_free(c->md);
     free(c->syms);
@@ -387,11 +388,11 @@ static int run_encode(enc_ctx *c, const char *text, size_t len, unsigned flags) 
 
 int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, unsigned flags,
                      int32_t **ids_out, size_t *n_out, char *err, size_t err_size) {
-    if (!tok || !ids_out || !n_out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_encode: NULL argument");
+    if (!tok || !ids_out || !n_out) return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_encode: NULL argument");
     enc_ctx c = {.t = tok, .err = err, .err_size = err_size};
     c.cap = len / 4 + 16;
     c.ids = malloc(c.cap * sizeof *c.ids);
-    if (!c.ids) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory: %zu bytes of text", len);
+    if (!c.ids) return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory: %zu bytes of text", len);
     int rc = run_encode(&c, text, len, flags);
     if (rc != 0) { free(c.ids); return rc; }
     *ids_out = c.ids;
@@ -401,7 +402,7 @@ int tokenizer_encode(const tokenizer *tok, const char *text, size_t len, unsigne
 
 int tokenizer_count(const tokenizer *tok, const char *text, size_t len, unsigned flags,
                     size_t *n_out, char *err, size_t err_size) {
-    if (!tok || !n_out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_count: NULL argument");
+    if (!tok || !n_out) return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_count: NULL argument");
     enc_ctx c = {.t = tok, .count_only = 1, .err = err, .err_size = err_size};
     int rc = run_encode(&c, text, len, flags);
     if (rc == 0) *n_out = c.n;

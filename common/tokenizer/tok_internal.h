@@ -147,10 +147,6 @@ static inline void tok_merge_prefetch(const struct tokenizer *t, int32_t left, i
 /* Builds t->pair_filter from t->mmap. Returns 0, or -1 on out-of-memory. */
 int tok_build_pair_filter(struct tokenizer *t);
 
-/* Writes a formatted message into err (if err_size > 0) and returns status. */
-int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /* Converts a piece (UTF-8 in the byte-level alphabet) to the bytes it stands for, as HF's
  * ByteLevel decoder does: if every character is in the alphabet, the mapped bytes (returns 1: the
  * encoder can produce this piece); otherwise the piece's own bytes (returns 0). out holds len bytes. */

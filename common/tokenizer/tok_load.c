@@ -6,6 +6,7 @@
  * TOKENIZER_EUNSUPPORTED "unsupported component: …"); (3) the id tables, the bytes map and the merge
  * map are built; (4) the pre-tokenizer regex is compiled with PCRE2 (UTF, UCP, JIT). */
 #include "common/tokenizer/tok_internal.h"
+#include "common/errmsg.h"
 #include "common/tokenizer/tok_json.h"
 #include "common/tokenizer/tok_utf8.h"
 
@@ -33,16 +34,6 @@ const char TOK_O200K_PATTERN[] =
 static const char WHITE_SPACE_ITEMS[] =
     "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"
     "\\x{205F}\\x{3000}";
-
-int tok_fail(char *err, size_t err_size, int status, const char *fmt, ...) {
-    if (err && err_size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 /* --- byte-level alphabet (GPT-2 bytes_to_unicode) ------------------------------------------- */
 
@@ -234,7 +225,7 @@ typedef struct pretok_cfg {
     char where[96];       /* JSON path of the pattern, for messages */
 } pretok_cfg;
 
-#define UNSUP(...) tok_fail(err, err_size, TOKENIZER_EUNSUPPORTED, __VA_ARGS__)
+#define UNSUP(...) llmr_errf_status(TOKENIZER_EUNSUPPORTED, err, err_size, __VA_ARGS__)
 
 static const char *type_of(json_t *o) {
     const char *t = json_string_value(json_object_get(o, "type"));
@@ -259,7 +250,7 @@ static int parse_split(json_t *s, const char *where, pretok_cfg *c, char *err, s
     json_t *re = json_object_get(pat, "Regex"), *str = json_object_get(pat, "String");
     json_t *v = json_is_string(re) ? re : str;
     if (!json_is_string(v))
-        return tok_fail(err, err_size, TOKENIZER_EPARSE, "%s.pattern: expected {\"Regex\": …} or {\"String\": …}", where);
+        return llmr_errf_status(TOKENIZER_EPARSE, err, err_size, "%s.pattern: expected {\"Regex\": …} or {\"String\": …}", where);
     c->pattern = json_string_value(v);
     c->pattern_len = json_string_length(v);
     c->literal = v == str;
@@ -279,7 +270,7 @@ static int parse_pretokenizer(json_t *pt, pretok_cfg *c, char *err, size_t err_s
     size_t n = 1;
     if (strcmp(t, "Sequence") == 0) {
         steps = json_object_get(pt, "pretokenizers");
-        if (!json_is_array(steps)) return tok_fail(err, err_size, TOKENIZER_EPARSE, "pre_tokenizer.pretokenizers: expected an array");
+        if (!json_is_array(steps)) return llmr_errf_status(TOKENIZER_EPARSE, err, err_size, "pre_tokenizer.pretokenizers: expected an array");
         n = json_array_size(steps);
     }
     int seen_split = 0, seen_bl = 0;
@@ -429,17 +420,17 @@ static int cmp_added(const void *a, const void *b, void *blob) {
 static int read_added(json_t *arr, tok_added **out, size_t *n_out, size_t *max_id, char *err,
                       size_t err_size) {
     if (!arr || json_is_null(arr)) { *out = NULL; *n_out = 0; return TOKENIZER_OK; }
-    if (!json_is_array(arr)) return tok_fail(err, err_size, TOKENIZER_EPARSE, "added_tokens: expected an array");
+    if (!json_is_array(arr)) return llmr_errf_status(TOKENIZER_EPARSE, err, err_size, "added_tokens: expected an array");
     size_t n = json_array_size(arr);
     tok_added *a = calloc(n ? n : 1, sizeof *a);
-    if (!a) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory reading added_tokens");
+    if (!a) return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory reading added_tokens");
     for (size_t i = 0; i < n; i++) {
         json_t *o = json_array_get(arr, i);
         json_t *id = json_object_get(o, "id"), *content = json_object_get(o, "content");
         if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= TOK_MAX_IDS ||
             !json_is_string(content) || json_string_length(content) == 0) {
             free(a);
-            return tok_fail(err, err_size, TOKENIZER_EPARSE,
+            return llmr_errf_status(TOKENIZER_EPARSE, err, err_size,
                             "added_tokens[%zu]: needs an integer id in [0, %u) and a non-empty string content", i, TOK_MAX_IDS);
         }
         const char *flags[] = {"single_word", "lstrip", "rstrip"};
@@ -509,7 +500,7 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     uint8_t *scratch = malloc(MERGE_BATCH * stride);
     if (!t->mmap || !scratch) {
         free(scratch);
-        return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory building the merge table");
+        return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory building the merge table");
     }
     for (size_t i = 0; i < mcap; i++) t->mmap[i].key = TOK_MERGE_EMPTY;
     t->mmap_mask = mcap - 1;
@@ -548,7 +539,7 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
             int32_t idb = confirm_slot(t, m->slot[1], m->bytes + m->la, m->lb);
             int32_t idm = confirm_slot(t, m->slot[2], m->bytes, m->la + m->lb);
             if (ida < 0 || idb < 0 || idm < 0) {
-                int rc = tok_fail(err, err_size, TOKENIZER_EPARSE,
+                int rc = llmr_errf_status(TOKENIZER_EPARSE, err, err_size,
                                   "model.merges[%zu] [\"%s\", \"%s\"]: %s is not in model.vocab", base + j,
                                   m->a, m->b,
                                   ida < 0 ? "the left piece" : idb < 0 ? "the right piece" : "the merged piece");
@@ -559,7 +550,7 @@ static int build_merges(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
         }
     }
     free(scratch);
-    if (tok_build_pair_filter(t) < 0) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory building the merge filter");
+    if (tok_build_pair_filter(t) < 0) return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory building the merge filter");
     return TOKENIZER_OK;
 }
 
@@ -574,7 +565,7 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     rc = read_added(added_json, &t->added, &t->n_added, &n_ids, err, err_size);
     if (rc) return rc;
     rc = TOKENIZER_ENOMEM;
-    if (r->n_vocab == 0) return tok_fail(err, err_size, TOKENIZER_EPARSE, "model.vocab is missing or empty");
+    if (r->n_vocab == 0) return llmr_errf_status(TOKENIZER_EPARSE, err, err_size, "model.vocab is missing or empty");
     if (alloc_ids(t, n_ids) < 0) goto oom;
     max_piece = r->vocab_pieces.len;
     for (size_t i = 0; i < t->n_added; i++) {
@@ -590,7 +581,7 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
         size_t len = strlen(vp); /* pieces are NUL-separated; JSON \u0000 in a key is refused below */
         int32_t id = r->vocab_ids[i];
         if (t->flags[id] & TOK_F_KNOWN) {
-            rc = tok_fail(err, err_size, TOKENIZER_EPARSE, "model.vocab: id %d is used twice (\"%s\" and \"%s\")",
+            rc = llmr_errf_status(TOKENIZER_EPARSE, err, err_size, "model.vocab: id %d is used twice (\"%s\" and \"%s\")",
                           id, pieces.p + t->piece_off[id], vp);
             goto fail;
         }
@@ -598,7 +589,7 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
         vp += len + 1;
     }
     if (vp != r->vocab_pieces.p + r->vocab_pieces.len) {
-        rc = tok_fail(err, err_size, TOKENIZER_EUNSUPPORTED, "unsupported component: model.vocab key with a NUL character");
+        rc = llmr_errf_status(TOKENIZER_EUNSUPPORTED, err, err_size, "unsupported component: model.vocab key with a NUL character");
         goto fail;
     }
     for (size_t i = 0; i < t->n_added; i++) {
@@ -653,7 +644,7 @@ static int build_tables(tokenizer *t, raw_tok *r, char *err, size_t err_size) {
     free(scratch);
     return TOKENIZER_OK;
 oom:
-    rc = tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory building the tokenizer tables");
+    rc = llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory building the tokenizer tables");
 fail:
     tj_buf_free(&pieces);
     tj_buf_free(&bytes);
@@ -744,7 +735,7 @@ static int compile_regex(tokenizer *t, const pretok_cfg *c, char *err, size_t er
     }
     if (!t->pattern)
         return unsup ? UNSUP("unsupported component: %s uses \\S inside a character class", c->where)
-                     : tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory compiling the regex");
+                     : llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory compiling the regex");
     t->pattern_len = c->literal ? c->pattern_len : strlen(t->pattern);
     t->pattern_literal = c->literal;
     return tok_compile_pattern(t, c->where, err, err_size);
@@ -760,7 +751,7 @@ int tok_load(const char *json, size_t len, const char *name, tokenizer **out, ch
     tj_init(&j, json, len, name, err, err_size);
     tokenizer *t = calloc(1, sizeof *t);
     int rc = TOKENIZER_ENOMEM;
-    if (!t) { rc = tok_fail(err, err_size, rc, "out of memory"); goto out; }
+    if (!t) { rc = llmr_errf_status(rc, err, err_size, "out of memory"); goto out; }
     if (read_file_json(&j, &r) < 0) { rc = j.oom ? TOKENIZER_ENOMEM : TOKENIZER_EPARSE; goto out; }
     if ((rc = check_sections(&r, err, err_size)) != 0) goto out;
     if ((rc = parse_pretokenizer(json_object_get(r.top, "pre_tokenizer"), &pc, err, err_size)) != 0) goto out;

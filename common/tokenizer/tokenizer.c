@@ -1,5 +1,6 @@
 /* tokenizer.c — lifecycle, lookups, one-shot and streaming decode. See tokenizer.h. */
 #include "common/tokenizer/tok_internal.h"
+#include "common/errmsg.h"
 #include "common/tokenizer/tok_utf8.h"
 
 #include <errno.h>
@@ -23,16 +24,16 @@ const char *tokenizer_strerror(int status) {
 /* Reads a whole file into a malloc'd buffer. */
 static int read_all(const char *path, char **buf_out, size_t *len_out, char *err, size_t err_size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return tok_fail(err, err_size, TOKENIZER_EIO, "%s: %s", path, strerror(errno));
+    if (fd < 0) return llmr_errf_status(TOKENIZER_EIO, err, err_size, "%s: %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         int e = errno;
         close(fd);
-        return tok_fail(err, err_size, TOKENIZER_EIO, "%s: %s", path, S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
+        return llmr_errf_status(TOKENIZER_EIO, err, err_size, "%s: %s", path, S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
     }
     size_t len = (size_t)st.st_size, got = 0;
     char *buf = malloc(len + 1);
-    if (!buf) { close(fd); return tok_fail(err, err_size, TOKENIZER_ENOMEM, "%s: out of memory for %zu bytes", path, len); }
+    if (!buf) { close(fd); return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "%s: out of memory for %zu bytes", path, len); }
     while (got < len) {
         ssize_t r = read(fd, buf + got, len - got);
         if (r < 0 && errno == EINTR) continue;
@@ -40,7 +41,7 @@ static int read_all(const char *path, char **buf_out, size_t *len_out, char *err
             int e = errno;
             free(buf);
             close(fd);
-            return tok_fail(err, err_size, TOKENIZER_EIO, "%s: %s", path, r == 0 ? "file shrank while reading" : strerror(e));
+            return llmr_errf_status(TOKENIZER_EIO, err, err_size, "%s: %s", path, r == 0 ? "file shrank while reading" : strerror(e));
         }
         got += (size_t)r;
     }
@@ -53,14 +54,14 @@ static int read_all(const char *path, char **buf_out, size_t *len_out, char *err
 int tokenizer_create_from_buffer(const char *json, size_t len, const char *name, tokenizer **out,
                                  char *err, size_t err_size) {
     char msg[512] = "";
-    if (!out || (!json && len)) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_create: NULL argument");
+    if (!out || (!json && len)) return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_create: NULL argument");
     if (!name) name = "tokenizer.json";
     int rc = tok_load(json ? json : "", len, name, out, msg, sizeof msg);
     if (rc != TOKENIZER_OK) {
         /* Messages from the JSON reader already start with the name; others get it here. */
         size_t nl = strlen(name);
-        if (strncmp(msg, name, nl) == 0 && msg[nl] == ':') tok_fail(err, err_size, rc, "%s", msg);
-        else tok_fail(err, err_size, rc, "%s: %s", name, msg);
+        if (strncmp(msg, name, nl) == 0 && msg[nl] == ':') llmr_errf_status(rc, err, err_size, "%s", msg);
+        else llmr_errf_status(rc, err, err_size, "%s: %s", name, msg);
     }
     return rc;
 }
@@ -68,7 +69,7 @@ int tokenizer_create_from_buffer(const char *json, size_t len, const char *name,
 int tokenizer_create_from_file(const char *path, tokenizer **out, char *err, size_t err_size) {
     char *buf = NULL;
     size_t len = 0;
-    if (!path || !out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_create_from_file: NULL argument");
+    if (!path || !out) return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_create_from_file: NULL argument");
     int rc = read_all(path, &buf, &len, err, err_size);
     if (rc != TOKENIZER_OK) return rc;
     /* The binary cache is keyed by the content, so an edited file can never hit a stale entry. */
@@ -181,7 +182,7 @@ static int decode_keep(const tokenizer *t, int32_t id, unsigned flags, size_t in
                        size_t err_size) {
     if (!tokenizer_id_known(t, id)) {
         if (flags & TOKENIZER_DECODE_SKIP_UNKNOWN) return 0;
-        tok_fail(err, err_size, TOKENIZER_EBADID, "id %d at index %zu is unknown (vocab size %zu)",
+        llmr_errf_status(TOKENIZER_EBADID, err, err_size, "id %d at index %zu is unknown (vocab size %zu)",
                  id, index, t->n_ids);
         return -1;
     }
@@ -192,7 +193,7 @@ static int decode_keep(const tokenizer *t, int32_t id, unsigned flags, size_t in
 int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, unsigned flags,
                      char **text_out, size_t *len_out, char *err, size_t err_size) {
     if (!t || (!ids && n) || !text_out || !len_out)
-        return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_decode: NULL argument");
+        return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_decode: NULL argument");
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
         int k = decode_keep(t, ids[i], flags, i, err, err_size);
@@ -200,7 +201,7 @@ int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, unsigned 
         if (k) total += t->bytes_len[ids[i]];
     }
     uint8_t *raw = malloc(total + 1);
-    if (!raw) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory: %zu bytes of text", total);
+    if (!raw) return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory: %zu bytes of text", total);
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (decode_keep(t, ids[i], flags, i, NULL, 0) != 1) continue;
@@ -210,7 +211,7 @@ int tokenizer_decode(const tokenizer *t, const int32_t *ids, size_t n, unsigned 
     raw[o] = '\0';
     if ((flags & TOKENIZER_DECODE_LOSSY) && tok_utf8_valid_prefix(raw, o) < o) {
         uint8_t *fixed = malloc(3 * o + 1);
-        if (!fixed) { free(raw); return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory"); }
+        if (!fixed) { free(raw); return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory"); }
         tok_utf8_convert(raw, o, 1, 1, fixed, &o);
         fixed[o] = '\0';
         free(raw);
@@ -262,7 +263,7 @@ static int ensure(tokenizer_decoder *d, size_t n) {
 
 int tokenizer_decoder_push(tokenizer_decoder *d, int32_t id, const char **out, size_t *len_out,
                            char *err, size_t err_size) {
-    if (!d || !out || !len_out) return tok_fail(err, err_size, TOKENIZER_EINVAL, "tokenizer_decoder_push: NULL argument");
+    if (!d || !out || !len_out) return llmr_errf_status(TOKENIZER_EINVAL, err, err_size, "tokenizer_decoder_push: NULL argument");
     int k = decode_keep(d->t, id, d->flags, d->count, err, err_size);
     if (k < 0) return TOKENIZER_EBADID;
     d->count++;
@@ -270,7 +271,7 @@ int tokenizer_decoder_push(tokenizer_decoder *d, int32_t id, const char **out, s
     *len_out = 0;
     if (k == 0) return TOKENIZER_OK;
     size_t bl = d->t->bytes_len[id], n = d->n_pending + bl;
-    if (ensure(d, n) < 0) return tok_fail(err, err_size, TOKENIZER_ENOMEM, "out of memory");
+    if (ensure(d, n) < 0) return llmr_errf_status(TOKENIZER_ENOMEM, err, err_size, "out of memory");
     memcpy(d->in, d->pending, d->n_pending);
     memcpy(d->in + d->n_pending, d->t->bytes_blob + d->t->bytes_off[id], bl);
     size_t o, left = tok_utf8_convert(d->in, n, d->flags & TOKENIZER_DECODE_LOSSY, 0, d->out, &o);

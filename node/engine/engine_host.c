@@ -14,6 +14,7 @@
  *   wd_mu    the list of running generations the watchdog scans;
  *   inst->mu serialises session_create/session_destroy on one engine model (ABI rule). */
 #include "node/engine/engine_host.h"
+#include "common/errmsg.h"
 #include "common/log.h"
 #include "node/engine/engine_manifest.h"
 
@@ -23,7 +24,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,15 +132,6 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void set_err(char *err, size_t err_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t err_size, const char *fmt, ...) {
-    if (!err || !err_size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-}
-
 static char *xstrdup(const char *s) { return s ? strdup(s) : NULL; }
 
 /* Copies src into dst, truncating; dst is always NUL-terminated (size > 0). */
@@ -184,24 +175,24 @@ static int fingerprint_eq(const fingerprint *a, const fingerprint *b) {
 /* Copies src to dst (a private snapshot, so the plugin's files may be replaced while it is loaded). */
 static int copy_file(const char *src, const char *dst, char *err, size_t err_size) {
     int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0) { set_err(err, err_size, "%s: %s", src, strerror(errno)); return -1; }
+    if (in < 0) { llmr_errf(err, err_size, "%s: %s", src, strerror(errno)); return -1; }
     int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-    if (out < 0) { set_err(err, err_size, "%s: %s", dst, strerror(errno)); close(in); return -1; }
+    if (out < 0) { llmr_errf(err, err_size, "%s: %s", dst, strerror(errno)); close(in); return -1; }
     char buf[65536];
     int rc = 0;
     for (;;) {
         ssize_t n = read(in, buf, sizeof buf);
         if (n == 0) break;
-        if (n < 0) { if (errno == EINTR) continue; set_err(err, err_size, "reading %s: %s", src, strerror(errno)); rc = -1; break; }
+        if (n < 0) { if (errno == EINTR) continue; llmr_errf(err, err_size, "reading %s: %s", src, strerror(errno)); rc = -1; break; }
         for (ssize_t off = 0; off < n;) {
             ssize_t w = write(out, buf + off, (size_t)(n - off));
-            if (w < 0) { if (errno == EINTR) continue; set_err(err, err_size, "writing %s: %s", dst, strerror(errno)); rc = -1; break; }
+            if (w < 0) { if (errno == EINTR) continue; llmr_errf(err, err_size, "writing %s: %s", dst, strerror(errno)); rc = -1; break; }
             off += w;
         }
         if (rc) break;
     }
     close(in);
-    if (close(out) != 0 && rc == 0) { set_err(err, err_size, "writing %s: %s", dst, strerror(errno)); rc = -1; }
+    if (close(out) != 0 && rc == 0) { llmr_errf(err, err_size, "writing %s: %s", dst, strerror(errno)); rc = -1; }
     return rc;
 }
 
@@ -223,18 +214,18 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
     char a[16], b[16], mpath[4096];
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
     plugin *p = calloc(1, sizeof *p);
-    if (!p) { set_err(err, err_size, "%s: out of memory", mpath); return NULL; }
+    if (!p) { llmr_errf(err, err_size, "%s: out of memory", mpath); return NULL; }
     if (llmr_engine_manifest_load(dir, &p->m, err, err_size) != 0) goto fail;
     llmr_engine_manifest *m = p->m;
     fingerprint_of(dir, m->library, &p->fp);
     if (LLMR_ENGINE_ABI_MAJOR_OF(m->abi_version) != LLMR_ENGINE_ABI_MAJOR) {
-        set_err(err, err_size, "%s: field \"abi_version\": plugin declares ABI %s, host speaks %s (majors must match)",
+        llmr_errf(err, err_size, "%s: field \"abi_version\": plugin declares ABI %s, host speaks %s (majors must match)",
                 mpath, abi_str(m->abi_version, a, sizeof a), abi_str(LLMR_ENGINE_ABI_VERSION, b, sizeof b));
         goto fail;
     }
     struct stat st;
     if (stat(m->library_path, &st) != 0) {
-        set_err(err, err_size, "%s: field \"library\": %s: %s", mpath, m->library_path, strerror(errno));
+        llmr_errf(err, err_size, "%s: field \"library\": %s: %s", mpath, m->library_path, strerror(errno));
         goto fail;
     }
     char copy[4096], cerr[512];
@@ -244,7 +235,7 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
     snprintf(copy, sizeof copy, "%s/%s-%u.so", h->tmpdir, m->id, gen);
     if (copy_file(m->library_path, copy, cerr, sizeof cerr) != 0) {
         unlink(copy);
-        set_err(err, err_size, "%s: field \"library\": cannot snapshot the library: %s", mpath, cerr);
+        llmr_errf(err, err_size, "%s: field \"library\": cannot snapshot the library: %s", mpath, cerr);
         goto fail;
     }
     dlerror();
@@ -252,29 +243,29 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
     unlink(copy); /* the mapping stays; nothing is left behind */
     if (!p->dl) {
         const char *de = dlerror();
-        set_err(err, err_size, "%s: field \"library\": dlopen %s failed: %s", mpath, m->library_path, de ? de : "?");
+        llmr_errf(err, err_size, "%s: field \"library\": dlopen %s failed: %s", mpath, m->library_path, de ? de : "?");
         goto fail;
     }
     llmr_engine_get_api_fn get = NULL;
     *(void **)&get = dlsym(p->dl, LLMR_ENGINE_ENTRY_SYMBOL);
     if (!get) {
-        set_err(err, err_size, "%s: field \"library\": %s does not export %s", mpath, m->library_path,
+        llmr_errf(err, err_size, "%s: field \"library\": %s does not export %s", mpath, m->library_path,
                 LLMR_ENGINE_ENTRY_SYMBOL);
         goto fail;
     }
     const llmr_engine_api *api = get(LLMR_ENGINE_ABI_VERSION);
     if (!api) {
-        set_err(err, err_size, "%s: ABI mismatch: the library refused host ABI %s (%s returned NULL)", mpath,
+        llmr_errf(err, err_size, "%s: ABI mismatch: the library refused host ABI %s (%s returned NULL)", mpath,
                 abi_str(LLMR_ENGINE_ABI_VERSION, a, sizeof a), LLMR_ENGINE_ENTRY_SYMBOL);
         goto fail;
     }
     if (LLMR_ENGINE_ABI_MAJOR_OF(api->abi_version) != LLMR_ENGINE_ABI_MAJOR) {
-        set_err(err, err_size, "%s: ABI mismatch: the library reports ABI %s, host speaks %s", mpath,
+        llmr_errf(err, err_size, "%s: ABI mismatch: the library reports ABI %s, host speaks %s", mpath,
                 abi_str(api->abi_version, a, sizeof a), abi_str(LLMR_ENGINE_ABI_VERSION, b, sizeof b));
         goto fail;
     }
     if (api->struct_size < API_V1_0_SIZE) {
-        set_err(err, err_size, "%s: ABI mismatch: function table is %u bytes, ABI %u.0 needs at least %zu", mpath,
+        llmr_errf(err, err_size, "%s: ABI mismatch: function table is %u bytes, ABI %u.0 needs at least %zu", mpath,
                 api->struct_size, LLMR_ENGINE_ABI_MAJOR, (size_t)API_V1_0_SIZE);
         goto fail;
     }
@@ -286,16 +277,16 @@ static plugin *plugin_open(llmr_engine_host *h, const char *dir, char *err, size
         {(const void *)api->stats, "stats"}};
     for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
         if (!fns[i].fn) {
-            set_err(err, err_size, "%s: function table entry %s is NULL", mpath, fns[i].name);
+            llmr_errf(err, err_size, "%s: function table entry %s is NULL", mpath, fns[i].name);
             goto fail;
         }
     p->info.struct_size = sizeof p->info;
     if (api->describe(&p->info) != LLMR_ENGINE_OK || !p->info.id) {
-        set_err(err, err_size, "%s: describe() failed", mpath);
+        llmr_errf(err, err_size, "%s: describe() failed", mpath);
         goto fail;
     }
     if (strcmp(p->info.id, m->id) != 0) {
-        set_err(err, err_size, "%s: field \"id\": manifest says \"%s\", the library reports \"%.64s\"", mpath, m->id,
+        llmr_errf(err, err_size, "%s: field \"id\": manifest says \"%s\", the library reports \"%.64s\"", mpath, m->id,
                 p->info.id);
         goto fail;
     }
@@ -418,7 +409,7 @@ static plugin *choose_locked(llmr_engine_host *h, const entry *e, const char **a
     for (plugin *p = h->plugins; p; p = p->next) n += p->current;
     const llmr_engine_manifest **ms = calloc(n ? n : 1, sizeof *ms);
     plugin **ps = calloc(n ? n : 1, sizeof *ps);
-    if (!ms || !ps) { free(ms); free(ps); set_err(err, err_size, "out of memory"); return NULL; }
+    if (!ms || !ps) { free(ms); free(ps); llmr_errf(err, err_size, "out of memory"); return NULL; }
     size_t i = 0;
     for (plugin *p = h->plugins; p; p = p->next)
         if (p->current) { ms[i] = p->m; ps[i++] = p; }
@@ -486,7 +477,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
     plugin *p = choose_locked(h, e, &artifact_path, why, sizeof why);
     pthread_mutex_unlock(&h->mu);
     if (!p) {
-        set_err(err, err_size, "model %s is unsupported: %s", e->id, why);
+        llmr_errf(err, err_size, "model %s is unsupported: %s", e->id, why);
         return LLMR_ENGINE_UNSUPPORTED;
     }
     const char *eid = p->m->id;
@@ -497,7 +488,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
     char eerr[1024] = "";
     llmr_engine_status st = p->api->estimate_vram(&d, &lp, &need, eerr, sizeof eerr);
     if (st != LLMR_ENGINE_OK) {
-        set_err(err, err_size, "model %s: engine %s estimate_vram: %s: %s", e->id, eid, llmr_engine_status_name(st), eerr);
+        llmr_errf(err, err_size, "model %s: engine %s estimate_vram: %s: %s", e->id, eid, llmr_engine_status_name(st), eerr);
         goto unpin;
     }
     /* T107: the engine's budget covers the estimates of its current models (draining ones excluded,
@@ -511,7 +502,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
     pthread_mutex_unlock(&h->mu);
     if (budget && need + reserved > budget) {
         st = LLMR_ENGINE_OOM_VRAM;
-        set_err(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, its budget of %llu bytes has "
+        llmr_errf(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, its budget of %llu bytes has "
                 "%llu free (%llu reserved by its other models)", e->id, eid, (unsigned long long)need,
                 (unsigned long long)budget, (unsigned long long)(reserved < budget ? budget - reserved : 0),
                 (unsigned long long)reserved);
@@ -526,7 +517,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
         if (need > free_b) free_b = make_room(h, e, need, free_b, &rs);
         if (need > free_b) {
             st = LLMR_ENGINE_OOM_VRAM;
-            set_err(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, %llu bytes are free "
+            llmr_errf(err, err_size, "model %s refused: engine %s needs %llu bytes of VRAM, %llu bytes are free "
                     "(GPU %d: %llu used of %llu; idle models cannot free enough)", e->id, eid, (unsigned long long)need, (unsigned long long)free_b,
                     h->device, (unsigned long long)rs.last.vram_used, (unsigned long long)rs.last.vram_total);
             goto refuse;
@@ -540,7 +531,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
     st = p->api->load(&d, &lp, &em, eerr, sizeof eerr);
     if (st != LLMR_ENGINE_OK || !em) {
         if (st == LLMR_ENGINE_OK) st = LLMR_ENGINE_INTERNAL;
-        set_err(err, err_size, "model %s: engine %s %s load failed: %s: %s", e->id, eid, p->m->version,
+        llmr_errf(err, err_size, "model %s: engine %s %s load failed: %s: %s", e->id, eid, p->m->version,
                 llmr_engine_status_name(st), eerr);
         goto unpin;
     }
@@ -548,7 +539,7 @@ static llmr_engine_status load_instance_impl(llmr_engine_host *h, entry *e, char
     if (!in) {
         p->api->unload(em);
         st = LLMR_ENGINE_OOM_RAM;
-        set_err(err, err_size, "model %s: out of memory", e->id);
+        llmr_errf(err, err_size, "model %s: out of memory", e->id);
         goto unpin;
     }
     pthread_mutex_init(&in->mu, NULL);
@@ -807,9 +798,9 @@ llmr_engine_status llmr_engine_host_select(llmr_engine_host *h, const llmr_model
                                            const llmr_artifact *artifacts, size_t n_artifacts, char *engine_id,
                                            size_t engine_id_size, char *artifact_path, size_t artifact_path_size,
                                            char *err, size_t err_size) {
-    if (!h || !desc || !desc->id) { set_err(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
+    if (!h || !desc || !desc->id) { llmr_errf(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
     entry *e = entry_new(desc, artifacts, n_artifacts);
-    if (!e) { set_err(err, err_size, "out of memory"); return LLMR_ENGINE_OOM_RAM; }
+    if (!e) { llmr_errf(err, err_size, "out of memory"); return LLMR_ENGINE_OOM_RAM; }
     const char *ap = NULL;
     char why[2048];
     pthread_mutex_lock(&h->mu);
@@ -821,14 +812,14 @@ llmr_engine_status llmr_engine_host_select(llmr_engine_host *h, const llmr_model
     }
     pthread_mutex_unlock(&h->mu);
     entry_free(e);
-    if (!p) { set_err(err, err_size, "model %s is unsupported: %s", desc->id, why); return LLMR_ENGINE_UNSUPPORTED; }
+    if (!p) { llmr_errf(err, err_size, "model %s is unsupported: %s", desc->id, why); return LLMR_ENGINE_UNSUPPORTED; }
     return LLMR_ENGINE_OK;
 }
 
 llmr_engine_status llmr_engine_host_load(llmr_engine_host *h, const llmr_model_descriptor *desc,
                                          const llmr_artifact *artifacts, size_t n_artifacts, char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
-    if (!h || !desc || !desc->id || !*desc->id) { set_err(err, err_size, "invalid arguments: no model id"); return LLMR_ENGINE_INTERNAL; }
+    if (!h || !desc || !desc->id || !*desc->id) { llmr_errf(err, err_size, "invalid arguments: no model id"); return LLMR_ENGINE_INTERNAL; }
     /* fast path: already loaded (does not wait behind another model's load) */
     pthread_mutex_lock(&h->mu);
     entry *e = find_entry_locked(h, desc->id);
@@ -859,7 +850,7 @@ llmr_engine_status llmr_engine_host_load(llmr_engine_host *h, const llmr_model_d
         goto done;
     }
     entry *fresh = entry_new(desc, artifacts, n_artifacts);
-    if (!fresh) { set_err(err, err_size, "out of memory"); st = LLMR_ENGINE_OOM_RAM; goto done; }
+    if (!fresh) { llmr_errf(err, err_size, "out of memory"); st = LLMR_ENGINE_OOM_RAM; goto done; }
     pthread_mutex_lock(&h->mu);
     if (e) {
         /* known model without instances: adopt the new descriptor, keep the counters */
@@ -891,7 +882,7 @@ llmr_engine_status llmr_engine_host_unload(llmr_engine_host *h, const char *mode
     pthread_mutex_unlock(&h->mu);
     if (e) reap_drained(h);
     pthread_mutex_unlock(&h->load_mu);
-    if (!e) { set_err(err, err_size, "model %s is not known to this node", model_id ? model_id : "(null)"); return LLMR_ENGINE_UNSUPPORTED; }
+    if (!e) { llmr_errf(err, err_size, "model %s is not known to this node", model_id ? model_id : "(null)"); return LLMR_ENGINE_UNSUPPORTED; }
     return LLMR_ENGINE_OK;
 }
 
@@ -901,7 +892,7 @@ llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const ch
                                                    const llmr_session_params *params, llmr_host_session **out,
                                                    char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
-    if (!h || !model_id || !out) { set_err(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
+    if (!h || !model_id || !out) { llmr_errf(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
     for (int attempt = 0;; attempt++) {
         pthread_mutex_lock(&h->mu);
         entry *e = find_entry_locked(h, model_id);
@@ -930,14 +921,14 @@ llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const ch
             in->sessions--;
             h->sessions_active--;
             pthread_mutex_unlock(&h->mu);
-            set_err(err, err_size, "model %s: engine %s session_create: %s: %s", model_id, in->pl->m->id,
+            llmr_errf(err, err_size, "model %s: engine %s session_create: %s: %s", model_id, in->pl->m->id,
                     llmr_engine_status_name(st), eerr);
             return st;
         }
         int wanted = e && e->wanted;
         pthread_mutex_unlock(&h->mu);
         if (!wanted || attempt > 0) {
-            set_err(err, err_size, "model %s is not loaded on this node", model_id);
+            llmr_errf(err, err_size, "model %s is not loaded on this node", model_id);
             return LLMR_ENGINE_UNSUPPORTED;
         }
         /* LRU-unloaded (or its engine went away): load it again, then retry once */
@@ -998,16 +989,16 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
                                              llmr_token_cb on_token, void *user, llmr_generate_result *result_out,
                                              char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
-    if (!s || !req) { set_err(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
+    if (!s || !req) { llmr_errf(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
     int idle = 0;
     if (!atomic_compare_exchange_strong(&s->generating, &idle, 1)) {
-        set_err(err, err_size, "session busy: another generate is running on it");
+        llmr_errf(err, err_size, "session busy: another generate is running on it");
         return LLMR_ENGINE_INTERNAL;
     }
     llmr_engine_host *h = s->h;
     if (!s->es) {
         atomic_store(&s->generating, 0);
-        set_err(err, err_size, "session was closed by the stall watchdog; create a new one");
+        llmr_errf(err, err_size, "session was closed by the stall watchdog; create a new one");
         return LLMR_ENGINE_TIMEOUT;
     }
     s->cb = on_token;
@@ -1043,7 +1034,7 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
     if (atomic_load(&s->timed_out)) {
         /* T112: free the session (its KV memory) now; the client gets a timeout. The message is
          * written first: once released, the instance may be unloaded by another thread. */
-        set_err(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
+        llmr_errf(err, err_size, "generation on model %s (engine %s) stalled: no token for %u ms; the stall watchdog "
                 "cancelled it and freed the session after %u token(s)", in->e->id, in->pl->m->id, h->stall_ms, s->tokens);
         release_engine_session(s);
         pthread_mutex_lock(&h->mu);
@@ -1054,9 +1045,9 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
     } else if (atomic_load(&s->cancel_req) && (st == LLMR_ENGINE_OK || st == LLMR_ENGINE_CANCELLED)) {
         st = LLMR_ENGINE_CANCELLED;
         res.finish = LLMR_FINISH_CANCELLED;
-        set_err(err, err_size, "cancelled after %u token(s)", s->tokens);
+        llmr_errf(err, err_size, "cancelled after %u token(s)", s->tokens);
     } else if (st != LLMR_ENGINE_OK) {
-        set_err(err, err_size, "model %s: engine %s generate: %s: %s", in->e->id, in->pl->m->id,
+        llmr_errf(err, err_size, "model %s: engine %s generate: %s: %s", in->e->id, in->pl->m->id,
                 llmr_engine_status_name(st), eerr);
     }
     if (result_out) {
@@ -1240,17 +1231,17 @@ llmr_engine_status llmr_engine_host_create(const llmr_engine_host_config *cfg, l
     llmr_resource_provider *prov = cfg ? cfg->provider : NULL;
     if (!cfg || !cfg->engines_dir || !out) {
         llmr_resource_provider_destroy(prov);
-        set_err(err, err_size, "invalid arguments: engines_dir is required");
+        llmr_errf(err, err_size, "invalid arguments: engines_dir is required");
         return LLMR_ENGINE_INTERNAL;
     }
     struct stat st;
     if (stat(cfg->engines_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        set_err(err, err_size, "engines dir %s: %s", cfg->engines_dir, errno && stat(cfg->engines_dir, &st) != 0 ? strerror(errno) : "not a directory");
+        llmr_errf(err, err_size, "engines dir %s: %s", cfg->engines_dir, errno && stat(cfg->engines_dir, &st) != 0 ? strerror(errno) : "not a directory");
         llmr_resource_provider_destroy(prov);
         return LLMR_ENGINE_LOAD_FAILED;
     }
     llmr_engine_host *h = calloc(1, sizeof *h);
-    if (!h) { llmr_resource_provider_destroy(prov); set_err(err, err_size, "out of memory"); return LLMR_ENGINE_OOM_RAM; }
+    if (!h) { llmr_resource_provider_destroy(prov); llmr_errf(err, err_size, "out of memory"); return LLMR_ENGINE_OOM_RAM; }
     pthread_mutex_init(&h->load_mu, NULL);
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->wd_mu, NULL);
@@ -1294,7 +1285,7 @@ llmr_engine_status llmr_engine_host_create(const llmr_engine_host_config *cfg, l
     if (!h->monitor) llmr_resource_provider_destroy(prov);
     else h->provider_name = prov->name;
     if (!h->engines_dir || !h->backend || !h->tmpdir || !h->monitor || (cfg->n_budgets && h->n_budgets != cfg->n_budgets)) {
-        set_err(err, err_size, "cannot create the engine host: %s", !h->tmpdir ? "mkdtemp in /tmp failed" : "out of memory");
+        llmr_errf(err, err_size, "cannot create the engine host: %s", !h->tmpdir ? "mkdtemp in /tmp failed" : "out of memory");
         llmr_engine_host_destroy(h);
         return LLMR_ENGINE_OOM_RAM;
     }
@@ -1305,7 +1296,7 @@ llmr_engine_status llmr_engine_host_create(const llmr_engine_host_config *cfg, l
              h->n_rejections, h->backend, h->provider_name);
     if (!cfg->no_thread) {
         if (pthread_create(&h->thread, NULL, maintenance_main, h) != 0) {
-            set_err(err, err_size, "cannot start the maintenance thread: %s", strerror(errno));
+            llmr_errf(err, err_size, "cannot start the maintenance thread: %s", strerror(errno));
             llmr_engine_host_destroy(h);
             return LLMR_ENGINE_INTERNAL;
         }

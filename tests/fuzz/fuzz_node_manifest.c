@@ -4,7 +4,7 @@
  * inputs without NULs and too short to nest past the checker's depth limit; the converse does not
  * hold: jansson also refuses numbers it cannot represent, such as 1e400).
  * fuzz-sources below are compiled together with this file by `make fuzz`. */
-// fuzz-sources: node/manifest.c node/json_check.c common/path_safety.c
+// fuzz-sources: node/manifest.c node/json_check.c common/path_safety.c common/errmsg.c
 #include "common/path_safety.h"
 #include "node/json_check.h"
 #include "node/manifest.h"

@@ -1,4 +1,4 @@
-// fuzz-sources: common/tokenizer/tokenizer.c common/tokenizer/tok_cache.c common/tokenizer/tok_encode.c common/tokenizer/tok_split.c common/tokenizer/tok_load.c common/tokenizer/tok_json.c common/tokenizer/tok_utf8.c
+// fuzz-sources: common/tokenizer/tokenizer.c common/tokenizer/tok_cache.c common/tokenizer/tok_encode.c common/tokenizer/tok_split.c common/tokenizer/tok_load.c common/tokenizer/tok_json.c common/tokenizer/tok_utf8.c common/errmsg.c
 /* libFuzzer differential target: the o200k split fast path (tok_split.c) against the regex.
  *
  * The input, made valid UTF-8 the way encode does it (invalid bytes become U+FFFD), is searched

@@ -1,4 +1,4 @@
-// fuzz-sources: common/tokenizer/tokenizer.c common/tokenizer/tok_cache.c common/tokenizer/tok_encode.c common/tokenizer/tok_split.c common/tokenizer/tok_load.c common/tokenizer/tok_json.c common/tokenizer/tok_utf8.c
+// fuzz-sources: common/tokenizer/tokenizer.c common/tokenizer/tok_cache.c common/tokenizer/tok_encode.c common/tokenizer/tok_split.c common/tokenizer/tok_load.c common/tokenizer/tok_json.c common/tokenizer/tok_utf8.c common/errmsg.c
 /* libFuzzer target for common/tokenizer.
  *
  * The first input byte picks what the rest is:
