@@ -11,6 +11,7 @@ extern "C" {
 #include "common/checkpoint.h"
 }
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tc.h"
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -75,7 +76,8 @@ struct gptoss_model {
     layer_weights layers[GPTOSS_MAX_LAYERS];
     const uint16_t *embed, *norm, *lm_head;
     float *inv_freq, attn_factor;
-    /* workspace for one chunk of GPTOSS_CHUNK tokens */
+    /* workspace for one chunk of `chunk` tokens (see prefill_settings) */
+    int chunk;
     void *work;
     float *x, *h, *q, *o, *rl, *rw, *gu, *act, *dn, *sample_work;
     int32_t *ids, *counts, *offsets, *pair_token, *pair_of, *tok, *sample_out;
@@ -87,6 +89,10 @@ struct gptoss_model {
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
+    /* prefill on tensor cores (tc.h): cuBLAS handle and scratch in the workspace; off when use_tc = 0 */
+    int use_tc;
+    gptoss_tc tc;
+    void *cublas_ws;
     /* accounting */
     uint64_t session_bytes; /* held by live sessions */
     uint32_t active_sessions;
@@ -232,9 +238,36 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
     return align256((uint64_t)c->num_layers * 2 * ctx * kvd * 4) + 2 * align256((uint64_t)c->vocab_size * 4);
 }
 
-/* Workspace layout for GPTOSS_CHUNK tokens; with m non-NULL the pointers are set from base. */
-static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *base) {
-    const uint64_t C = GPTOSS_CHUNK, H = c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
+/* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
+ * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
+ * LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step. */
+typedef struct prefill_settings {
+    int use_tc, splits, chunk;
+} prefill_settings;
+
+static int env_int(const char *name, int dflt, int lo, int hi) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end = NULL;
+    long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi) {
+        fprintf(stderr, "gptoss_cuda: %s=%s ignored (must be %d..%d); using %d\n", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return (int)x;
+}
+
+static prefill_settings prefill_settings_get(void) {
+    prefill_settings p;
+    p.use_tc = env_int("LLMR_GPTOSS_TC", 1, 0, 1);
+    p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
+    p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, 16, 8192);
+    return p;
+}
+
+/* Workspace layout for ps.chunk tokens; with m non-NULL the pointers are set from base. */
+static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *base, prefill_settings ps) {
+    const uint64_t C = (uint64_t)ps.chunk, H = c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
                    E = c->num_experts, I = c->intermediate_size, V = c->vocab_size, P = C * GPTOSS_TOPK;
     uint64_t off = 0;
 #define CARVE(field, type, count)                                                    \
@@ -262,6 +295,17 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(kn, float, (uint64_t)c->num_kv_heads * c->head_dim);
     CARVE(vn, float, (uint64_t)c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
+    if (ps.use_tc) {
+        CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I));
+        CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
+        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I));
+        CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
+        if (m) {
+            m->tc.xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I);
+            m->tc.ys_elems = gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E);
+            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I);
+        }
+    }
 #undef CARVE
     return off;
 }
@@ -286,7 +330,7 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
     llmr_engine_status st = open_and_plan(dir, &cfg, &ck, &p, NULL, err, es);
     if (st == LLMR_ENGINE_OK) {
         const uint32_t ctx = pick_context(&cfg, max_context);
-        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL) +
+        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL, prefill_settings_get()) +
                  (uint64_t)(max_sessions ? max_sessions : 1) * session_bytes_for(&cfg, ctx) + 256;
     }
     free(p.t);
@@ -457,6 +501,7 @@ void gptoss_model_free(gptoss_model *m) {
     prof_report(m->prof);
     prof_free(m->prof);
     cudaFreeHost(m->tok_host);
+    gptoss_tc_destroy(&m->tc);
     cudaFree(m->arena);
     cudaFree(m->work);
     cudaFree(m->inv_freq);
@@ -489,10 +534,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     llmr_engine_status st = open_and_plan(dir, &m->cfg, &ck, &p, m, err, es);
     uint64_t need = 0, ws = 0, sess = 0;
     size_t free_b = 0, total_b = 0;
+    const prefill_settings ps = prefill_settings_get();
     if (st != LLMR_ENGINE_OK) goto fail;
     m->max_context = pick_context(&m->cfg, max_context);
     m->max_sessions = max_sessions ? max_sessions : 1;
-    ws = workspace_layout(&m->cfg, NULL, NULL);
+    ws = workspace_layout(&m->cfg, NULL, NULL, ps);
     sess = session_bytes_for(&m->cfg, m->max_context);
     need = p.arena_bytes + ws + (uint64_t)m->max_sessions * sess;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
@@ -519,7 +565,16 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
-    workspace_layout(&m->cfg, m, (char *)m->work);
+    workspace_layout(&m->cfg, m, (char *)m->work, ps);
+    m->chunk = ps.chunk;
+    m->use_tc = ps.use_tc;
+    if (m->use_tc) {
+        char msg[256];
+        if (gptoss_tc_init(&m->tc, m->stream, ps.splits, m->cublas_ws, msg, sizeof msg)) {
+            st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
+            goto fail;
+        }
+    }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
         m->use_graph = !(g && strcmp(g, "0") == 0);
@@ -628,7 +683,7 @@ static int cancelled(gptoss_session *s) { return __atomic_load_n(&s->cancel, __A
 typedef struct debug_out {
     float *hidden, *router, *logits; /* see gptoss_session_eval_debug; NULL = not wanted */
     const int32_t *force_topk;       /* [layers, n_total, 4] or NULL */
-    float *logits_dev;               /* [GPTOSS_CHUNK, vocab] device scratch when logits are wanted */
+    float *logits_dev;               /* [chunk, vocab] device scratch when logits are wanted */
     size_t n_total, row0;            /* rows of the whole request, first row of this chunk */
 } debug_out;
 
@@ -639,7 +694,49 @@ static llmr_engine_status copy_rows(float *dst_host, const float *src_dev, size_
     return LLMR_ENGINE_OK;
 }
 
-/* Evaluates T (<= GPTOSS_CHUNK) tokens at positions s->n_ctx.. and leaves the distribution after the
+/* A failed launch of the forward pass, naming the step and (for cuBLAS) its status. */
+#define FWD_TRY(call, what)                                                                                      \
+    do {                                                                                                         \
+        cudaError_t e_ = (call);                                                                                 \
+        if (e_ != cudaSuccess)                                                                                   \
+            return fail(e_ == cudaErrorMemoryAllocation ? LLMR_ENGINE_OOM_VRAM : LLMR_ENGINE_INTERNAL, err, es,  \
+                        "CUDA error in %s: %s%s%s", (what), cudaGetErrorString(e_), m->tc.why[0] ? "; " : "",      \
+                        m->tc.why);                                                                              \
+    } while (0)
+
+/* The dense linear of a T-token step: cuBLAS with split activations when T is large enough to pay
+ * for it (tc.h), else the SIMT kernels of linear.cu. */
+static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+                              int K, int N, float *y, int ldy, int accumulate) {
+    if (m->use_tc && T >= GPTOSS_TC_MIN_T) return gptoss_tc_linear(&m->tc, x, ldx, W, b, T, K, N, y, ldy, accumulate);
+    return gptoss_linear(x, ldx, W, b, T, K, N, y, ldy, accumulate, m->stream);
+}
+
+/* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
+ * gate_up -> SwiGLU -> down into m->dn. */
+static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
+    cudaStream_t st = m->stream;
+    cudaError_t e;
+    if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
+        if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
+        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                   m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess)
+            return e;
+    } else if ((e = gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                          m->offsets, E, T, H, 2 * I, m->gu, st)) != cudaSuccess) {
+        return e;
+    }
+    if ((e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess) return e;
+    if (m->use_tc && T >= GPTOSS_TC_MIN_T)
+        return gptoss_tc_experts(&m->tc, m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts,
+                                 m->offsets, E, P, I, H, m->dn);
+    return gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, T, I,
+                                H, m->dn, st);
+}
+
+/* Evaluates T (<= m->chunk) tokens at positions s->n_ctx.. and leaves the distribution after the
  * last one in s->logits. Reads as the model.h overview says. */
 static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int T, debug_out *dbg, char *err,
                                   size_t es) {
@@ -661,18 +758,18 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
         snprintf(what, sizeof what, "layer %d attention", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->k_w, w->k_b, T, H, KVD, kc + (size_t)pos0 * KVD, KVD, 0, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->v_w, w->v_b, T, H, KVD, vc + (size_t)pos0 * KVD, KVD, 0, st), what);
+        FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
+        FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, kc + (size_t)pos0 * KVD, KVD, 0), what);
+        FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, vc + (size_t)pos0 * KVD, KVD, 0), what);
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(kc + (size_t)pos0 * KVD, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_attention(m->q, kc, vc, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
                                   m->o, st), what);
-        CUDA_TRY(gptoss_linear(m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1, st), what);
+        FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
 
         snprintf(what, sizeof what, "layer %d experts", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->mlp_norm, T, H, c->rms_norm_eps, m->h, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->router_w, w->router_b, T, H, E, m->rl, E, 0, st), what);
+        FWD_TRY(fwd_linear(m, m->h, H, w->router_w, w->router_b, T, H, E, m->rl, E, 0), what);
         if (dbg && dbg->force_topk) {
             CUDA_TRY(cudaMemcpyAsync(m->ids, dbg->force_topk + ((size_t)l * dbg->n_total + dbg->row0) * GPTOSS_TOPK,
                                      (size_t)T * GPTOSS_TOPK * sizeof(int32_t), cudaMemcpyHostToDevice, st), what);
@@ -681,11 +778,7 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
             CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
         }
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
-        CUDA_TRY(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
-                                      m->offsets, E, T, H, 2 * I, m->gu, st), what);
-        CUDA_TRY(gptoss_swiglu(m->gu, T * GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st), what);
-        CUDA_TRY(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E,
-                                      T, I, H, m->dn, st), what);
+        FWD_TRY(fwd_experts(m, w, T), what);
         CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         if (dbg && dbg->router) {
             llmr_engine_status r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0) * E, m->rl,
@@ -722,7 +815,7 @@ static llmr_engine_status eval_tokens(gptoss_session *s, const int32_t *tokens, 
                                       size_t es) {
     for (size_t done = 0; done < n;) {
         if (cancelled(s)) return fail(LLMR_ENGINE_CANCELLED, err, es, "cancelled during prefill");
-        const int T = (int)(n - done < GPTOSS_CHUNK ? n - done : GPTOSS_CHUNK);
+        const int T = (int)(n - done < (size_t)s->m->chunk ? n - done : (size_t)s->m->chunk);
         if (dbg) dbg->row0 = done;
         llmr_engine_status st = forward(s, tokens + done, T, dbg, err, es);
         if (st != LLMR_ENGINE_OK) return st;
@@ -755,8 +848,8 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
         if (force_topk[i] < 0 || force_topk[i] >= m->cfg.num_experts)
             st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk[%zu] = %d is not an expert id", i, force_topk[i]);
     if (st == LLMR_ENGINE_OK && logits &&
-        cudaMalloc((void **)&dbg.logits_dev, (size_t)GPTOSS_CHUNK * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
-        st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", GPTOSS_CHUNK);
+        cudaMalloc((void **)&dbg.logits_dev, (size_t)m->chunk * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
+        st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", m->chunk);
     if (st == LLMR_ENGINE_OK) st = eval_tokens(s, tokens, n, &dbg, err, es);
     cudaFree(dbg.logits_dev);
     pthread_mutex_unlock(&m->mu);

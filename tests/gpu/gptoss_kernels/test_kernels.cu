@@ -23,6 +23,8 @@ extern "C" {
 
 static int g_failed = 0, g_checks = 0;
 
+void gptoss_tc_checks(int *checks, int *failed); /* test_tc.cu: the tensor-core prefill matmuls */
+
 #define CK(call)                                                                              \
     do {                                                                                      \
         cudaError_t e_ = (call);                                                              \
@@ -622,6 +624,7 @@ int main(int argc, char **argv) {
     test_moe(2, 2880, 2880, 32);
     test_sampling(1000);
     test_sampling(201088);
+    gptoss_tc_checks(&g_checks, &g_failed);
     printf("%d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;
 }

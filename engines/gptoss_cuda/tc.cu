@@ -1,0 +1,220 @@
+/* tc.cu — tensor-core (cuBLAS bf16) matmuls with split fp32 activations for the prefill (see tc.h). */
+#include "engines/gptoss_cuda/tc.h"
+
+#include <cuda_bf16.h>
+#include <stdio.h>
+
+#include "engines/gptoss_cuda/kernels.h"
+
+/* ---------------------------------------------------------------- sizes */
+
+size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I) {
+    const size_t P = (size_t)chunk * GPTOSS_TOPK, kmax = (size_t)(H > I ? H : I);
+    const size_t dense = (size_t)chunk * (size_t)(H > QD ? H : QD), grouped = P * kmax;
+    return (size_t)splits * (dense > grouped ? dense : grouped);
+}
+
+size_t gptoss_tc_ys_elems(int chunk, int splits, int H, int QD, int I, int E) {
+    const size_t P = (size_t)chunk * GPTOSS_TOPK;
+    size_t nmax = (size_t)(H > QD ? H : QD);
+    if ((size_t)E > nmax) nmax = (size_t)E;
+    const size_t dense = (size_t)chunk * nmax, grouped = P * (size_t)(2 * I > H ? 2 * I : H);
+    return (size_t)splits * (dense > grouped ? dense : grouped);
+}
+
+size_t gptoss_tc_wbf_elems(int H, int I) { return (size_t)2 * I * H; /* gate_up [2I, H] >= down [H, I] */ }
+
+/* ---------------------------------------------------------------- kernels */
+
+/* Row of part s of logical row p: dense rows are stacked part by part; grouped rows part by part
+ * inside each expert's block (the expert is found by binary search over the offsets). */
+static __device__ __forceinline__ long part_row(int p, int s, int rows, int splits, const int32_t *offsets,
+                                                const int32_t *counts, int E, int *e_out) {
+    if (!offsets) { *e_out = 0; return (long)s * rows + p; }
+    int lo = 0, hi = E; /* first expert with offsets[e] > p, minus one */
+    while (lo < hi) {
+        const int mid = (lo + hi) >> 1;
+        if (offsets[mid] <= p) lo = mid + 1; else hi = mid;
+    }
+    const int e = lo - 1;
+    *e_out = e;
+    const long off = offsets[e], cnt = counts[e];
+    return (long)splits * off + (long)s * cnt + (p - off);
+}
+
+static __device__ __forceinline__ uint16_t bf16_bits(float v) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+__global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
+                                const int32_t *counts, int E, int rows, int K, int splits, uint16_t *xs) {
+    const int p = blockIdx.x;
+    int e;
+    long r[3];
+    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, &e);
+    const long src = gather ? gather[p] : p;
+    const float *xr = x + src * ldx;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        float v = xr[k];
+        for (int s = 0; s < splits; s++) {
+            const uint16_t b = bf16_bits(v);
+            xs[r[s] * K + k] = b;
+            v -= gptoss_bf16_to_f32(b); /* exact: the rounding residual of v */
+        }
+    }
+}
+
+__global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
+                                 int N, int splits, const uint16_t *b, float *y, int ldy, int accumulate) {
+    const int p = blockIdx.x;
+    int e = 0;
+    long r[3];
+    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, &e);
+    const uint16_t *bb = b ? b + (size_t)e * N : NULL;
+    float *yr = y + (size_t)p * ldy;
+    for (int n = threadIdx.x; n < N; n += blockDim.x) {
+        float v = ys[r[0] * N + n];
+        for (int s = 1; s < splits; s++) v += ys[r[s] * N + n];
+        if (bb) v += gptoss_bf16_to_f32(bb[n]);
+        yr[n] = accumulate ? yr[n] + v : v;
+    }
+}
+
+__constant__ float c_tc_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* One thread per packed byte i of the expert: its two values are elements 2i and 2i+1 of W_e [N, K]
+ * (byte j of block (n, kb) holds k = kb*32 + 2j in the low nibble), scale index i / 16. */
+__global__ void mxfp4_dequant_kernel(const uint8_t *blocks, const uint8_t *scales, long nbytes, uint32_t *w) {
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nbytes) return;
+    const uint8_t byte = blocks[i];
+    const int ex = (int)scales[i >> 4] - 127;
+    const uint32_t lo = __float_as_uint(ldexpf(c_tc_fp4[byte & 15], ex)) >> 16;
+    const uint32_t hi = __float_as_uint(ldexpf(c_tc_fp4[byte >> 4], ex)) >> 16;
+    w[i] = lo | (hi << 16);
+}
+
+/* ---------------------------------------------------------------- launchers */
+
+cudaError_t gptoss_tc_split(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
+                            const int32_t *counts, int E, int rows, int K, int splits, uint16_t *xs, cudaStream_t st) {
+    if (rows <= 0) return cudaSuccess;
+    if (splits < 2 || splits > 3 || K <= 0 || (offsets && (!counts || E <= 0))) return cudaErrorInvalidValue;
+    tc_split_kernel<<<(unsigned)rows, 256, 0, st>>>(x, ldx, gather, offsets, counts, E, rows, K, splits, xs);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows, int N,
+                             int splits, const uint16_t *b, float *y, int ldy, int accumulate, cudaStream_t st) {
+    if (rows <= 0) return cudaSuccess;
+    if (splits < 2 || splits > 3 || N <= 0 || (offsets && (!counts || E <= 0))) return cudaErrorInvalidValue;
+    tc_reduce_kernel<<<(unsigned)rows, 256, 0, st>>>(ys, offsets, counts, E, rows, N, splits, b, y, ldy, accumulate);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
+                                 cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32) return cudaErrorInvalidValue;
+    const long nbytes = (long)N * (K / 2);
+    mxfp4_dequant_kernel<<<(unsigned)((nbytes + 255) / 256), 256, 0, st>>>(
+        blocks + (size_t)e * nbytes, scales + (size_t)e * N * (K / 32), nbytes, (uint32_t *)w);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- cuBLAS */
+
+static cudaError_t blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
+    snprintf(tc->why, sizeof tc->why, "cuBLAS %s: %s", what, cublasGetStatusString(s));
+    return cudaErrorUnknown;
+}
+
+int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_ws, char *err, size_t es) {
+    cublasStatus_t s;
+    tc->stream = stream;
+    tc->splits = splits;
+    tc->why[0] = 0;
+    if (splits < 2 || splits > 3) {
+        snprintf(err, es, "LLMR_GPTOSS_TC_SPLIT must be 2 or 3 (got %d)", splits);
+        return -1;
+    }
+    if ((s = cublasCreate(&tc->handle)) != CUBLAS_STATUS_SUCCESS) {
+        tc->handle = NULL;
+        snprintf(err, es, "cublasCreate failed: %s", cublasGetStatusString(s));
+        return -1;
+    }
+    if ((s = cublasSetStream(tc->handle, stream)) != CUBLAS_STATUS_SUCCESS ||
+        (s = cublasSetWorkspace(tc->handle, cublas_ws, GPTOSS_TC_CUBLAS_WS)) != CUBLAS_STATUS_SUCCESS ||
+        (s = cublasSetMathMode(tc->handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+            CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, es, "configuring the cuBLAS handle failed: %s", cublasGetStatusString(s));
+        return -1;
+    }
+    if (cudaMallocHost((void **)&tc->counts_host, GPTOSS_MAX_EXPERTS * sizeof(int32_t)) != cudaSuccess) {
+        tc->counts_host = NULL;
+        snprintf(err, es, "cannot pin %zu bytes for the expert counts", GPTOSS_MAX_EXPERTS * sizeof(int32_t));
+        return -1;
+    }
+    return 0;
+}
+
+void gptoss_tc_destroy(gptoss_tc *tc) {
+    if (!tc) return;
+    if (tc->handle) cublasDestroy(tc->handle);
+    if (tc->counts_host) cudaFreeHost(tc->counts_host);
+    tc->handle = NULL;
+    tc->counts_host = NULL;
+}
+
+/* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */
+static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int M, const uint16_t *xs, float *ys) {
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t s = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, xs,
+                                    CUDA_R_16BF, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : blas_fail(tc, "GemmEx", s);
+}
+
+cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+                             int K, int N, float *y, int ldy, int accumulate) {
+    const int S = tc->splits;
+    if (T <= 0) return cudaSuccess;
+    if (K % 8 || (size_t)S * T * K > tc->xs_elems || (size_t)S * T * N > tc->ys_elems) return cudaErrorInvalidValue;
+    cudaError_t e = gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream);
+    if (e == cudaSuccess) e = gemm_rows(tc, W, K, N, S * T, tc->xs, tc->ys);
+    if (e == cudaSuccess) e = gptoss_tc_reduce(tc->ys, NULL, NULL, 0, T, N, S, b, y, ldy, accumulate, tc->stream);
+    return e;
+}
+
+cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E) {
+    if (E <= 0 || E > GPTOSS_MAX_EXPERTS) return cudaErrorInvalidValue;
+    cudaError_t e = cudaMemcpyAsync(tc->counts_host, counts_dev, (size_t)E * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                    tc->stream);
+    return e == cudaSuccess ? cudaStreamSynchronize(tc->stream) : e;
+}
+
+cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
+                              const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
+                              const int32_t *offsets_dev, int E, int P, int K, int N, float *y) {
+    const int S = tc->splits;
+    if (P <= 0) return cudaSuccess;
+    if (K % 32 || (size_t)S * P * K > tc->xs_elems || (size_t)S * P * N > tc->ys_elems ||
+        (size_t)N * K > tc->wbf_elems || E > GPTOSS_MAX_EXPERTS)
+        return cudaErrorInvalidValue;
+    long total = 0;
+    for (int e = 0; e < E; e++) total += tc->counts_host[e];
+    if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
+    cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, S, tc->xs, tc->stream);
+    long off = 0;
+    for (int e = 0; e < E && r == cudaSuccess; e++) {
+        const int cnt = tc->counts_host[e];
+        if (cnt == 0) continue;
+        r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->stream);
+        if (r == cudaSuccess)
+            r = gemm_rows(tc, tc->wbf, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
+        off += cnt;
+    }
+    if (r == cudaSuccess)
+        r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, S, b, y, N, 0, tc->stream);
+    return r;
+}

@@ -1,0 +1,92 @@
+/* tc.h — tensor-core matmuls for the T > 1 forward (prompt prefill) at fp32-level accuracy.
+ *
+ * Why: the SIMT tiled kernels of linear.cu / moe.cu run at a few fp32 TFLOP/s; a prompt's GEMMs are
+ * large enough for cuBLAS on bf16 tensor cores. The weights are exact in bf16 (bf16 checkpoint values,
+ * and MXFP4 values fp4 * 2^k, dequantized exactly), but the activations are fp32 and must stay so
+ * (issue 8's parity). So each activation is split into S bf16 parts, x = x_0 + x_1 (+ x_2):
+ * x_0 = bf16(x), x_1 = bf16(x - x_0), x_2 = bf16(x - x_0 - x_1); the parts are stacked along M
+ * (rows [S * rows, K]) so ONE GEMM (bf16 in, fp32 accumulate, fp32 out) computes W·x_s for all s, and
+ * a small epilogue kernel sums the S partial rows, adds the bias and writes or accumulates into y.
+ * S = 2 leaves ~2^-17 of x unrepresented (~1e-5 relative per product, the issue's target);
+ * S = 3 reaches fp32's 2^-24 at 1.5x the tensor work (LLMR_GPTOSS_TC_SPLIT=3).
+ *
+ * MXFP4 experts (grouped): pairs are grouped by expert (gptoss_moe_route); the split parts of expert
+ * e's rows are contiguous: part s of grouped pair p sits at row S*off_e + s*cnt_e + (p - off_e), so
+ * each expert is one GEMM of S*cnt_e rows against its weight, dequantized exactly to a bf16 scratch
+ * just before (one expert at a time: scratch 2I*H bf16). The expert counts come to the host (one
+ * small copy and a stream sync per MoE layer) to size the per-expert GEMMs.
+ *
+ * All work goes on the stream the handle is bound to; nothing else synchronizes except the count
+ * copy in gptoss_tc_experts. Errors: CUDA launches return their cudaError_t; a cuBLAS failure returns
+ * cudaErrorUnknown and leaves its status text in tc->why. */
+#ifndef GPTOSS_CUDA_TC_H
+#define GPTOSS_CUDA_TC_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
+#define GPTOSS_TC_CUBLAS_WS ((size_t)32 << 20) /* cuBLAS workspace, preallocated */
+
+typedef struct gptoss_tc {
+    cublasHandle_t handle;
+    cudaStream_t stream;
+    int splits;             /* S: 2 (hi, lo) or 3 (hi, mid, lo) */
+    uint16_t *xs;           /* split activations, bf16, xs_elems */
+    size_t xs_elems;
+    float *ys;              /* partial products, fp32, ys_elems */
+    size_t ys_elems;
+    uint16_t *wbf;          /* one expert's dequantized weight, bf16, wbf_elems */
+    size_t wbf_elems;
+    int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
+    char why[160];          /* the last cuBLAS failure, for the caller's message */
+} gptoss_tc;
+
+/* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
+ * hidden H, q width QD, intermediate I, E experts, kv width KVD. Used by the workspace layout, so
+ * the VRAM estimate counts them. */
+size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I);
+size_t gptoss_tc_ys_elems(int chunk, int splits, int H, int QD, int I, int E);
+size_t gptoss_tc_wbf_elems(int H, int I);
+
+/* Creates the cuBLAS handle bound to `stream` with `cublas_ws` (GPTOSS_TC_CUBLAS_WS bytes, device)
+ * as its workspace, and pins the count buffer. Scratch pointers are set by the caller afterwards.
+ * Returns 0, or -1 with the cause in err. */
+int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_ws, char *err, size_t err_size);
+
+/* Frees what gptoss_tc_init made (not the scratch, which the caller owns). Accepts a zeroed struct. */
+void gptoss_tc_destroy(gptoss_tc *tc);
+
+/* y[t, n] (+)= sum_k x[t, k] * W[n, k] + b[n], as gptoss_linear (kernels.h), on tensor cores.
+ * Needs S*T*K <= xs_elems and S*T*N <= ys_elems (else cudaErrorInvalidValue), K % 8 == 0. */
+cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+                             int K, int N, float *y, int ldy, int accumulate);
+
+/* Reads the expert counts (device, from gptoss_moe_route) into tc->counts_host; waits for them. */
+cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);
+
+/* As gptoss_mxfp4_grouped (kernels.h) for P = 4T grouped pairs, on tensor cores, with the counts
+ * already on the host (gptoss_tc_fetch_counts): y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n]. */
+cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
+                              const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
+                              const int32_t *offsets_dev, int E, int P, int K, int N, float *y);
+
+/* ---- the pieces (exposed for the kernel tests) */
+
+/* Split rows of x into S bf16 parts: dense (offsets NULL): part s of row r at xs[(s*rows + r) * K];
+ * grouped: see the header comment (row source gather ? gather[p] : p). */
+cudaError_t gptoss_tc_split(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
+                            const int32_t *counts, int E, int rows, int K, int splits, uint16_t *xs,
+                            cudaStream_t stream);
+
+/* y[r, n] (+)= sum_s ys[part_s(r), n] + b[(grouped ? e*N : 0) + n] (b may be NULL). */
+cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows, int N,
+                             int splits, const uint16_t *b, float *y, int ldy, int accumulate, cudaStream_t stream);
+
+/* w[n, k] = bf16 of expert e's MXFP4 weight (exact), blocks [E, N, K/32, 16], scales [E, N, K/32]. */
+cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
+                                 cudaStream_t stream);
+
+#endif
