@@ -346,57 +346,122 @@ static int cmp_file_order(const void *a, const void *b) {
     return x->file_begin < y->file_begin ? -1 : x->file_begin > y->file_begin;
 }
 
-#define STAGE_BYTES ((size_t)32 << 20)
+/* Loading: the checkpoint is cut into pieces of at most LOAD_PIECE bytes (file order); LOAD_THREADS
+ * workers (LLMR_GPTOSS_LOAD_THREADS, 1..32) take pieces in turn, each with its own stream and two
+ * pinned staging buffers: while the GPU pulls one buffer, the worker fills the other from the page
+ * cache. One thread copying from the page cache tops out near 4-5 GB/s (memcpy + page faults on the
+ * mmap), well below what PCIe takes, so the copies out of the page cache run on several cores. */
+#define LOAD_PIECE ((size_t)16 << 20)
+#define LOAD_THREADS 8
 
-/* Copies every tensor from the shard mmaps to its arena slot through two pinned buffers: while the
- * GPU pulls one buffer, the CPU fills the other from the page cache. */
-static llmr_engine_status stream_weights(gptoss_model *m, plan *p, llmr_checkpoint *ck, char *err, size_t es) {
-    qsort(p->t, p->n, sizeof *p->t, cmp_file_order);
+typedef struct load_piece {
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t n;
+    const char *name; /* the tensor, for messages */
+} load_piece;
+
+typedef struct load_job {
+    gptoss_model *m;
+    load_piece *pieces;
+    size_t n_pieces;
+    size_t next;          /* next piece to take (atomic) */
+    int failed;           /* set once; the other workers stop at their next piece */
+    pthread_mutex_t mu;
+    char msg[400];        /* the first failure */
+} load_job;
+
+static void load_fail(load_job *j, const char *fmt, const char *name, const char *why) {
+    pthread_mutex_lock(&j->mu);
+    if (!j->failed) snprintf(j->msg, sizeof j->msg, fmt, name, why);
+    j->failed = 1;
+    pthread_mutex_unlock(&j->mu);
+}
+
+static void *load_worker(void *arg) {
+    load_job *j = (load_job *)arg;
     void *stage[2] = {NULL, NULL};
     cudaEvent_t ev[2] = {NULL, NULL};
-    llmr_engine_status st = LLMR_ENGINE_OK;
+    cudaStream_t st = NULL;
     int cur = 0;
-    char msg[400];
-    if (cudaMallocHost(&stage[0], STAGE_BYTES) != cudaSuccess || cudaMallocHost(&stage[1], STAGE_BYTES) != cudaSuccess) {
-        st = fail(LLMR_ENGINE_OOM_RAM, err, es, "cannot pin 2 x %zu bytes of host memory for weight staging", STAGE_BYTES);
-        goto out;
-    }
-    if (cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming) != cudaSuccess ||
+    if (cudaSetDevice(j->m->device) != cudaSuccess || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaMallocHost(&stage[0], LOAD_PIECE) != cudaSuccess || cudaMallocHost(&stage[1], LOAD_PIECE) != cudaSuccess ||
+        cudaEventCreateWithFlags(&ev[0], cudaEventDisableTiming) != cudaSuccess ||
         cudaEventCreateWithFlags(&ev[1], cudaEventDisableTiming) != cudaSuccess) {
-        st = fail(LLMR_ENGINE_INTERNAL, err, es, "cudaEventCreate failed");
+        load_fail(j, "%s: cannot set up a loader thread (stream, 2 pinned buffers of 16 MiB, events): %s", "load",
+                  cudaGetErrorString(cudaGetLastError()));
         goto out;
     }
-    for (size_t i = 0; i < p->n && st == LLMR_ENGINE_OK; i++) {
+    for (;;) {
+        const size_t i = __atomic_fetch_add(&j->next, (size_t)1, __ATOMIC_RELAXED);
+        if (i >= j->n_pieces || __atomic_load_n(&j->failed, __ATOMIC_RELAXED)) break;
+        const load_piece *pc = &j->pieces[i];
+        cudaError_t e = cudaEventSynchronize(ev[cur]);
+        if (e == cudaSuccess) {
+            memcpy(stage[cur], pc->src, pc->n);
+            e = cudaMemcpyAsync(pc->dst, stage[cur], pc->n, cudaMemcpyHostToDevice, st);
+        }
+        if (e == cudaSuccess) e = cudaEventRecord(ev[cur], st);
+        if (e != cudaSuccess) {
+            load_fail(j, "copying %s to the GPU: %s", pc->name, cudaGetErrorString(e));
+            break;
+        }
+        cur ^= 1;
+    }
+    if (st && cudaStreamSynchronize(st) != cudaSuccess)
+        load_fail(j, "%s: weight upload failed: %s", "load", cudaGetErrorString(cudaGetLastError()));
+out:
+    if (st) cudaStreamSynchronize(st);
+    for (int k = 0; k < 2; k++) {
+        if (ev[k]) cudaEventDestroy(ev[k]);
+        if (stage[k]) cudaFreeHost(stage[k]);
+    }
+    if (st) cudaStreamDestroy(st);
+    return NULL;
+}
+
+/* Copies every tensor from the shard mmaps to its arena slot (see LOAD_PIECE above). */
+static llmr_engine_status stream_weights(gptoss_model *m, plan *p, llmr_checkpoint *ck, char *err, size_t es) {
+    qsort(p->t, p->n, sizeof *p->t, cmp_file_order);
+    char msg[400];
+    size_t np = 0;
+    for (size_t i = 0; i < p->n; i++) np += (size_t)((p->t[i].bytes + LOAD_PIECE - 1) / LOAD_PIECE);
+    load_job j;
+    memset(&j, 0, sizeof j);
+    j.m = m;
+    j.pieces = (load_piece *)calloc(np ? np : 1, sizeof *j.pieces);
+    if (!j.pieces) return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory listing %zu load pieces", np);
+    for (size_t i = 0; i < p->n; i++) {
         tensor_plan *t = &p->t[i];
         const uint8_t *src = (const uint8_t *)llmr_checkpoint_data(ck, t->name, NULL, msg, sizeof msg);
-        if (!src) { st = fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg); break; }
+        if (!src) {
+            free(j.pieces);
+            return fail(LLMR_ENGINE_MODEL_CORRUPT, err, es, "%s", msg);
+        }
         uint8_t *dst = (uint8_t *)m->arena + t->arena_off;
         *t->dst = dst;
-        for (uint64_t done = 0; done < t->bytes;) {
-            const size_t n = (size_t)((t->bytes - done) < STAGE_BYTES ? (t->bytes - done) : STAGE_BYTES);
-            cudaError_t e = cudaEventSynchronize(ev[cur]);
-            if (e == cudaSuccess) {
-                memcpy(stage[cur], src + done, n);
-                e = cudaMemcpyAsync(dst + done, stage[cur], n, cudaMemcpyHostToDevice, m->stream);
-            }
-            if (e == cudaSuccess) e = cudaEventRecord(ev[cur], m->stream);
-            if (e != cudaSuccess) {
-                st = fail(LLMR_ENGINE_INTERNAL, err, es, "copying %s to the GPU: %s", t->name, cudaGetErrorString(e));
-                break;
-            }
-            done += n;
-            cur ^= 1;
+        for (uint64_t done = 0; done < t->bytes; done += LOAD_PIECE) {
+            load_piece *pc = &j.pieces[j.n_pieces++];
+            pc->src = src + done;
+            pc->dst = dst + done;
+            pc->n = (size_t)(t->bytes - done < LOAD_PIECE ? t->bytes - done : LOAD_PIECE);
+            pc->name = t->name;
         }
     }
-    if (st == LLMR_ENGINE_OK && cudaStreamSynchronize(m->stream) != cudaSuccess)
-        st = fail(LLMR_ENGINE_INTERNAL, err, es, "weight upload failed: %s", cudaGetErrorString(cudaGetLastError()));
-out:
-    if (stage[0] || stage[1]) cudaStreamSynchronize(m->stream);
-    for (int i = 0; i < 2; i++) {
-        if (ev[i]) cudaEventDestroy(ev[i]);
-        if (stage[i]) cudaFreeHost(stage[i]);
-    }
-    return st;
+    int nt = env_int("LLMR_GPTOSS_LOAD_THREADS", LOAD_THREADS, 1, 32);
+    if ((size_t)nt > j.n_pieces) nt = j.n_pieces ? (int)j.n_pieces : 1;
+    pthread_mutex_init(&j.mu, NULL);
+    pthread_t th[32];
+    int started = 0;
+    for (; started < nt; started++)
+        if (pthread_create(&th[started], NULL, load_worker, &j) != 0) break;
+    if (started == 0) load_worker(&j); /* no thread could start: load on this one */
+    for (int k = 0; k < started; k++) pthread_join(th[k], NULL);
+    pthread_mutex_destroy(&j.mu);
+    free(j.pieces);
+    cudaSetDevice(m->device);
+    if (j.failed) return fail(LLMR_ENGINE_INTERNAL, err, es, "%s", j.msg);
+    return LLMR_ENGINE_OK;
 }
 
 /* ---------------------------------------------------------------- decode-step profile
