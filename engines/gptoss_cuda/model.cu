@@ -809,7 +809,7 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
     const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
-    const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
+    const int QD = NH * D, KVD = NKV * D, E = c->num_experts, V = c->vocab_size;
     const int pos0 = (int)s->n_ctx;
     char what[96];
     CUDA_TRY(cudaMemcpyAsync(m->tok, tokens, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, st), "token upload");
@@ -828,8 +828,9 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, vc + (size_t)pos0 * KVD, KVD, 0), what);
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(kc + (size_t)pos0 * KVD, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
-        CUDA_TRY(gptoss_attention(m->q, kc, vc, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
-                                  m->o, st), what);
+        CUDA_TRY((m->use_tc && T >= GPTOSS_TC_MIN_T ? gptoss_attention_tc : gptoss_attention)(
+                     m->q, kc, vc, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o, st),
+                 what);
         FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
 
         snprintf(what, sizeof what, "layer %d experts", l);

@@ -73,6 +73,12 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
                               const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
                               const int32_t *offsets_dev, int E, int P, int K, int N, float *y);
 
+/* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
+ * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each).
+ * Same arguments; n_heads <= 65535. */
+cudaError_t gptoss_attention_tc(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
+                                int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+
 /* ---- the pieces (exposed for the kernel tests) */
 
 /* Split rows of x into S bf16 parts: dense (offsets NULL): part s of row r at xs[(s*rows + r) * K];

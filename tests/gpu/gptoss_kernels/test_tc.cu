@@ -8,6 +8,7 @@
 #include <string.h>
 #include <vector>
 
+#include "engines/gptoss_cuda/attention_tc.cu"
 #include "engines/gptoss_cuda/tc.cu"
 extern "C" {
 #include "common/gptoss/config.h"
@@ -255,6 +256,44 @@ static void test_tc_moe(int T, int H, int I, int E, int S) {
     tc_free(&tc, ws);
 }
 
+/* ------------------------------------------------------------ attention on tensor cores */
+static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, float sink_scale) {
+    const int D = 64, ctx = pos0 + T, kvd = nkv * D;
+    auto q = t_randv((size_t)T * nh * D, 1.0f);
+    auto kc = t_randv((size_t)ctx * kvd, 1.0f), vc = t_randv((size_t)ctx * kvd, 1.0f);
+    auto sinks = t_randbf(nh, sink_scale);
+    float *dq = t_up(q), *dk = t_up(kc), *dv = t_up(vc), *dout = t_poison((size_t)T * nh * D);
+    uint16_t *ds = t_up(sinks);
+    TCK(gptoss_attention_tc(dq, dk, dv, ds, T, pos0, nh, nkv, window, dout, 0));
+    auto out = t_down(dout, (size_t)T * nh * D);
+    std::vector<double> ref((size_t)T * nh * D);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < nh; h++) {
+            const int pos = pos0 + t, kh = h / (nh / nkv);
+            const int lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+            std::vector<double> s(pos + 1);
+            double mx = t_bf2f(sinks[h]);
+            for (int j = lo; j <= pos; j++) {
+                double d = 0;
+                for (int i = 0; i < D; i++) d += (double)q[((size_t)t * nh + h) * D + i] * kc[(size_t)j * kvd + kh * D + i];
+                s[j] = d * 0.125;
+                if (s[j] > mx) mx = s[j];
+            }
+            double den = exp(t_bf2f(sinks[h]) - mx);
+            for (int j = lo; j <= pos; j++) den += exp(s[j] - mx);
+            for (int i = 0; i < D; i++) {
+                double o = 0;
+                for (int j = lo; j <= pos; j++) o += exp(s[j] - mx) / den * vc[(size_t)j * kvd + kh * D + i];
+                ref[((size_t)t * nh + h) * D + i] = o;
+            }
+        }
+    char what[128];
+    snprintf(what, sizeof what, "attention_tc T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f", T, pos0, nh, nkv, window,
+             sink_scale);
+    t_check_rel(what, out, ref, 2e-5);
+    cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(ds);
+}
+
 /* Runs every check above; adds to the caller's counters. */
 void gptoss_tc_checks(int *checks, int *failed) {
     test_dequant(3, 64, 96);
@@ -267,6 +306,12 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(70, 256, 256, 16, 2);
     test_tc_moe(70, 256, 256, 16, 3);
     test_tc_moe(32, 2880, 256, 32, 2); /* the 20b hidden size as K of gate_up */
+    test_attention_tc(64, 0, 8, 2, 0, 1.0f);      /* one block of queries, from position 0 */
+    test_attention_tc(70, 1000, 16, 2, 0, 1.0f);  /* a later chunk over a long cache, ragged T */
+    test_attention_tc(200, 0, 64, 8, 128, 2.0f);  /* the 20b heads, sliding window */
+    test_attention_tc(17, 300, 64, 8, 128, 3.0f); /* fewer queries than a block, window */
+    test_attention_tc(33, 0, 4, 4, 5, 0.5f);      /* window shorter than a tile, MHA */
+    test_attention_tc(40, 130, 8, 2, 64, 8.0f);   /* a dominant sink */
     *checks += t_checks;
     *failed += t_failed;
 }

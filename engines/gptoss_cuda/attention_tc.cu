@@ -1,0 +1,217 @@
+/* attention_tc.cu — prefill attention with sinks on tensor cores (flash-attention style), fp32-level.
+ *
+ * Same contract as gptoss_attention (kernels.h); declared in tc.h. The SIMT kernel of attention.cu is
+ * its twin (and stays the decode path).
+ *
+ * Layout: a block of ATC_WARPS warps takes ATC_BQ = 16 * ATC_WARPS consecutive queries of one head;
+ * warp w owns 16 query rows. Keys are walked in tiles of ATC_BK = 64 from the block's first visible
+ * key (0, or the window's start) to its last query's position. Each tile of K and V (fp32 in the
+ * cache) is split once into bf16 hi + lo parts in shared memory (V transposed, so the PV operand is a
+ * 32-bit load). Per tile and warp, with mma.sync m16n8k16 (bf16 in, fp32 accumulate):
+ *   S = Qh·Kh + Qh·Kl + Ql·Kh           (Q pre-scaled by 1/8, exact; the dropped Ql·Kl is ~2^-18)
+ *   online softmax on the S fragments (running max and sum per row, masked keys at -inf),
+ *   O += Ph·Vh + Ph·Vl + Pl·Vh          (P = exp(S - max) in [0, 1], split the same way).
+ * At the end the sink joins the denominator as exp(sink - M) (no value vector), as in attention.cu.
+ * Tiles a warp cannot see (past its last row's position, or before its first row's window) are
+ * skipped by that warp (it still joins the block's barriers). */
+#include <cuda_bf16.h>
+
+#include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tc.h"
+
+#define ATC_WARPS 4
+#define ATC_BQ (16 * ATC_WARPS)
+#define ATC_BK 64
+#define ATC_LD (64 + 8) /* shared row stride in bf16: 36 words, conflict-free fragment loads */
+
+static __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* (x0, x1) -> packed bf16 hi parts (x0 in the low half) and the packed lo parts of the residuals. */
+static __device__ __forceinline__ void split2(float x0, float x1, uint32_t *hi, uint32_t *lo) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+    const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
+    *hi = *(const uint32_t *)&h;
+    *lo = *(const uint32_t *)&l;
+}
+
+static __device__ __forceinline__ uint16_t bf_hi(float x, float *rest) {
+    const __nv_bfloat16 h = __float2bfloat16_rn(x);
+    *rest = x - __bfloat162float(h);
+    return __bfloat16_as_ushort(h);
+}
+
+/* The KV cache row of key j (this layer, all KV heads): the one place that knows the cache layout. */
+static __device__ __forceinline__ const float *atc_kv_row(const float *cache, int j, int kvd) {
+    return cache + (size_t)j * kvd;
+}
+
+__global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const float *q, const float *kc,
+                                                                      const float *vc, const uint16_t *sinks, int T,
+                                                                      int pos0, int n_heads, int n_kv, int window,
+                                                                      float *out) {
+    __shared__ __align__(16) uint16_t ks[2][ATC_BK][ATC_LD]; /* [hi/lo][key][dim] */
+    __shared__ __align__(16) uint16_t vt[2][64][ATC_LD];     /* [hi/lo][dim][key] */
+    const int D = GPTOSS_HEAD_DIM, kvd = n_kv * D, qd = n_heads * D;
+    const int h = blockIdx.y, kvh = h / (n_heads / n_kv);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    const int q0 = blockIdx.x * ATC_BQ;                       /* block's first query (chunk row) */
+    const int qlast = min(q0 + ATC_BQ, T) - 1;
+    const int k_hi = pos0 + qlast;                            /* last key any row of the block sees */
+    const int k_lo = window > 0 ? max(0, pos0 + q0 - window + 1) : 0;
+    const int wq0 = q0 + 16 * warp;                           /* warp's first row */
+    const int w_hi = pos0 + min(wq0 + 15, T - 1);             /* warp's last visible key */
+    const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
+    const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8}; /* positions of this thread's two rows */
+
+    /* Q fragments (pre-scaled by 1/8, exact), hi and lo, for the 4 k-steps of 16 dims. */
+    uint32_t qh[4][4], ql[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) { /* a0: (g, c), a1: (g+8, c), a2: (g, c+8), a3: (g+8, c+8) */
+            const int row = wq0 + g + ((r & 1) ? 8 : 0), col = 16 * kk + 2 * t4 + ((r & 2) ? 8 : 0);
+            float x0 = 0.0f, x1 = 0.0f;
+            if (row < T) {
+                const float2 v = *(const float2 *)(q + (size_t)row * qd + (size_t)h * D + col);
+                x0 = v.x * 0.125f;
+                x1 = v.y * 0.125f;
+            }
+            split2(x0, x1, &qh[kk][r], &ql[kk][r]);
+        }
+    float o[8][4];
+#pragma unroll
+    for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
+
+    for (int kt = k_lo; kt <= k_hi; kt += ATC_BK) {
+        __syncthreads(); /* the previous tile is consumed */
+        /* K and V tile: 64 keys x 64 dims, float4 per thread-step, split into hi/lo. */
+        for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
+            const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
+            float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (j <= k_hi) {
+                kv = *(const float4 *)(atc_kv_row(kc, j, kvd) + kvh * D + c4);
+                vv = *(const float4 *)(atc_kv_row(vc, j, kvd) + kvh * D + c4);
+            }
+            const float kx[4] = {kv.x, kv.y, kv.z, kv.w}, vx[4] = {vv.x, vv.y, vv.z, vv.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float r;
+                ks[0][kr][c4 + e] = bf_hi(kx[e], &r);
+                ks[1][kr][c4 + e] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
+                vt[0][c4 + e][kr] = bf_hi(vx[e], &r);
+                vt[1][c4 + e][kr] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
+            }
+        }
+        __syncthreads();
+        if (kt > w_hi || kt + ATC_BK - 1 < w_lo) continue; /* nothing this warp can see */
+
+        /* S = Q K^T for 8 n-tiles of 8 keys. */
+        float s[8][4];
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+            const int key = 8 * n + g;
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++) {
+                const int c = 16 * kk + 2 * t4;
+                const uint32_t bh0 = *(const uint32_t *)&ks[0][key][c], bh1 = *(const uint32_t *)&ks[0][key][c + 8];
+                const uint32_t bl0 = *(const uint32_t *)&ks[1][key][c], bl1 = *(const uint32_t *)&ks[1][key][c + 8];
+                mma16816(s[n], qh[kk], bh0, bh1);
+                mma16816(s[n], qh[kk], bl0, bl1);
+                mma16816(s[n], ql[kk], bh0, bh1);
+            }
+        }
+        /* Mask, online softmax per row (rows g and g+8; a row's 4 threads share a quad). */
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            const int pos = rpos[hr], lo = window > 0 ? pos - window + 1 : 0;
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int j = kt + 8 * n + 2 * t4 + e;
+                    float &v = s[n][2 * hr + e];
+                    if (j > pos || j < lo) v = -INFINITY;
+                    mx = fmaxf(mx, v);
+                }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mn = fmaxf(m_r[hr], mx);
+            if (mn == -INFINITY) { /* nothing visible yet for this row */
+#pragma unroll
+                for (int n = 0; n < 8; n++) s[n][2 * hr] = s[n][2 * hr + 1] = 0.0f;
+                continue;
+            }
+            const float f = expf(m_r[hr] - mn); /* 0 when m_r was -inf */
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < 8; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float &v = s[n][2 * hr + e];
+                    v = v == -INFINITY ? 0.0f : expf(v - mn);
+                    sum += v;
+                }
+            l_r[hr] = l_r[hr] * f + sum;
+            m_r[hr] = mn;
+#pragma unroll
+            for (int n = 0; n < 8; n++) { o[n][2 * hr] *= f; o[n][2 * hr + 1] *= f; }
+        }
+        /* O += P V: k-steps of 16 keys; the S fragments of n-tiles 2kk, 2kk+1 are the A fragment. */
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) {
+            uint32_t ph[4], pl[4];
+            split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
+            split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
+            split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
+            split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+            const int c = 16 * kk + 2 * t4;
+#pragma unroll
+            for (int n = 0; n < 8; n++) {
+                const int dim = 8 * n + g;
+                const uint32_t bh0 = *(const uint32_t *)&vt[0][dim][c], bh1 = *(const uint32_t *)&vt[0][dim][c + 8];
+                const uint32_t bl0 = *(const uint32_t *)&vt[1][dim][c], bl1 = *(const uint32_t *)&vt[1][dim][c + 8];
+                mma16816(o[n], ph, bh0, bh1);
+                mma16816(o[n], ph, bl0, bl1);
+                mma16816(o[n], pl, bh0, bh1);
+            }
+        }
+    }
+    /* Sink and normalization; rows past T are not written. */
+    const float sink = gptoss_bf16_to_f32(sinks[h]);
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float l = l_r[hr];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float M = fmaxf(m_r[hr], sink);
+        const float f = m_r[hr] == -INFINITY ? 0.0f : expf(m_r[hr] - M);
+        const float den = l * f + expf(sink - M);
+        const int row = wq0 + g + 8 * hr;
+        if (row >= T) continue;
+        float *orow = out + (size_t)row * qd + (size_t)h * D;
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            float2 v;
+            v.x = o[n][2 * hr] * f / den;
+            v.y = o[n][2 * hr + 1] * f / den;
+            *(float2 *)(orow + 8 * n + 2 * t4) = v;
+        }
+    }
+}
+
+cudaError_t gptoss_attention_tc(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
+                                int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+    if (T <= 0) return cudaSuccess;
+    if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
+    attention_tc_kernel<<<grid, ATC_WARPS * 32, 0, s>>>(q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
+    return cudaGetLastError();
+}
