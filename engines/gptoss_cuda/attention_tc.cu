@@ -3,6 +3,8 @@
  * Same contract as gptoss_attention (kernels.h); declared in tc.h. The SIMT kernel of attention.cu is
  * its twin (and stays the decode path).
  *
+ * K/V are read through the block table (gptoss_kv_k / gptoss_kv_v, table row 0) only while a tile is
+ * staged, so the paged layout costs one table lookup per staged row.
  * Layout: a block of ATC_WARPS warps takes ATC_BQ = 16 * ATC_WARPS consecutive queries of one head;
  * warp w owns 16 query rows. Keys are walked in tiles of ATC_BK = 64 from the block's first visible
  * key (0, or the window's start) to its last query's position. Each tile of K and V (fp32 in the
@@ -45,18 +47,13 @@ static __device__ __forceinline__ uint16_t bf_hi(float x, float *rest) {
     return __bfloat16_as_ushort(h);
 }
 
-/* The KV cache row of key j (this layer, all KV heads): the one place that knows the cache layout. */
-static __device__ __forceinline__ const float *atc_kv_row(const float *cache, int j, int kvd) {
-    return cache + (size_t)j * kvd;
-}
-
-__global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const float *q, const float *kc,
-                                                                      const float *vc, const uint16_t *sinks, int T,
+__global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const float *q, gptoss_kv kv,
+                                                                      const uint16_t *sinks, int T,
                                                                       int pos0, int n_heads, int n_kv, int window,
                                                                       float *out) {
     __shared__ __align__(16) uint16_t ks[2][ATC_BK][ATC_LD]; /* [hi/lo][key][dim] */
     __shared__ __align__(16) uint16_t vt[2][64][ATC_LD];     /* [hi/lo][dim][key] */
-    const int D = GPTOSS_HEAD_DIM, kvd = n_kv * D, qd = n_heads * D;
+    const int D = GPTOSS_HEAD_DIM, qd = n_heads * D;
     const int h = blockIdx.y, kvh = h / (n_heads / n_kv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
     const int q0 = blockIdx.x * ATC_BQ;                       /* block's first query (chunk row) */
@@ -93,12 +90,12 @@ __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const floa
         /* K and V tile: 64 keys x 64 dims, float4 per thread-step, split into hi/lo. */
         for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
             const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
-            float4 kv = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
+            float4 kf = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
             if (j <= k_hi) {
-                kv = *(const float4 *)(atc_kv_row(kc, j, kvd) + kvh * D + c4);
-                vv = *(const float4 *)(atc_kv_row(vc, j, kvd) + kvh * D + c4);
+                kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
+                vv = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
             }
-            const float kx[4] = {kv.x, kv.y, kv.z, kv.w}, vx[4] = {vv.x, vv.y, vv.z, vv.w};
+            const float kx[4] = {kf.x, kf.y, kf.z, kf.w}, vx[4] = {vv.x, vv.y, vv.z, vv.w};
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 float r;
@@ -207,11 +204,11 @@ __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const floa
     }
 }
 
-cudaError_t gptoss_attention_tc(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
-                                int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
+                                int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
-    attention_tc_kernel<<<grid, ATC_WARPS * 32, 0, s>>>(q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
+    attention_tc_kernel<<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     return cudaGetLastError();
 }

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engines/gptoss_cuda/kernels.h"
+
 #define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
 #define GPTOSS_TC_CUBLAS_WS ((size_t)32 << 20) /* cuBLAS workspace, preallocated */
 
@@ -76,8 +78,8 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each).
  * Same arguments; n_heads <= 65535. */
-cudaError_t gptoss_attention_tc(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
-                                int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
+                                int n_kv, int window, float *out, cudaStream_t stream);
 
 /* ---- the pieces (exposed for the kernel tests) */
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <algorithm>
 #include <vector>
 
 #include "engines/gptoss_cuda/attention_tc.cu"
@@ -262,9 +263,26 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
     auto q = t_randv((size_t)T * nh * D, 1.0f);
     auto kc = t_randv((size_t)ctx * kvd, 1.0f), vc = t_randv((size_t)ctx * kvd, 1.0f);
     auto sinks = t_randbf(nh, sink_scale);
-    float *dq = t_up(q), *dk = t_up(kc), *dv = t_up(vc), *dout = t_poison((size_t)T * nh * D);
+    float *dq = t_up(q), *dout = t_poison((size_t)T * nh * D);
     uint16_t *ds = t_up(sinks);
-    TCK(gptoss_attention_tc(dq, dk, dv, ds, T, pos0, nh, nkv, window, dout, 0));
+    /* layer 1 of a 2-layer pool, pages in a shuffled order, a NaN spare page: only the block table
+     * leads to the right rows */
+    const int PG = GPTOSS_KV_PAGE, npages = (ctx + PG - 1) / PG + 1;
+    const long long pf = 2LL * 2 * PG * kvd, loff = 2LL * PG * kvd;
+    std::vector<int32_t> ids(npages);
+    for (int i = 0; i < npages; i++) ids[i] = i;
+    for (int i = npages - 1; i > 0; i--) std::swap(ids[i], ids[t_rnd64() % (uint64_t)(i + 1)]);
+    std::vector<float> pool((size_t)npages * pf, NAN);
+    for (int j = 0; j < ctx; j++) {
+        const size_t base = (size_t)ids[j / PG] * pf + loff + (size_t)(j % PG) * kvd;
+        memcpy(&pool[base], &kc[(size_t)j * kvd], kvd * sizeof(float));
+        memcpy(&pool[base + (size_t)PG * kvd], &vc[(size_t)j * kvd], kvd * sizeof(float));
+    }
+    float *dpool = t_up(pool);
+    int32_t *dtab = t_up(ids);
+    gptoss_kv kv;
+    kv.pool = dpool; kv.table = dtab; kv.max_pages = npages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
+    TCK(gptoss_attention_tc(dq, kv, ds, T, pos0, nh, nkv, window, dout, 0));
     auto out = t_down(dout, (size_t)T * nh * D);
     std::vector<double> ref((size_t)T * nh * D);
     for (int t = 0; t < T; t++)
@@ -291,7 +309,7 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
     snprintf(what, sizeof what, "attention_tc T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f", T, pos0, nh, nkv, window,
              sink_scale);
     t_check_rel(what, out, ref, 2e-5);
-    cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(ds);
+    cudaFree(dq); cudaFree(dpool); cudaFree(dtab); cudaFree(dout); cudaFree(ds);
 }
 
 /* Runs every check above; adds to the caller's counters. */
