@@ -91,7 +91,7 @@ struct gptoss_model {
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
     /* prefill on tensor cores (tc.h): cuBLAS handle and scratch in the workspace; off when use_tc = 0 */
-    int use_tc;
+    int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
     gptoss_tc tc;
     void *cublas_ws;
     /* paged KV cache (kernels.h gptoss_kv): one pool for every session, sized at load */
@@ -260,9 +260,10 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
 
 /* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
  * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
- * LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step. */
+ * LLMR_GPTOSS_TC_ATTN=0 keeps only the attention on SIMT; LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per
+ * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step. */
 typedef struct prefill_settings {
-    int use_tc, splits, chunk;
+    int use_tc, tc_attn, splits, chunk;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -280,6 +281,7 @@ static int env_int(const char *name, int dflt, int lo, int hi) {
 static prefill_settings prefill_settings_get(void) {
     prefill_settings p;
     p.use_tc = env_int("LLMR_GPTOSS_TC", 1, 0, 1);
+    p.tc_attn = env_int("LLMR_GPTOSS_TC_ATTN", 1, 0, 1);
     p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
     p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, 16, 8192);
     return p;
@@ -667,6 +669,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     workspace_layout(&m->cfg, m, (char *)m->work, ps);
     m->chunk = ps.chunk;
     m->use_tc = ps.use_tc;
+    m->tc_attn = ps.use_tc && ps.tc_attn;
     if (m->use_tc) {
         char msg[256];
         if (gptoss_tc_init(&m->tc, m->stream, ps.splits, m->cublas_ws, msg, sizeof msg)) {
@@ -914,7 +917,7 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
-        CUDA_TRY((m->use_tc && T >= GPTOSS_TC_MIN_T ? gptoss_attention_tc : gptoss_attention)(
+        CUDA_TRY((m->tc_attn && T >= GPTOSS_TC_MIN_T ? gptoss_attention_tc : gptoss_attention)(
                      m->q, kv, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o, st),
                  what);
         FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
