@@ -5,8 +5,9 @@
  * First reads every *.safetensors file of DIR once (timed: the page-cache read rate of one thread), so
  * the loads measure the engine, not the disk. Then `reps` times: load (timed) -> stats -> unload; the
  * best and the median are printed with GB/s (checkpoint bytes / load time) and the VRAM the engine holds
- * after load (stats: weights + workspace). Last, the KV cache cost: sessions of `context` and
- * `context / 2` tokens are made and the difference of the VRAM they add is scaled to 1,000 tokens.
+ * after load (stats: weights + workspace + the KV page pool planned at load for one session of
+ * `context`). The KV cost per 1,000 tokens comes from the engine's estimate_vram at `context` and
+ * `context / 2` (the pool is sized at load, so sessions add no KV memory of their own).
  * Exits 0 with "SKIP" when no GPU is usable. */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -117,30 +118,18 @@ int main(int argc, char **argv) {
         if (st == LLMR_ENGINE_UNSUPPORTED) { printf("SKIP load: %s\n", err); return 0; }
         if (st != LLMR_ENGINE_OK) { fprintf(stderr, "load: %s: %s\n", llmr_engine_status_name(st), err); return 1; }
         vram = vram_of(api, m);
-        if (r + 1 < reps) api->unload(m);
-        else { /* the last load stays for the KV measurement */
-            const uint32_t c2 = (uint32_t)ctx, c1 = (uint32_t)ctx / 2;
-            llmr_session_params p1 = {sizeof p1, c1}, p2 = {sizeof p2, c2};
-            llmr_engine_session *s1 = NULL, *s2 = NULL;
-            const uint64_t v0 = vram_of(api, m);
-            if (api->session_create(m, &p1, &s1, err, sizeof err) != LLMR_ENGINE_OK) {
-                fprintf(stderr, "load: session of %u: %s\n", c1, err);
-                return 1;
-            }
-            const uint64_t v1 = vram_of(api, m);
-            if (api->session_create(m, &p2, &s2, err, sizeof err) != LLMR_ENGINE_OK) {
-                fprintf(stderr, "load: session of %u: %s\n", c2, err);
-                return 1;
-            }
-            const uint64_t v2 = vram_of(api, m);
-            const double per_tok = ((double)(v2 - v1) - (double)(v1 - v0)) / (double)(c2 - c1);
-            printf("KV cache: session of %u tokens %.3f GB, of %u tokens %.3f GB -> %.1f MB per 1k tokens\n", c1,
-                   (v1 - v0) / 1e9, c2, (v2 - v1) / 1e9, per_tok * 1000 / 1e6);
-            api->session_destroy(s1);
-            api->session_destroy(s2);
-            api->unload(m);
-        }
+        api->unload(m);
     }
+    uint64_t e2 = 0, e1 = 0;
+    llmr_load_params lh = lp;
+    lh.max_context = (uint32_t)(ctx / 2);
+    if (api->estimate_vram(&d, &lp, &e2, err, sizeof err) != LLMR_ENGINE_OK ||
+        api->estimate_vram(&d, &lh, &e1, err, sizeof err) != LLMR_ENGINE_OK) {
+        fprintf(stderr, "load: estimate_vram: %s\n", err);
+        return 1;
+    }
+    printf("KV cache (estimate_vram at context %d vs %d): %.1f MB per 1k tokens\n", ctx, ctx / 2,
+           ((double)e2 - (double)e1) / (double)(ctx - ctx / 2) * 1000.0 / 1e6);
     double sorted[50];
     memcpy(sorted, t, sizeof(double) * (size_t)reps);
     qsort(sorted, (size_t)reps, sizeof(double), cmp_d);

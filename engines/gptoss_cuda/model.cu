@@ -94,6 +94,7 @@ struct gptoss_model {
     int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
     gptoss_tc tc;
     void *cublas_ws;
+    cudaEvent_t *pf_ev; /* LLMR_GPTOSS_PREFILL_PROFILE=1: 6 per layer + 1, timing each T > 1 forward */
     /* paged KV cache (kernels.h gptoss_kv): one pool for every session, sized at load */
     float *kv_pool;
     uint64_t kv_pool_bytes, page_floats; /* page_floats: floats per page (all layers, K and V) */
@@ -320,12 +321,12 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     if (ps.use_tc) {
         CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I));
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
-        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I));
+        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, (int)E));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
         if (m) {
             m->tc.xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I);
             m->tc.ys_elems = gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E);
-            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I);
+            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, (int)E);
         }
     }
 #undef CARVE
@@ -581,6 +582,27 @@ static void prof_report(const step_prof *p) {
 
 /* ---------------------------------------------------------------- load / free */
 
+/* The events of LLMR_GPTOSS_PREFILL_PROFILE=1 (see prefill_profile_report). */
+static void prefill_profile_free(gptoss_model *m) {
+    for (int i = 0; m->pf_ev && i < 6 * m->cfg.num_layers + 1; i++)
+        if (m->pf_ev[i]) cudaEventDestroy(m->pf_ev[i]);
+    free(m->pf_ev);
+    m->pf_ev = NULL;
+}
+
+static void prefill_profile_create(gptoss_model *m) {
+    const char *v = getenv("LLMR_GPTOSS_PREFILL_PROFILE");
+    if (!v || strcmp(v, "1") != 0) return;
+    const int n = 6 * m->cfg.num_layers + 1;
+    m->pf_ev = (cudaEvent_t *)calloc((size_t)n, sizeof *m->pf_ev);
+    for (int i = 0; m->pf_ev && i < n; i++)
+        if (cudaEventCreate(&m->pf_ev[i]) != cudaSuccess) {
+            fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_PREFILL_PROFILE=1 ignored: cannot create %d CUDA events\n", n);
+            prefill_profile_free(m);
+            return;
+        }
+}
+
 void gptoss_model_free(gptoss_model *m) {
     if (!m) return;
     if (m->device >= 0) cudaSetDevice(m->device);
@@ -590,6 +612,7 @@ void gptoss_model_free(gptoss_model *m) {
     prof_free(m->prof);
     cudaFreeHost(m->tok_host);
     gptoss_tc_destroy(&m->tc);
+    prefill_profile_free(m);
     cudaFree(m->arena);
     cudaFree(m->work);
     cudaFree(m->kv_pool);
@@ -683,6 +706,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
+        prefill_profile_create(m);
     }
     {
         float inv[GPTOSS_HEAD_DIM / 2];
@@ -845,6 +869,27 @@ static llmr_engine_status copy_rows(float *dst_host, const float *src_dev, size_
     return LLMR_ENGINE_OK;
 }
 
+/* LLMR_GPTOSS_PREFILL_PROFILE=1: where a T > 1 forward's time goes, per part summed over the layers,
+ * one line on stderr per chunk (events between the parts; the experts include the host wait for the
+ * expert counts). For performance work only: off by default. */
+static const char *const pf_names[6] = {"norm+qkv+rope+store", "attention", "o_proj", "norm+router+route",
+                                        "experts", "combine"};
+
+static void prefill_profile_report(gptoss_model *m, int T, int pos0) {
+    double ms[6] = {0, 0, 0, 0, 0, 0}, total = 0;
+    for (int l = 0; l < m->cfg.num_layers; l++)
+        for (int k = 0; k < 6; k++) {
+            float x = 0;
+            if (cudaEventElapsedTime(&x, m->pf_ev[6 * l + k], m->pf_ev[6 * l + k + 1]) == cudaSuccess) {
+                ms[k] += x;
+                total += x;
+            }
+        }
+    fprintf(stderr, "gptoss_cuda prefill profile T=%d pos0=%d:", T, pos0);
+    for (int k = 0; k < 6; k++) fprintf(stderr, " %s %.2f ms;", pf_names[k], ms[k]);
+    fprintf(stderr, " layers %.2f ms\n", total);
+}
+
 /* A failed launch of the forward pass, naming the step and (for cuBLAS) its status. */
 #define FWD_TRY(call, what)                                                                                      \
     do {                                                                                                         \
@@ -906,6 +951,12 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         llmr_engine_status r = copy_rows(dbg->hidden + dbg->row0 * H, m->x, (size_t)T * H * sizeof(float), st, err, es);
         if (r != LLMR_ENGINE_OK) return r;
     }
+#define PF_MARK(i)                                                                          \
+    do {                                                                                    \
+        if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
+    } while (0)
+    const int pf = m->pf_ev != NULL && T > 1;
+    PF_MARK(0);
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = layer_kv(s, l);
@@ -917,10 +968,13 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
+        PF_MARK(6 * l + 1);
         CUDA_TRY((m->tc_attn && T >= GPTOSS_TC_MIN_T ? gptoss_attention_tc : gptoss_attention)(
                      m->q, kv, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o, st),
                  what);
+        PF_MARK(6 * l + 2);
         FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
+        PF_MARK(6 * l + 3);
 
         snprintf(what, sizeof what, "layer %d experts", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->mlp_norm, T, H, c->rms_norm_eps, m->h, st), what);
@@ -933,8 +987,11 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
             CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
         }
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
+        PF_MARK(6 * l + 4);
         FWD_TRY(fwd_experts(m, w, T), what);
+        PF_MARK(6 * l + 5);
         CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
+        PF_MARK(6 * l + 6);
         if (dbg && dbg->router) {
             llmr_engine_status r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0) * E, m->rl,
                                              (size_t)T * E * sizeof(float), st, err, es);
@@ -960,6 +1017,8 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st), "lm_head");
     }
     CUDA_TRY(cudaStreamSynchronize(st), "forward pass");
+#undef PF_MARK
+    if (pf) prefill_profile_report(m, T, pos0);
     s->n_ctx += (uint32_t)T;
     s->have_logits = 1;
     return LLMR_ENGINE_OK;

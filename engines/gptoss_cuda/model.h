@@ -36,7 +36,7 @@ extern "C" { /* the common library is C */
 }
 #endif
 
-#define GPTOSS_CHUNK 1024           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
+#define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
 
 typedef struct gptoss_model gptoss_model;

@@ -10,7 +10,8 @@
 
 size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I) {
     const size_t P = (size_t)chunk * GPTOSS_TOPK, kmax = (size_t)(H > I ? H : I);
-    const size_t dense = (size_t)chunk * (size_t)(H > QD ? H : QD), grouped = P * kmax;
+    /* grouped: room for the batched layout padded up to 2x the pairs (gptoss_tc_experts) */
+    const size_t dense = (size_t)chunk * (size_t)(H > QD ? H : QD), grouped = 2 * P * kmax;
     return (size_t)splits * (dense > grouped ? dense : grouped);
 }
 
@@ -22,14 +23,17 @@ size_t gptoss_tc_ys_elems(int chunk, int splits, int H, int QD, int I, int E) {
     return (size_t)splits * (dense > grouped ? dense : grouped);
 }
 
-size_t gptoss_tc_wbf_elems(int H, int I) { return (size_t)2 * I * H; /* gate_up [2I, H] >= down [H, I] */ }
+size_t gptoss_tc_wbf_elems(int H, int I, int E) {
+    return (size_t)E * 2 * I * H; /* every expert's gate_up [2I, H] (>= down [H, I]) */
+}
 
 /* ---------------------------------------------------------------- kernels */
 
 /* Row of part s of logical row p: dense rows are stacked part by part; grouped rows part by part
- * inside each expert's block (the expert is found by binary search over the offsets). */
+ * inside each expert's block (the expert is found by binary search over the offsets), or with pad > 0
+ * the batched layout [part][expert][pad] (row p - off_e of its expert). */
 static __device__ __forceinline__ long part_row(int p, int s, int rows, int splits, const int32_t *offsets,
-                                                const int32_t *counts, int E, int *e_out) {
+                                                const int32_t *counts, int E, int pad, int *e_out) {
     if (!offsets) { *e_out = 0; return (long)s * rows + p; }
     int lo = 0, hi = E; /* first expert with offsets[e] > p, minus one */
     while (lo < hi) {
@@ -39,6 +43,7 @@ static __device__ __forceinline__ long part_row(int p, int s, int rows, int spli
     const int e = lo - 1;
     *e_out = e;
     const long off = offsets[e], cnt = counts[e];
+    if (pad > 0) return ((long)s * E + e) * pad + (p - off);
     return (long)splits * off + (long)s * cnt + (p - off);
 }
 
@@ -47,11 +52,11 @@ static __device__ __forceinline__ uint16_t bf16_bits(float v) {
 }
 
 __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
-                                const int32_t *counts, int E, int rows, int K, int splits, uint16_t *xs) {
+                                const int32_t *counts, int E, int pad, int rows, int K, int splits, uint16_t *xs) {
     const int p = blockIdx.x;
     int e;
     long r[3];
-    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, &e);
+    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, pad, &e);
     const long src = gather ? gather[p] : p;
     const float *xr = x + src * ldx;
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
@@ -64,12 +69,14 @@ __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, 
     }
 }
 
-__global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
-                                 int N, int splits, const uint16_t *b, float *y, int ldy, int accumulate) {
+/* pad > 0: the parts were already summed by the GEMMs (beta = 1) into one row per pair. */
+__global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int pad,
+                                 int rows, int N, int splits, const uint16_t *b, float *y, int ldy, int accumulate) {
     const int p = blockIdx.x;
     int e = 0;
     long r[3];
-    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, &e);
+    if (pad > 0) splits = 1;
+    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, pad, &e);
     const uint16_t *bb = b ? b + (size_t)e * N : NULL;
     float *yr = y + (size_t)p * ldy;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
@@ -85,9 +92,14 @@ __constant__ float c_tc_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0
 
 /* One thread per packed byte i of the expert: its two values are elements 2i and 2i+1 of W_e [N, K]
  * (byte j of block (n, kb) holds k = kb*32 + 2j in the low nibble), scale index i / 16. */
-__global__ void mxfp4_dequant_kernel(const uint8_t *blocks, const uint8_t *scales, long nbytes, uint32_t *w) {
+__global__ void mxfp4_dequant_kernel(const uint8_t *blocks, const uint8_t *scales, long nbytes, uint32_t *w,
+                                     const int32_t *counts) {
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= nbytes) return;
+    if (counts && counts[blockIdx.y] == 0) return; /* an expert no token uses: left as it was */
+    blocks += (size_t)blockIdx.y * nbytes;
+    scales += (size_t)blockIdx.y * (nbytes / 16);
+    w += (size_t)blockIdx.y * nbytes;
     const uint8_t byte = blocks[i];
     const int ex = (int)scales[i >> 4] - 127;
     const uint32_t lo = __float_as_uint(ldexpf(c_tc_fp4[byte & 15], ex)) >> 16;
@@ -101,7 +113,7 @@ cudaError_t gptoss_tc_split(const float *x, int ldx, const int32_t *gather, cons
                             const int32_t *counts, int E, int rows, int K, int splits, uint16_t *xs, cudaStream_t st) {
     if (rows <= 0) return cudaSuccess;
     if (splits < 2 || splits > 3 || K <= 0 || (offsets && (!counts || E <= 0))) return cudaErrorInvalidValue;
-    tc_split_kernel<<<(unsigned)rows, 256, 0, st>>>(x, ldx, gather, offsets, counts, E, rows, K, splits, xs);
+    tc_split_kernel<<<(unsigned)rows, 256, 0, st>>>(x, ldx, gather, offsets, counts, E, 0, rows, K, splits, xs);
     return cudaGetLastError();
 }
 
@@ -109,7 +121,7 @@ cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int3
                              int splits, const uint16_t *b, float *y, int ldy, int accumulate, cudaStream_t st) {
     if (rows <= 0) return cudaSuccess;
     if (splits < 2 || splits > 3 || N <= 0 || (offsets && (!counts || E <= 0))) return cudaErrorInvalidValue;
-    tc_reduce_kernel<<<(unsigned)rows, 256, 0, st>>>(ys, offsets, counts, E, rows, N, splits, b, y, ldy, accumulate);
+    tc_reduce_kernel<<<(unsigned)rows, 256, 0, st>>>(ys, offsets, counts, E, 0, rows, N, splits, b, y, ldy, accumulate);
     return cudaGetLastError();
 }
 
@@ -118,7 +130,16 @@ cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, i
     if (N <= 0 || K <= 0 || K % 32) return cudaErrorInvalidValue;
     const long nbytes = (long)N * (K / 2);
     mxfp4_dequant_kernel<<<(unsigned)((nbytes + 255) / 256), 256, 0, st>>>(
-        blocks + (size_t)e * nbytes, scales + (size_t)e * N * (K / 32), nbytes, (uint32_t *)w);
+        blocks + (size_t)e * nbytes, scales + (size_t)e * N * (K / 32), nbytes, (uint32_t *)w, NULL);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
+                                     int K, uint16_t *w, cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32 || E <= 0 || E > 65535) return cudaErrorInvalidValue;
+    const long nbytes = (long)N * (K / 2);
+    const dim3 grid((unsigned)((nbytes + 255) / 256), (unsigned)E);
+    mxfp4_dequant_kernel<<<grid, 256, 0, st>>>(blocks, scales, nbytes, (uint32_t *)w, counts);
     return cudaGetLastError();
 }
 
@@ -193,6 +214,30 @@ cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int
     return e == cudaSuccess ? cudaStreamSynchronize(tc->stream) : e;
 }
 
+static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
+                                   const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
+                                   const int32_t *offsets_dev, int E, int P, int K, int N, int pad, float *y) {
+    const int S = tc->splits;
+    tc_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(x, ldx, gather, offsets_dev, counts_dev, E, pad, P, K, S,
+                                                         tc->xs);
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess) r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->stream);
+    const float one = 1.0f, zero = 0.0f;
+    for (int s = 0; s < S && r == cudaSuccess; s++) {
+        cublasStatus_t bs = cublasGemmStridedBatchedEx(
+            tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, pad, K, &one, tc->wbf, CUDA_R_16BF, K, (long long)N * K,
+            tc->xs + (size_t)s * E * pad * K, CUDA_R_16BF, K, (long long)pad * K, s ? &one : &zero, tc->ys, CUDA_R_32F,
+            N, (long long)pad * N, E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (bs != CUBLAS_STATUS_SUCCESS) r = blas_fail(tc, "GemmStridedBatchedEx", bs);
+    }
+    if (r == cudaSuccess) {
+        tc_reduce_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, pad, P, N, S, b, y, N,
+                                                              0);
+        r = cudaGetLastError();
+    }
+    return r;
+}
+
 cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
                               const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
                               const int32_t *offsets_dev, int E, int P, int K, int N, float *y) {
@@ -202,8 +247,18 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
         (size_t)N * K > tc->wbf_elems || E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
     long total = 0;
-    for (int e = 0; e < E; e++) total += tc->counts_host[e];
+    int most = 0;
+    for (int e = 0; e < E; e++) {
+        total += tc->counts_host[e];
+        if (tc->counts_host[e] > most) most = tc->counts_host[e];
+    }
     if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
+    /* Batched: every expert padded to the busiest one's rows, S strided-batched GEMMs (one per part,
+     * beta = 1 from the second on); used when the padding fits the scratch (at most ~2x the pairs). */
+    const long pad = (most + 15) & ~15L;
+    if (!tc->no_batched && (size_t)S * E * pad * K <= tc->xs_elems && (size_t)E * pad * N <= tc->ys_elems &&
+        (size_t)E * N * K <= tc->wbf_elems)
+        return experts_batched(tc, x, ldx, gather, blocks, scales, b, counts_dev, offsets_dev, E, P, K, N, (int)pad, y);
     cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, S, tc->xs, tc->stream);
     long off = 0;
     for (int e = 0; e < E && r == cudaSuccess; e++) {

@@ -10,11 +10,16 @@
  * S = 2 leaves ~2^-17 of x unrepresented (~1e-5 relative per product, the issue's target);
  * S = 3 reaches fp32's 2^-24 at 1.5x the tensor work (LLMR_GPTOSS_TC_SPLIT=3).
  *
- * MXFP4 experts (grouped): pairs are grouped by expert (gptoss_moe_route); the split parts of expert
- * e's rows are contiguous: part s of grouped pair p sits at row S*off_e + s*cnt_e + (p - off_e), so
- * each expert is one GEMM of S*cnt_e rows against its weight, dequantized exactly to a bf16 scratch
- * just before (one expert at a time: scratch 2I*H bf16). The expert counts come to the host (one
- * small copy and a stream sync per MoE layer) to size the per-expert GEMMs.
+ * MXFP4 experts (grouped): pairs are grouped by expert (gptoss_moe_route) and the expert counts come
+ * to the host (one small copy and a stream sync per MoE layer). Batched (the usual case): one kernel
+ * dequantizes every used expert of the layer exactly to bf16 (fp4 x 2^k is a bf16), each expert's rows
+ * are padded to the busiest expert's count (rounded to 16), part s of pair p at row
+ * (s*E + e)*pad + (p - off_e), and S strided-batched GEMMs over the E experts (beta = 1 from the
+ * second part on, so the parts are summed by the GEMMs) write one fp32 row per pair; an epilogue adds
+ * the bias and compacts. Why: one cuBLAS call per expert (64 per layer, each with its own M) cost
+ * ~4 ms of host overhead per layer, which the GPU waited for. When the padding would exceed the scratch
+ * (very skewed routing: more than ~2x the pairs), one GEMM per expert instead: part s of pair p at row
+ * S*off_e + s*cnt_e + (p - off_e), the expert dequantized just before its GEMM.
  *
  * All work goes on the stream the handle is bound to; nothing else synchronizes except the count
  * copy in gptoss_tc_experts. Errors: CUDA launches return their cudaError_t; a cuBLAS failure returns
@@ -40,8 +45,9 @@ typedef struct gptoss_tc {
     size_t xs_elems;
     float *ys;              /* partial products, fp32, ys_elems */
     size_t ys_elems;
-    uint16_t *wbf;          /* one expert's dequantized weight, bf16, wbf_elems */
+    uint16_t *wbf;          /* dequantized expert weights, bf16, wbf_elems (all E experts of a layer) */
     size_t wbf_elems;
+    int no_batched;         /* 1: always one GEMM per expert (tests; the fallback when padding is too big) */
     int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
     char why[160];          /* the last cuBLAS failure, for the caller's message */
 } gptoss_tc;
@@ -51,7 +57,7 @@ typedef struct gptoss_tc {
  * the VRAM estimate counts them. */
 size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I);
 size_t gptoss_tc_ys_elems(int chunk, int splits, int H, int QD, int I, int E);
-size_t gptoss_tc_wbf_elems(int H, int I);
+size_t gptoss_tc_wbf_elems(int H, int I, int E);
 
 /* Creates the cuBLAS handle bound to `stream` with `cublas_ws` (GPTOSS_TC_CUBLAS_WS bytes, device)
  * as its workspace, and pins the count buffer. Scratch pointers are set by the caller afterwards.
@@ -96,5 +102,10 @@ cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int3
 /* w[n, k] = bf16 of expert e's MXFP4 weight (exact), blocks [E, N, K/32, 16], scales [E, N, K/32]. */
 cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
                                  cudaStream_t stream);
+
+/* The same for all E experts into w [E, N, K]; experts with counts[e] == 0 (device) are skipped and
+ * their slice left as it was (counts may be NULL: all). */
+cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
+                                     int K, uint16_t *w, cudaStream_t stream);
 
 #endif

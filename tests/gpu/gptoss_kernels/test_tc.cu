@@ -106,7 +106,7 @@ static void *tc_make(gptoss_tc *tc, int chunk, int S, int H, int QD, int I, int 
     }
     tc->xs_elems = gptoss_tc_xs_elems(chunk, S, H, QD, I);
     tc->ys_elems = gptoss_tc_ys_elems(chunk, S, H, QD, I, E);
-    tc->wbf_elems = gptoss_tc_wbf_elems(H, I);
+    tc->wbf_elems = gptoss_tc_wbf_elems(H, I, E);
     TCK(cudaMalloc((void **)&tc->xs, tc->xs_elems * 2));
     TCK(cudaMalloc((void **)&tc->ys, tc->ys_elems * 4));
     TCK(cudaMalloc((void **)&tc->wbf, tc->wbf_elems * 2));
@@ -181,12 +181,31 @@ static void test_dequant(int E, int N, int K) {
     char what[128];
     snprintf(what, sizeof what, "mxfp4_dequant exact, E=%d N=%d K=%d (%d mismatches)", E, N, K, bad);
     t_check_true(what, bad == 0);
+    /* all experts at once; expert 1 has no tokens and must be left untouched (0xffff stays) */
+    std::vector<int32_t> cnt(E, 3);
+    if (E > 1) cnt[1] = 0;
+    int32_t *dc = t_up(cnt);
+    uint16_t *dall = NULL;
+    TCK(cudaMalloc((void **)&dall, (size_t)E * N * K * 2));
+    TCK(cudaMemset(dall, 0xff, (size_t)E * N * K * 2));
+    TCK(gptoss_mxfp4_dequant_all(db, ds, dc, E, N, K, dall, 0));
+    auto wa = t_down(dall, (size_t)E * N * K);
+    bad = 0;
+    for (int e = 0; e < E; e++)
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) {
+                const uint16_t v = wa[((size_t)e * N + n) * K + k];
+                if (cnt[e] == 0 ? v != 0xffff : (double)t_bf2f(v) != t_mx_w(blk, sc, N, K, e, n, k)) bad++;
+            }
+    snprintf(what, sizeof what, "mxfp4_dequant_all exact, unused expert untouched, E=%d (%d mismatches)", E, bad);
+    t_check_true(what, bad == 0);
+    cudaFree(dc); cudaFree(dall);
     cudaFree(db); cudaFree(ds); cudaFree(dw);
 }
 
 /* The whole MoE block through the tensor-core path: route, counts to the host, gate_up, SwiGLU, down,
  * weighted gather into a residual. */
-static void test_tc_moe(int T, int H, int I, int E, int S) {
+static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched) {
     const float alpha = 1.702f, limit = 7.0f;
     auto x = t_randv((size_t)T * H, 1.0f);
     auto rl = t_randv((size_t)T * E, 1.0f);
@@ -199,7 +218,10 @@ static void test_tc_moe(int T, int H, int I, int E, int S) {
     auto gbias = t_randbf((size_t)E * 2 * I, 0.5f), dbias = t_randbf((size_t)E * H, 0.5f);
     auto x0 = t_randv((size_t)T * H, 1.0f);
     gptoss_tc tc;
-    void *ws = tc_make(&tc, T, S, H, H, I, E);
+    /* mode (no_batched): 0 batched, scratch as for a larger chunk so the padded layout fits even at
+     * small T; 1 per-expert GEMMs forced; 2 scratch for exactly T (the padding may not fit: fallback) */
+    void *ws = tc_make(&tc, no_batched ? T : 4 * T + 64, S, H, H, I, E);
+    tc.no_batched = no_batched == 1;
     float *dx = t_up(x), *drl = t_up(rl), *dres = t_up(x0);
     uint8_t *dgub = t_up(gub), *dgus = t_up(gus), *ddnb = t_up(dnb), *ddns = t_up(dns);
     uint16_t *dgb = t_up(gbias), *ddb = t_up(dbias);
@@ -249,7 +271,8 @@ static void test_tc_moe(int T, int H, int I, int E, int S) {
         }
     }
     char what[128];
-    snprintf(what, sizeof what, "tc MoE (MXFP4 dequant + cuBLAS) S=%d T=%d H=%d I=%d E=%d", S, T, H, I, E);
+    snprintf(what, sizeof what, "tc MoE (%s) S=%d T=%d H=%d I=%d E=%d", no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs",
+             S, T, H, I, E);
     t_check_rel(what, out, ref, S == 2 ? 1e-5 : 2e-6);
     cudaFree(dx); cudaFree(drl); cudaFree(dres); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
     cudaFree(dgb); cudaFree(ddb); cudaFree(dw); cudaFree(dgu); cudaFree(dact); cudaFree(ddn);
@@ -320,10 +343,15 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_linear(64, 4096, 2880, 1, 1, 2, 0);  /* o_proj into the residual */
     test_tc_linear(300, 2880, 32, 1, 0, 2, 0);   /* router */
     test_tc_linear(77, 256, 200, 0, 1, 3, 0);
-    test_tc_moe(40, 64, 96, 8, 2);
-    test_tc_moe(70, 256, 256, 16, 2);
-    test_tc_moe(70, 256, 256, 16, 3);
-    test_tc_moe(32, 2880, 256, 32, 2); /* the 20b hidden size as K of gate_up */
+    test_tc_moe(40, 64, 96, 8, 2, 0);
+    test_tc_moe(40, 64, 96, 8, 2, 1);
+    test_tc_moe(70, 256, 256, 16, 2, 0);
+    test_tc_moe(70, 256, 256, 16, 2, 1);
+    test_tc_moe(70, 256, 256, 16, 3, 0);
+    test_tc_moe(70, 256, 256, 16, 3, 1);
+    test_tc_moe(32, 2880, 256, 32, 2, 0); /* the 20b hidden size as K of gate_up */
+    test_tc_moe(3, 64, 96, 32, 2, 2);     /* padding does not fit the scratch: falls back to per-expert GEMMs */
+    test_tc_moe(9, 64, 96, 32, 2, 0);     /* batched with idle experts (skipped by the dequantization) */
     test_attention_tc(64, 0, 8, 2, 0, 1.0f);      /* one block of queries, from position 0 */
     test_attention_tc(70, 1000, 16, 2, 0, 1.0f);  /* a later chunk over a long cache, ragged T */
     test_attention_tc(200, 0, 64, 8, 128, 2.0f);  /* the 20b heads, sliding window */
