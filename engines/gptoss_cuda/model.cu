@@ -262,7 +262,8 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
 /* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
  * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
  * LLMR_GPTOSS_TC_ATTN=0 keeps only the attention on SIMT; LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per
- * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step. */
+ * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_BATCHED=0 (read at load) runs
+ * one GEMM per expert instead of the padded strided-batched GEMMs (tc.h). */
 typedef struct prefill_settings {
     int use_tc, tc_attn, splits, chunk;
 } prefill_settings;
@@ -699,6 +700,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
             goto fail;
         }
+        m->tc.no_batched = !env_int("LLMR_GPTOSS_TC_BATCHED", 1, 0, 1); /* 0: one GEMM per expert */
     }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
