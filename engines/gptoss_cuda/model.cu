@@ -262,10 +262,11 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
 /* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
  * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
  * LLMR_GPTOSS_TC_ATTN=0 keeps only the attention on SIMT; LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per
- * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_BATCHED=0 (read at load) runs
- * one GEMM per expert instead of the padded strided-batched GEMMs (tc.h). */
+ * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_BATCHED=1 runs the padded
+ * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
+ * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk;
+    int use_tc, tc_attn, splits, chunk, batched;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -286,6 +287,7 @@ static prefill_settings prefill_settings_get(void) {
     p.tc_attn = env_int("LLMR_GPTOSS_TC_ATTN", 1, 0, 1);
     p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
     p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, 16, 8192);
+    p.batched = env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
     return p;
 }
 
@@ -320,14 +322,14 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(vn, float, C * c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
     if (ps.use_tc) {
-        CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I));
+        CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched));
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
-        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, (int)E));
+        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
         if (m) {
-            m->tc.xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I);
+            m->tc.xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
             m->tc.ys_elems = gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E);
-            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, (int)E);
+            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1);
         }
     }
 #undef CARVE
@@ -700,7 +702,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
             goto fail;
         }
-        m->tc.no_batched = !env_int("LLMR_GPTOSS_TC_BATCHED", 1, 0, 1); /* 0: one GEMM per expert */
+        m->tc.no_batched = !ps.batched;
     }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");

@@ -8,10 +8,10 @@
 
 /* ---------------------------------------------------------------- sizes */
 
-size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I) {
+size_t gptoss_tc_xs_elems(int chunk, int splits, int H, int QD, int I, int batched) {
     const size_t P = (size_t)chunk * GPTOSS_TOPK, kmax = (size_t)(H > I ? H : I);
-    /* grouped: room for the batched layout padded up to 2x the pairs (gptoss_tc_experts) */
-    const size_t dense = (size_t)chunk * (size_t)(H > QD ? H : QD), grouped = 2 * P * kmax;
+    /* grouped: with batched, room for the layout padded up to 2x the pairs (gptoss_tc_experts) */
+    const size_t dense = (size_t)chunk * (size_t)(H > QD ? H : QD), grouped = (batched ? 2 : 1) * P * kmax;
     return (size_t)splits * (dense > grouped ? dense : grouped);
 }
 

@@ -104,7 +104,7 @@ static void *tc_make(gptoss_tc *tc, int chunk, int S, int H, int QD, int I, int 
         fprintf(stderr, "gptoss_tc_init: %s\n", err);
         exit(1);
     }
-    tc->xs_elems = gptoss_tc_xs_elems(chunk, S, H, QD, I);
+    tc->xs_elems = gptoss_tc_xs_elems(chunk, S, H, QD, I, 1);
     tc->ys_elems = gptoss_tc_ys_elems(chunk, S, H, QD, I, E);
     tc->wbf_elems = gptoss_tc_wbf_elems(H, I, E);
     TCK(cudaMalloc((void **)&tc->xs, tc->xs_elems * 2));
