@@ -262,7 +262,8 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
 /* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
  * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
  * LLMR_GPTOSS_TC_ATTN=0 keeps only the attention on SIMT; LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per
- * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_BATCHED=1 runs the padded
+ * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_FASTDQ=1 selects the block-per-thread
+ * MXFP4 dequantization (tc.h); LLMR_GPTOSS_TC_BATCHED=1 runs the padded
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
@@ -703,6 +704,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
         m->tc.no_batched = !ps.batched;
+        m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 0, 0, 1); /* off until timed on a GPU */
     }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");

@@ -107,6 +107,44 @@ __global__ void mxfp4_dequant_kernel(const uint8_t *blocks, const uint8_t *scale
     w[i] = lo | (hi << 16);
 }
 
+/* The same result, one thread per MXFP4 block (16 bytes in, 32 bf16 = 64 bytes out, 128-bit loads and
+ * stores). Why: the kernel above indexes a __constant__ table with a per-lane nibble, which serializes
+ * on up to 16 addresses per warp, and calls ldexpf twice per byte; on the H200 it ran at ~0.4 TB/s,
+ * ~4 ms per layer, most of a short prompt's prefill. Here the table is in shared memory (distinct
+ * banks), the scale 2^(s-127) is built from its bits (s = 0: 2^-127, a subnormal), the product fp4 x
+ * scale is exact (at most 3 significant bits, subnormals kept: no fast-math), and the bf16 is its upper
+ * half. s = 255 (NaN in E8M0, never in a checkpoint) takes the ldexpf path, as above. */
+__global__ void mxfp4_dequant_fast_kernel(const uint4 *blocks, const uint8_t *scales, long nblocks, uint4 *w,
+                                          const int32_t *counts) {
+    __shared__ float tbl[16];
+    if (threadIdx.x < 16) tbl[threadIdx.x] = c_tc_fp4[threadIdx.x];
+    __syncthreads();
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nblocks || (counts && counts[blockIdx.y] == 0)) return;
+    blocks += (size_t)blockIdx.y * nblocks;
+    scales += (size_t)blockIdx.y * nblocks;
+    w += (size_t)blockIdx.y * nblocks * 4;
+    const uint4 b = blocks[i];
+    const uint32_t s = scales[i], word[4] = {b.x, b.y, b.z, b.w};
+    const float sc = __uint_as_float(s ? s << 23 : 0x00400000u);
+    uint32_t out[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const uint32_t byte = (word[j >> 2] >> (8 * (j & 3))) & 0xffu;
+        float lo = tbl[byte & 15] * sc, hi = tbl[byte >> 4] * sc;
+        if (s == 255) {
+            lo = ldexpf(tbl[byte & 15], 128);
+            hi = ldexpf(tbl[byte >> 4], 128);
+        }
+        out[j] = (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+    }
+    uint4 *o = w + 4 * i;
+    o[0] = make_uint4(out[0], out[1], out[2], out[3]);
+    o[1] = make_uint4(out[4], out[5], out[6], out[7]);
+    o[2] = make_uint4(out[8], out[9], out[10], out[11]);
+    o[3] = make_uint4(out[12], out[13], out[14], out[15]);
+}
+
 /* ---------------------------------------------------------------- launchers */
 
 cudaError_t gptoss_tc_split(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
@@ -125,22 +163,32 @@ cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int3
     return cudaGetLastError();
 }
 
-cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
-                                 cudaStream_t st) {
-    if (N <= 0 || K <= 0 || K % 32) return cudaErrorInvalidValue;
+/* E experts from `blocks`/`scales` (already offset to the first) into w [E, N, K]. */
+static cudaError_t dequant_launch(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
+                                  int K, uint16_t *w, int fast, cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32 || E <= 0 || E > 65535) return cudaErrorInvalidValue;
     const long nbytes = (long)N * (K / 2);
-    mxfp4_dequant_kernel<<<(unsigned)((nbytes + 255) / 256), 256, 0, st>>>(
-        blocks + (size_t)e * nbytes, scales + (size_t)e * N * (K / 32), nbytes, (uint32_t *)w, NULL);
+    if (fast) {
+        const long nblocks = nbytes / 16;
+        const dim3 grid((unsigned)((nblocks + 127) / 128), (unsigned)E);
+        mxfp4_dequant_fast_kernel<<<grid, 128, 0, st>>>((const uint4 *)blocks, scales, nblocks, (uint4 *)w, counts);
+    } else {
+        const dim3 grid((unsigned)((nbytes + 255) / 256), (unsigned)E);
+        mxfp4_dequant_kernel<<<grid, 256, 0, st>>>(blocks, scales, nbytes, (uint32_t *)w, counts);
+    }
     return cudaGetLastError();
 }
 
+cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
+                                 int fast, cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32) return cudaErrorInvalidValue;
+    return dequant_launch(blocks + (size_t)e * N * (K / 2), scales + (size_t)e * N * (K / 32), NULL, 1, N, K, w, fast,
+                          st);
+}
+
 cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
-                                     int K, uint16_t *w, cudaStream_t st) {
-    if (N <= 0 || K <= 0 || K % 32 || E <= 0 || E > 65535) return cudaErrorInvalidValue;
-    const long nbytes = (long)N * (K / 2);
-    const dim3 grid((unsigned)((nbytes + 255) / 256), (unsigned)E);
-    mxfp4_dequant_kernel<<<grid, 256, 0, st>>>(blocks, scales, nbytes, (uint32_t *)w, counts);
-    return cudaGetLastError();
+                                     int K, uint16_t *w, int fast, cudaStream_t st) {
+    return dequant_launch(blocks, scales, counts, E, N, K, w, fast, st);
 }
 
 /* ---------------------------------------------------------------- cuBLAS */
@@ -221,7 +269,8 @@ static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const
     tc_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(x, ldx, gather, offsets_dev, counts_dev, E, pad, P, K, S,
                                                          tc->xs);
     cudaError_t r = cudaGetLastError();
-    if (r == cudaSuccess) r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->stream);
+    if (r == cudaSuccess)
+        r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
     const float one = 1.0f, zero = 0.0f;
     for (int s = 0; s < S && r == cudaSuccess; s++) {
         cublasStatus_t bs = cublasGemmStridedBatchedEx(
@@ -264,7 +313,7 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
     for (int e = 0; e < E && r == cudaSuccess; e++) {
         const int cnt = tc->counts_host[e];
         if (cnt == 0) continue;
-        r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->stream);
+        r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
         if (r == cudaSuccess)
             r = gemm_rows(tc, tc->wbf, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
         off += cnt;

@@ -49,6 +49,7 @@ typedef struct gptoss_tc {
     uint16_t *wbf;          /* dequantized expert weights, bf16, wbf_elems (all E experts of a layer) */
     size_t wbf_elems;
     int no_batched;         /* 1: always one GEMM per expert (tests; the fallback when padding is too big) */
+    int fast_dequant;       /* 1: the block-per-thread dequantization kernel (LLMR_GPTOSS_TC_FASTDQ=1) */
     int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
     char why[160];          /* the last cuBLAS failure, for the caller's message */
 } gptoss_tc;
@@ -100,13 +101,15 @@ cudaError_t gptoss_tc_split(const float *x, int ldx, const int32_t *gather, cons
 cudaError_t gptoss_tc_reduce(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows, int N,
                              int splits, const uint16_t *b, float *y, int ldy, int accumulate, cudaStream_t stream);
 
-/* w[n, k] = bf16 of expert e's MXFP4 weight (exact), blocks [E, N, K/32, 16], scales [E, N, K/32]. */
+/* w[n, k] = bf16 of expert e's MXFP4 weight (exact), blocks [E, N, K/32, 16], scales [E, N, K/32].
+ * fast = 0: a thread per byte (measured on the H200); fast = 1: a thread per 16-byte block, 128-bit
+ * loads and stores, no constant-memory table (same bits; checked by the kernel tests, not yet timed). */
 cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, int e, int N, int K, uint16_t *w,
-                                 cudaStream_t stream);
+                                 int fast, cudaStream_t stream);
 
 /* The same for all E experts into w [E, N, K]; experts with counts[e] == 0 (device) are skipped and
  * their slice left as it was (counts may be NULL: all). */
 cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
-                                     int K, uint16_t *w, cudaStream_t stream);
+                                     int K, uint16_t *w, int fast, cudaStream_t stream);
 
 #endif

@@ -162,24 +162,36 @@ static double t_mx_w(const std::vector<uint8_t> &blk, const std::vector<uint8_t>
     return gptoss_fp4_value(nib) * ldexp(1.0, (int)sc[b] - 127);
 }
 
-/* Dequantization must be exact: every bf16 equals the MXFP4 value, including tiny and large scales. */
-static void test_dequant(int E, int N, int K) {
+/* The fp32 value of an MXFP4 element (fp4 x 2^(s-127) rounded as fp32 would: overflow to inf). */
+static float t_mx_wf(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &sc, int N, int K, int e, int n, int k) {
+    const size_t b = ((size_t)e * N + n) * (K / 32) + k / 32;
+    const uint8_t byte = blk[b * 16 + (k % 32) / 2];
+    const unsigned nib = (k % 2) ? (byte >> 4) : (byte & 15);
+    return ldexpf((float)gptoss_fp4_value(nib), (int)sc[b] - 127);
+}
+
+/* Dequantization must be exact: every bf16 equals the MXFP4 value as fp32 holds it, including tiny
+ * and large scales (0: subnormal results; 253-254: 4 x 2^127 overflows to inf as in fp32; 255,
+ * E8M0's NaN, which both kernels turn into fp4 x 2^128). */
+static void test_dequant(int E, int N, int K, int fast) {
     std::vector<uint8_t> blk((size_t)E * N * (K / 32) * 16), sc((size_t)E * N * (K / 32));
     for (auto &v : blk) v = (uint8_t)t_rnd64();
     for (size_t i = 0; i < sc.size(); i++) sc[i] = (uint8_t)(i % 7 == 0 ? (t_rnd64() % 255) : 118 + t_rnd64() % 12);
+    sc[0] = 0; sc[1] = 1; sc[2] = 254; sc[3] = 255;
     uint8_t *db = t_up(blk), *ds = t_up(sc);
     uint16_t *dw = NULL;
     TCK(cudaMalloc((void **)&dw, (size_t)N * K * 2));
     int bad = 0;
     for (int e = 0; e < E; e++) {
-        TCK(gptoss_mxfp4_dequant(db, ds, e, N, K, dw, 0));
+        TCK(gptoss_mxfp4_dequant(db, ds, e, N, K, dw, fast, 0));
         auto w = t_down(dw, (size_t)N * K);
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++)
-                if ((double)t_bf2f(w[(size_t)n * K + k]) != t_mx_w(blk, sc, N, K, e, n, k)) bad++;
+                if (t_bf2f(w[(size_t)n * K + k]) != t_mx_wf(blk, sc, N, K, e, n, k)) bad++;
     }
     char what[128];
-    snprintf(what, sizeof what, "mxfp4_dequant exact, E=%d N=%d K=%d (%d mismatches)", E, N, K, bad);
+    snprintf(what, sizeof what, "mxfp4_dequant%s exact, E=%d N=%d K=%d (%d mismatches)", fast ? " (fast)" : "", E, N, K,
+             bad);
     t_check_true(what, bad == 0);
     /* all experts at once; expert 1 has no tokens and must be left untouched (0xffff stays) */
     std::vector<int32_t> cnt(E, 3);
@@ -188,16 +200,17 @@ static void test_dequant(int E, int N, int K) {
     uint16_t *dall = NULL;
     TCK(cudaMalloc((void **)&dall, (size_t)E * N * K * 2));
     TCK(cudaMemset(dall, 0xff, (size_t)E * N * K * 2));
-    TCK(gptoss_mxfp4_dequant_all(db, ds, dc, E, N, K, dall, 0));
+    TCK(gptoss_mxfp4_dequant_all(db, ds, dc, E, N, K, dall, fast, 0));
     auto wa = t_down(dall, (size_t)E * N * K);
     bad = 0;
     for (int e = 0; e < E; e++)
         for (int n = 0; n < N; n++)
             for (int k = 0; k < K; k++) {
                 const uint16_t v = wa[((size_t)e * N + n) * K + k];
-                if (cnt[e] == 0 ? v != 0xffff : (double)t_bf2f(v) != t_mx_w(blk, sc, N, K, e, n, k)) bad++;
+                if (cnt[e] == 0 ? v != 0xffff : t_bf2f(v) != t_mx_wf(blk, sc, N, K, e, n, k)) bad++;
             }
-    snprintf(what, sizeof what, "mxfp4_dequant_all exact, unused expert untouched, E=%d (%d mismatches)", E, bad);
+    snprintf(what, sizeof what, "mxfp4_dequant_all%s exact, unused expert untouched, E=%d (%d mismatches)",
+             fast ? " (fast)" : "", E, bad);
     t_check_true(what, bad == 0);
     cudaFree(dc); cudaFree(dall);
     cudaFree(db); cudaFree(ds); cudaFree(dw);
@@ -205,7 +218,7 @@ static void test_dequant(int E, int N, int K) {
 
 /* The whole MoE block through the tensor-core path: route, counts to the host, gate_up, SwiGLU, down,
  * weighted gather into a residual. */
-static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched) {
+static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0) {
     const float alpha = 1.702f, limit = 7.0f;
     auto x = t_randv((size_t)T * H, 1.0f);
     auto rl = t_randv((size_t)T * E, 1.0f);
@@ -222,6 +235,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched) {
      * small T; 1 per-expert GEMMs forced; 2 scratch for exactly T (the padding may not fit: fallback) */
     void *ws = tc_make(&tc, no_batched ? T : 4 * T + 64, S, H, H, I, E);
     tc.no_batched = no_batched == 1;
+    tc.fast_dequant = fast;
     float *dx = t_up(x), *drl = t_up(rl), *dres = t_up(x0);
     uint8_t *dgub = t_up(gub), *dgus = t_up(gus), *ddnb = t_up(dnb), *ddns = t_up(dns);
     uint16_t *dgb = t_up(gbias), *ddb = t_up(dbias);
@@ -271,7 +285,8 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched) {
         }
     }
     char what[128];
-    snprintf(what, sizeof what, "tc MoE (%s) S=%d T=%d H=%d I=%d E=%d", no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs",
+    snprintf(what, sizeof what, "tc MoE (%s%s) S=%d T=%d H=%d I=%d E=%d",
+             no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs", fast ? ", fast dq" : "",
              S, T, H, I, E);
     t_check_rel(what, out, ref, S == 2 ? 1e-5 : 2e-6);
     cudaFree(dx); cudaFree(drl); cudaFree(dres); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
@@ -337,7 +352,9 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
 
 /* Runs every check above; adds to the caller's counters. */
 void gptoss_tc_checks(int *checks, int *failed) {
-    test_dequant(3, 64, 96);
+    test_dequant(3, 64, 96, 0);
+    test_dequant(3, 64, 96, 1);
+    test_dequant(2, 2880, 2880, 1); /* the 20b down_proj shape */
     test_tc_linear(32, 2880, 4096, 1, 0, 2, 0);  /* q_proj */
     test_tc_linear(100, 2880, 512, 1, 0, 2, 64); /* k_proj into a wider cache row */
     test_tc_linear(64, 4096, 2880, 1, 1, 2, 0);  /* o_proj into the residual */
@@ -352,6 +369,8 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(32, 2880, 256, 32, 2, 0); /* the 20b hidden size as K of gate_up */
     test_tc_moe(3, 64, 96, 32, 2, 2);     /* padding does not fit the scratch: falls back to per-expert GEMMs */
     test_tc_moe(9, 64, 96, 32, 2, 0);     /* batched with idle experts (skipped by the dequantization) */
+    test_tc_moe(9, 64, 96, 32, 2, 0, 1);  /* the same with the fast dequantization */
+    test_tc_moe(70, 256, 256, 16, 2, 1, 1);
     test_attention_tc(64, 0, 8, 2, 0, 1.0f);      /* one block of queries, from position 0 */
     test_attention_tc(70, 1000, 16, 2, 0, 1.0f);  /* a later chunk over a long cache, ragged T */
     test_attention_tc(200, 0, 64, 8, 128, 2.0f);  /* the 20b heads, sliding window */
