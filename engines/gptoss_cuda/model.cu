@@ -83,6 +83,11 @@ struct gptoss_model {
      * step's position, the sampled token copied back through pinned memory with one event */
     float *kn, *vn;
     int32_t *pos;
+    /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
+     * group table and the router's block counter (0 between launches) */
+    float *hsw;
+    int32_t *grp, *ctr;
+    int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -262,6 +267,9 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(kn, float, (uint64_t)c->num_kv_heads * c->head_dim);
     CARVE(vn, float, (uint64_t)c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
+    CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
+    CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
+    CARVE(ctr, int32_t, 1);
 #undef CARVE
     return off;
 }
@@ -364,12 +372,13 @@ out:
  * not hidden behind a graph here), so they are upper bounds of each kernel's own time. Off by default:
  * nothing of it is touched then. */
 enum {
-    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
+    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_QKV, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
     PROF_SWIGLU, PROF_DOWN, PROF_COMBINE, PROF_LM_HEAD, PROF_SAMPLE, PROF_N
 };
 static const char *const prof_names[PROF_N] = {
-    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store", "attention", "o_proj (+residual)",
-    "router linear + top-4 + route", "MXFP4 gate_up", "swiglu", "MXFP4 down", "combine", "lm_head", "sampling"};
+    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store",
+    "fused norm+qkv+rope+kv store", "attention", "o_proj (+residual)", "router (fused: +norm)",
+    "MXFP4 gate_up (fused: +swiglu)", "swiglu", "MXFP4 down (fused: +combine)", "combine", "lm_head", "sampling"};
 
 typedef struct step_prof {
     int cap, n;               /* events allocated / recorded in this step */
@@ -520,11 +529,19 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
     workspace_layout(&m->cfg, m, (char *)m->work);
+    if (cudaMemset(m->ctr, 0, sizeof(int32_t)) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
+        goto fail;
+    }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
         m->use_graph = !(g && strcmp(g, "0") == 0);
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
+        const char *fu = getenv("LLMR_GPTOSS_FUSED"); /* 0: the per-op decode launches, for comparisons */
+        m->fused = !(fu && strcmp(fu, "0") == 0) && m->cfg.hidden_size <= GPTOSS_DECODE_MAX_K; /* the fused kernels' limit */
+        const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
+        gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
     }
     {
@@ -797,6 +814,20 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
+        if (m->fused) { /* 6 launches per layer */
+            KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
+                                       m->pos, m->inv_freq, m->attn_factor, m->q, kc, vc, st));
+            KP_(ATTN, gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV,
+                                          c->layer_sliding[l] ? c->sliding_window : 0, m->o, st));
+            KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+            KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
+                                                 m->rw, m->grp, m->ctr, st));
+            KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                                   c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,
+                                             st));
+            continue;
+        }
         KP_(NORM, gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
         KP_(Q, gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
         KP_(KV, gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
