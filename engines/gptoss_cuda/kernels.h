@@ -69,7 +69,7 @@ cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint
  * once; fp32 accumulation, warp-shuffle reduction (summation order differs from the tiled kernel, so the
  * two agree to fp32 rounding). Returns cudaErrorInvalidValue when the shape or alignment is unsupported. */
 #define GPTOSS_GEMV1_MAX_K 8192
-#define GPTOSS_GEMV1_UNROLL 4
+#define GPTOSS_GEMV1_UNROLL 8
 cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
                          cudaStream_t stream);
 

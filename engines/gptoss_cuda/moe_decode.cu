@@ -28,8 +28,9 @@
 
 #include <cuda_fp16.h>
 
-#define MD_R 4       /* rows per warp task */
+#define MD_R 2       /* rows per warp task: gate_up's gate/up pair; more warps beat more rows per warp */
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
+#define MD_MINB(G) ((G) == 1 ? 4 : 2) /* resident blocks per SM the register budget is set for */
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
 
@@ -46,6 +47,7 @@ static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { retur
 
 /* ------------------------------------------------------------------ router (one block per token) */
 #define RT_THREADS 1024
+#define RT_UNROLL 8
 
 __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
@@ -83,13 +85,22 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     for (int e = warp; e < E; e += RT_THREADS / 32) {
         const uint4 *w4 = (const uint4 *)(rw + (size_t)e * H);
         float acc = 0.0f;
-        for (int c = lane; c < K8; c += 32) {
-            const uint4 q = __ldg(w4 + c);
-            const float4 a = hs4[c], b = hs4[K8 + c];
-            acc += a.x * __uint_as_float(q.x << 16) + a.y * __uint_as_float(q.x & 0xffff0000u) +
-                   a.z * __uint_as_float(q.y << 16) + a.w * __uint_as_float(q.y & 0xffff0000u) +
-                   b.x * __uint_as_float(q.z << 16) + b.y * __uint_as_float(q.z & 0xffff0000u) +
-                   b.z * __uint_as_float(q.w << 16) + b.w * __uint_as_float(q.w & 0xffff0000u);
+        for (int c0 = lane; c0 < K8; c0 += 32 * RT_UNROLL) { /* RT_UNROLL loads in flight: one SM reads it all */
+            uint4 qv[RT_UNROLL];
+#pragma unroll
+            for (int u = 0; u < RT_UNROLL; u++)
+                qv[u] = c0 + 32 * u < K8 ? __ldg(w4 + c0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+            for (int u = 0; u < RT_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                if (c >= K8) break;
+                const uint4 q = qv[u];
+                const float4 a = hs4[c], b = hs4[K8 + c];
+                acc += a.x * __uint_as_float(q.x << 16) + a.y * __uint_as_float(q.x & 0xffff0000u) +
+                       a.z * __uint_as_float(q.y << 16) + a.w * __uint_as_float(q.y & 0xffff0000u) +
+                       b.x * __uint_as_float(q.z << 16) + b.y * __uint_as_float(q.z & 0xffff0000u) +
+                       b.z * __uint_as_float(q.w << 16) + b.w * __uint_as_float(q.w & 0xffff0000u);
+            }
         }
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (lane == 0) lg[e] = acc + gptoss_bf16_to_f32(rb[e]);
@@ -188,76 +199,82 @@ template <int I> static __device__ __forceinline__ __half2 fp4_pair(uint32_t w) 
     return v;
 }
 
-/* The 32 values of one 16-byte block, times 2^-14, in value order (value 2j = low nibble of byte j). */
-static __device__ __forceinline__ void fp4_chunk(uint4 q, float wf[32]) {
-    const uint32_t u[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-    for (int k = 0; k < 4; k++) { /* word k: values 8k .. 8k+7, nibble i = value 8k + i */
-        __half2 p;
-        p = fp4_pair<0>(u[k]); wf[8 * k + 0] = __low2float(p); wf[8 * k + 4] = __high2float(p);
-        p = fp4_pair<1>(u[k]); wf[8 * k + 1] = __low2float(p); wf[8 * k + 5] = __high2float(p);
-        p = fp4_pair<2>(u[k]); wf[8 * k + 2] = __low2float(p); wf[8 * k + 6] = __high2float(p);
-        p = fp4_pair<3>(u[k]); wf[8 * k + 3] = __low2float(p); wf[8 * k + 7] = __high2float(p);
-    }
-}
-
 /* 2^(s - 127) * 2^14: the block scale with the decode's 2^-14 undone. */
 static __device__ __forceinline__ float fp4_scale(uint8_t s) {
     return s <= 240 ? __int_as_float(((int)s + 14) << 23) : ldexpf(1.0f, (int)s - 113);
 }
 
-/* One warp: rows row0 .. row0+R-1 (< N) of expert matrix (blocks/scales at row base) dotted with the
- * ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return. */
-template <int G>
+/* One warp: rows row0 .. row0+R-1 (R <= nrows real) of an expert matrix (blocks/scales indexed by
+ * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
+ * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
+ * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
+template <int G, int R>
 static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
-                                               int K, const float *const xv[G], int ng, int lane, float acc[MD_R][G]) {
+                                               int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
     const int NC = K / 32;
 #pragma unroll
-    for (int r = 0; r < MD_R; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
         for (int i = 0; i < G; i++) acc[r][i] = 0.0f;
     for (int c0 = lane; c0 < NC; c0 += 32 * MD_U) {
-        uint4 q[MD_R][MD_U];
-        uint8_t sc[MD_R][MD_U];
+        uint4 q[R][MD_U];
+        uint32_t sc[R][MD_U];
 #pragma unroll
-        for (int r = 0; r < MD_R; r++)
+        for (int r = 0; r < R; r++)
 #pragma unroll
             for (int u = 0; u < MD_U; u++) {
                 const int c = c0 + 32 * u;
                 const bool ok = r < nrows && c < NC;
                 const size_t b = (row0 + r) * (size_t)NC + c;
                 q[r][u] = ok ? __ldcs((const uint4 *)(blocks + b * 16)) : make_uint4(0u, 0u, 0u, 0u);
-                sc[r][u] = ok ? __ldcs(scales + b) : (uint8_t)0;
+                sc[r][u] = ok ? __ldcs(scales + b) : 0u;
             }
 #pragma unroll
         for (int u = 0; u < MD_U; u++) {
             const int c = c0 + 32 * u;
             if (c >= NC) break;
+            float part[R][G];
 #pragma unroll
-            for (int r = 0; r < MD_R; r++) {
-                float wf[32];
-                fp4_chunk(q[r][u], wf);
-                const float scale = fp4_scale(sc[r][u]);
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int i = 0; i < G; i++) part[r][i] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) { /* word k: values 8k .. 8k+3 (x float4 2k) and 8k+4 .. 8k+7 (2k+1) */
+                float4 xa[G], xb[G];
 #pragma unroll
                 for (int i = 0; i < G; i++) {
                     if (i >= ng) break;
                     const float4 *x4 = (const float4 *)xv[i] + c;
-                    float part = 0.0f;
-#pragma unroll
-                    for (int f = 0; f < 8; f++) {
-                        const float4 a = x4[(size_t)f * NC];
-                        part = fmaf(a.x, wf[4 * f], part);
-                        part = fmaf(a.y, wf[4 * f + 1], part);
-                        part = fmaf(a.z, wf[4 * f + 2], part);
-                        part = fmaf(a.w, wf[4 * f + 3], part);
-                    }
-                    acc[r][i] = fmaf(part, scale, acc[r][i]);
+                    xa[i] = x4[(size_t)(2 * k) * NC];
+                    xb[i] = x4[(size_t)(2 * k + 1) * NC];
                 }
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w = k == 0 ? q[r][u].x : k == 1 ? q[r][u].y : k == 2 ? q[r][u].z : q[r][u].w;
+                    const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
+                    const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+#pragma unroll
+                    for (int i = 0; i < G; i++) {
+                        if (i >= ng) break;
+                        float t = part[r][i];
+                        t = fmaf(xa[i].x, p0.x, t); t = fmaf(xb[i].x, p0.y, t);
+                        t = fmaf(xa[i].y, p1.x, t); t = fmaf(xb[i].y, p1.y, t);
+                        t = fmaf(xa[i].z, p2.x, t); t = fmaf(xb[i].z, p2.y, t);
+                        t = fmaf(xa[i].w, p3.x, t); t = fmaf(xb[i].w, p3.y, t);
+                        part[r][i] = t;
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float scale = fp4_scale((uint8_t)sc[r][u]);
+#pragma unroll
+                for (int i = 0; i < G; i++) acc[r][i] = fmaf(part[r][i], scale, acc[r][i]);
             }
         }
     }
 #pragma unroll
-    for (int r = 0; r < MD_R; r++)
+    for (int r = 0; r < R; r++)
 #pragma unroll
         for (int i = 0; i < G; i++)
             for (int o = 16; o > 0; o >>= 1) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
@@ -268,7 +285,7 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 /* Block (x, g): expert group g; warp tasks = pairs of activations (j, j+1) = gate_up rows 4j' .. 4j'+3,
  * strided over the blocks of the group. */
 template <int G>
-__global__ void __launch_bounds__(MD_WARPS * 32, 2) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
                                                                           float limit, float *act_sw) {
@@ -283,7 +300,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, 2) moe_gate_up_decode_kernel(co
     const int N = 2 * I, tasks = N / MD_R;
     for (int tk = blockIdx.x * MD_WARPS + warp; tk < tasks; tk += gridDim.x * MD_WARPS) {
         float acc[MD_R][G];
-        md_rows<G>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
+        md_rows<G, MD_R>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
         if (lane < ng) {
             const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MD_R;
             float *out = act_sw + (size_t)pairs[lane] * I;
@@ -328,8 +345,9 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const int G = max_groups(T, E), tasks = 2 * I / MD_R;
-    /* about 3 blocks per SM in all, never more than the tasks of one group need */
-    int gx = (3 * sm_count() + G - 1) / G;
+    /* one wave of resident blocks in all (the register budget allows MD_MINB per SM), never more than
+     * one group's tasks need */
+    int gx = (MD_MINB(T == 1 ? 1 : MD_G) * sm_count() + G - 1) / G;
     const int need = (tasks + MD_WARPS - 1) / MD_WARPS;
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
@@ -344,13 +362,13 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 }
 
 /* ------------------------------------------------------------------ down + routing weights + residual */
-#define DN_ROWS (MD_R * 2) /* rows per block: 2 row tasks x groups share the block */
+#define DN_ROWS 8 /* rows per block: (DN_ROWS / MD_R) row tasks x groups share the block */
 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
  * order of w * y, one writer each. */
 template <int G>
-__global__ void __launch_bounds__(MD_WARPS * 32, 2) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x) {
@@ -370,7 +388,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, 2) moe_down_decode_kernel(const
         const int nrows = H - r0 < MD_R ? H - r0 : MD_R;
         if (nrows <= 0) continue;
         float acc[MD_R][G];
-        md_rows<G>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
+        md_rows<G, MD_R>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
         if (lane == 0) {
 #pragma unroll
             for (int i = 0; i < G; i++) {

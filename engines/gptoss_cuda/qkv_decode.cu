@@ -11,7 +11,7 @@
 #include "engines/gptoss_cuda/kernels.h"
 
 #define QKV_WARPS 8
-#define QKV_UNROLL 4
+#define QKV_UNROLL 6
 
 static __device__ __forceinline__ float bf16x8_dot(uint4 v, float4 a, float4 d) {
     return a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) + a.z * __uint_as_float(v.y << 16) +
