@@ -6,12 +6,13 @@
  * softmax([scores, sink]) with the sink column dropped.
  * Decode (few queries): one block of ATT_SPLIT warps per (query, head) splits the keys among its warps
  * (so a long context is read by 8x more threads); the warps' partial softmax states are merged through
- * shared memory with the same rule. */
+ * shared memory with the same rule.
+ * K/V rows are read through the paged layout (gptoss_kv_k / gptoss_kv_v in kernels.h). */
 #include "engines/gptoss_cuda/kernels.h"
 
 #define ATT_WARPS 4
 
-__global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *q, const float *kc, const float *vc,
+__global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *q, const gptoss_kv kv,
                                                                    const uint16_t *sinks, int T, int pos0,
                                                                    int n_heads, int n_kv, int window, float *out) {
     const int D = GPTOSS_HEAD_DIM;
@@ -34,9 +35,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
     float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
 #pragma unroll
     for (int d = 0; d < D; d++) acc[d] = 0.0f;
-    const size_t row = (size_t)n_kv * D;
     for (int j = lo + lane; j <= pos; j += 32) {
-        const float4 *k4 = (const float4 *)(kc + (size_t)j * row + (size_t)kvh * D);
+        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, 0, j) + (size_t)kvh * D);
         float s = 0.0f;
 #pragma unroll
         for (int i = 0; i < D / 4; i++) {
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
         const float mn = fmaxf(m, s);
         const float f = expf(m - mn), p = expf(s - mn);
         l = l * f + p;
-        const float4 *v4 = (const float4 *)(vc + (size_t)j * row + (size_t)kvh * D);
+        const float4 *v4 = (const float4 *)(gptoss_kv_v(kv, 0, j) + (size_t)kvh * D);
 #pragma unroll
         for (int i = 0; i < D / 4; i++) {
             float4 vv = v4[i];
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
 
 #define ATT_SPLIT 8
 
-__global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const float *q, const float *kc,
-                                                                         const float *vc, const uint16_t *sinks,
+__global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const float *q, const gptoss_kv kv,
+                                                                         const uint16_t *sinks,
                                                                          int pos0, const int32_t *pos_dev,
                                                                          int n_heads, int n_kv, int window,
                                                                          float *out) {
@@ -90,8 +90,10 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x % n_heads, t = blockIdx.x / n_heads;
     const int kvh = h / (n_heads / n_kv);
-    if (pos_dev) pos0 = *pos_dev; /* graph replay: the position lives on the device */
-    const int pos = pos0 + t;
+    /* pos_dev: row t is its own sequence (table row t) at pos_dev[t] (graph replay, batched decode);
+     * else query t of one sequence (table row 0) at pos0 + t. */
+    const int trow = pos_dev ? t : 0;
+    const int pos = pos_dev ? pos_dev[t] : pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     float qv[GPTOSS_HEAD_DIM];
     const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
@@ -103,9 +105,8 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
 #pragma unroll
     for (int d = 0; d < D; d++) acc[d] = 0.0f;
-    const size_t row = (size_t)n_kv * D;
     for (int j = lo + warp * 32 + lane; j <= pos; j += ATT_SPLIT * 32) {
-        const float4 *k4 = (const float4 *)(kc + (size_t)j * row + (size_t)kvh * D);
+        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, trow, j) + (size_t)kvh * D);
         float sc = 0.0f;
 #pragma unroll
         for (int i = 0; i < D / 4; i++) {
@@ -117,7 +118,7 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
         const float mn = fmaxf(m, sc);
         const float f = expf(m - mn), p = expf(sc - mn);
         l = l * f + p;
-        const float4 *v4 = (const float4 *)(vc + (size_t)j * row + (size_t)kvh * D);
+        const float4 *v4 = (const float4 *)(gptoss_kv_v(kv, trow, j) + (size_t)kvh * D);
 #pragma unroll
         for (int i = 0; i < D / 4; i++) {
             float4 vv = v4[i];
@@ -157,25 +158,30 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     o[lane + 32] = o1 / den;
 }
 
-cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
-                             int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+static int kv_ok(const gptoss_kv &kv, int n_kv) {
+    return kv.pool && kv.table && kv.max_pages > 0 && kv.kvd == n_kv * GPTOSS_HEAD_DIM;
+}
+
+cudaError_t gptoss_attention(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
+                             int n_kv, int window, float *out, cudaStream_t s) {
     const long warps = (long)T * n_heads;
     if (warps <= 0) return cudaSuccess;
-    if (n_kv <= 0 || n_heads % n_kv != 0) return cudaErrorInvalidValue;
+    if (n_kv <= 0 || n_heads % n_kv != 0 || !kv_ok(kv, n_kv)) return cudaErrorInvalidValue;
     if (warps <= 512) { /* decode: too few (query, head) pairs to fill the GPU with one warp each */
-        attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, pos0, NULL, n_heads, n_kv,
+        attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kv, sinks, pos0, NULL, n_heads, n_kv,
                                                                           window, out);
         return cudaGetLastError();
     }
     attention_kernel<<<(unsigned)((warps + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * 32, 0, s>>>(
-        q, kc, vc, sinks, T, pos0, n_heads, n_kv, window, out);
+        q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     return cudaGetLastError();
 }
 
-cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
-                                const int32_t *pos, int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
-    if (n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos) return cudaErrorInvalidValue;
-    attention_split_kernel<<<(unsigned)n_heads, ATT_SPLIT * 32, 0, s>>>(q, kc, vc, sinks, 0, pos, n_heads, n_kv, window,
-                                                                        out);
+cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+    if (B <= 0 || n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos || !kv_ok(kv, n_kv))
+        return cudaErrorInvalidValue;
+    attention_split_kernel<<<(unsigned)(B * n_heads), ATT_SPLIT * 32, 0, s>>>(q, kv, sinks, 0, pos, n_heads, n_kv,
+                                                                               window, out);
     return cudaGetLastError();
 }

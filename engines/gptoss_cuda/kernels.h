@@ -27,27 +27,6 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
     union { uint32_t u; float f; } c;
     c.u = (uint32_t)v << 16;
     return c.f;
-/* ---- decode-step variants for CUDA graph replay (model.cu captures one decode step per session).
- * What changes from step to step must not be a launch argument of a captured kernel, so the position
- * of the single new token is read from device memory (*pos, int32) at run time. Same numerics as the
- * T = 1 launchers above. */
-
-/* gptoss_rope for one token (row stride n_heads*64) at position *pos. */
-cudaError_t gptoss_rope_at(float *x, int n_heads, const int32_t *pos, const float *inv_freq, float attn_factor,
-                           cudaStream_t stream);
-
-/* kc[*pos, :] = k[:], vc[*pos, :] = v[:] for kvd features (the new token's K/V into this layer's cache). */
-cudaError_t gptoss_kv_store(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc,
-                            cudaStream_t stream);
-
-/* gptoss_attention for one query at position *pos (keys 0..*pos, or the last `window`). */
-cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
-                                const int32_t *pos, int n_heads, int n_kv, int window, float *out,
-                                cudaStream_t stream);
-
-/* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
-cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
-
 #endif
 }
 
@@ -83,12 +62,51 @@ void gptoss_linear_use_gemv1(int on);
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,
                         cudaStream_t stream);
 
-/* Attention with sinks for T queries at positions pos0..pos0+T-1 over the KV cache rows 0..pos.
- * q [T, n_heads*64]; kc, vc [max_ctx, n_kv*64] (this layer); head h uses KV head h / (n_heads/n_kv).
- * window > 0: a query at i sees keys i-window+1 .. i. sinks bf16 [n_heads]. Scores scaled by 1/8.
- * out [T, n_heads*64]. */
-cudaError_t gptoss_attention(const float *q, const float *kc, const float *vc, const uint16_t *sinks, int T,
-                             int pos0, int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+/* ---- paged KV cache (model.cu owns the pool; see docs/engine-gptoss-cuda.md)
+ * K/V live in one pool of fixed-size pages per model. A page holds GPTOSS_KV_PAGE consecutive
+ * positions of one sequence for every layer: [layers][2 (K, V)][GPTOSS_KV_PAGE][kvd] floats, fp32.
+ * A sequence's block table maps its logical block pos / GPTOSS_KV_PAGE to a page id; pages are taken
+ * as the sequence grows and returned when it ends. Why 32 positions per page: a decode-attention warp
+ * walks 32 consecutive keys per iteration, so a 32-aligned warp never straddles two pages (one table
+ * lookup per key and lane, all lanes hitting the same page); the sliding window (128) is 4 whole pages;
+ * and the waste per sequence is at most 31 positions (<= 1.5 MiB on 20b) where 64 would double it.
+ * 16 would double the table size and lookups for nothing.
+ * gptoss_kv names one layer of the pool seen through one or more block tables (row b's table is at
+ * table + b * max_pages). Every kernel that touches K/V goes through gptoss_kv_k / gptoss_kv_v, so a
+ * layout change is made here once. All fields are plain values: a gptoss_kv can be a launch argument
+ * of a captured CUDA graph as long as the table's device address stays fixed (new pages are written
+ * into the table outside the graph). */
+#define GPTOSS_KV_PAGE 32
+typedef struct gptoss_kv {
+    float *pool;          /* device: page 0 of the pool */
+    const int32_t *table; /* device: block tables, [rows][max_pages] int32 page ids */
+    int max_pages;        /* entries per table row (ceil(max_context / GPTOSS_KV_PAGE)) */
+    int kvd;              /* floats per position of K (or V) in one layer: n_kv * 64 */
+    long long page_floats; /* floats per page: layers * 2 * GPTOSS_KV_PAGE * kvd */
+    long long layer_off;   /* floats from a page's start to this layer's K block (V follows it) */
+} gptoss_kv;
+
+/* This layer's K row (kvd floats) of position pos in table row `row`. pos must be below the pages
+ * the table holds (the caller reserved them). */
+static inline __device__ float *gptoss_kv_k(const gptoss_kv &kv, int row, int pos) {
+    const long long page = kv.table[(long long)row * kv.max_pages + pos / GPTOSS_KV_PAGE];
+    return kv.pool + page * kv.page_floats + kv.layer_off + (long long)(pos % GPTOSS_KV_PAGE) * kv.kvd;
+}
+/* The matching V row. */
+static inline __device__ float *gptoss_kv_v(const gptoss_kv &kv, int row, int pos) {
+    return gptoss_kv_k(kv, row, pos) + (long long)GPTOSS_KV_PAGE * kv.kvd;
+}
+
+/* Attention with sinks for T queries at positions pos0..pos0+T-1 of one sequence (table row 0) over
+ * its cached keys 0..pos. q [T, n_heads*64]; kv: this layer (kvd = n_kv*64); head h uses KV head
+ * h / (n_heads/n_kv). window > 0: a query at i sees keys i-window+1 .. i. sinks bf16 [n_heads].
+ * Scores scaled by 1/8. out [T, n_heads*64]. */
+cudaError_t gptoss_attention(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
+                             int n_kv, int window, float *out, cudaStream_t stream);
+
+/* Writes k, v [T, kvd] (contiguous) as positions pos0..pos0+T-1 of table row 0 (prefill). */
+cudaError_t gptoss_kv_store_range(const float *k, const float *v, int T, int pos0, gptoss_kv kv,
+                                  cudaStream_t stream);
 
 /* Router: for each token, the top-4 of logits [T, E] (ties to the lower expert id), softmax over those 4.
  * ids [T, 4] int32 in descending logit order, w [T, 4] fp32. */
@@ -149,20 +167,21 @@ cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream
 /* ---- decode-step variants for CUDA graph replay (model.cu captures one decode step per session).
  * What changes from step to step must not be a launch argument of a captured kernel, so the position
  * of the single new token is read from device memory (*pos, int32) at run time. Same numerics as the
- * T = 1 launchers above. */
+ * T = 1 launchers above. The KV launchers take B rows (continuous batching): row b is its own
+ * sequence at position pos[b] with block table row b; B = 1 is the single-sequence decode step. */
 
 /* gptoss_rope for one token (row stride n_heads*64) at position *pos. */
 cudaError_t gptoss_rope_at(float *x, int n_heads, const int32_t *pos, const float *inv_freq, float attn_factor,
                            cudaStream_t stream);
 
-/* kc[*pos, :] = k[:], vc[*pos, :] = v[:] for kvd features (the new token's K/V into this layer's cache). */
-cudaError_t gptoss_kv_store(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc,
+/* For each row b < B: position pos[b] of table row b gets K = k[b, :], V = v[b, :] (kvd floats each). */
+cudaError_t gptoss_kv_store(const float *k, const float *v, int B, const int32_t *pos, gptoss_kv kv,
                             cudaStream_t stream);
 
-/* gptoss_attention for one query at position *pos (keys 0..*pos, or the last `window`). */
-cudaError_t gptoss_attention_at(const float *q, const float *kc, const float *vc, const uint16_t *sinks,
-                                const int32_t *pos, int n_heads, int n_kv, int window, float *out,
-                                cudaStream_t stream);
+/* gptoss_attention for B rows, one query each: row b's query q[b, :] at position pos[b] over keys
+ * 0..pos[b] (or the last `window`) of table row b; out [B, n_heads*64]. */
+cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
 /* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
 cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
@@ -211,12 +230,12 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
 /* ---- decode attention prologue in one launch (qkv_decode.cu), one token at position *pos:
  * h = rmsnorm(x) * norm_w (as gptoss_rmsnorm); q = Wq h + bq, k = Wk h + bk, v = Wv h + bv (bf16 [rows, H],
  * rows n_heads*64 / n_kv*64); YaRN RoPE on q and k (as gptoss_rope at *pos); q -> q[n_heads*64],
- * k -> kc[*pos, :], v -> vc[*pos, :] (this layer's cache, rows of n_kv*64 floats). Replaces rmsnorm +
- * 3 x gptoss_linear + 2 x gptoss_rope_at + gptoss_kv_store. H % 8 == 0, H <= GPTOSS_DECODE_MAX_K,
- * weights 16-byte aligned. */
+ * k and v -> position *pos of block table row 0 of kv (this layer), as gptoss_kv_store with B = 1.
+ * Replaces rmsnorm + 3 x gptoss_linear + 2 x gptoss_rope_at + gptoss_kv_store. One sequence (B = 1);
+ * H % 8 == 0, H <= GPTOSS_DECODE_MAX_K, weights 16-byte aligned, kv.kvd == n_kv * 64. */
 cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
                               const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
                               int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
-                              float *q, float *kc, float *vc, cudaStream_t stream);
+                              float *q, gptoss_kv kv, cudaStream_t stream);
 
 #endif

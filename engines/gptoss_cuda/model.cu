@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "common/checkpoint.h"
+#include "common/kv_pages.h"
 }
 #include "engines/gptoss_cuda/kernels.h"
 
@@ -92,8 +93,13 @@ struct gptoss_model {
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
+    /* paged KV cache (kernels.h gptoss_kv): one pool for every session, sized at load */
+    float *kv_pool;
+    uint64_t kv_pool_bytes, page_floats; /* page_floats: floats per page (all layers, K and V) */
+    uint32_t max_pages;                  /* block-table entries of a max_context session */
+    llmr_kv_pages *pages;                /* which page belongs to whom */
     /* accounting */
-    uint64_t session_bytes; /* held by live sessions */
+    uint64_t session_bytes; /* held by live sessions (logits, counts, block tables; KV is in the pool) */
     uint32_t active_sessions;
     uint64_t tokens_generated;
 };
@@ -102,7 +108,9 @@ struct gptoss_session {
     gptoss_model *m;
     uint32_t max_ctx, n_ctx;
     int have_logits;
-    float *kv;          /* [layers][2][max_ctx][n_kv*64] */
+    llmr_kv_table tab;  /* block table, host copy (pages taken as the session grows) */
+    int32_t *tab_dev;   /* device copy, tab.cap entries at a fixed address (the decode graph binds it) */
+    uint32_t tab_synced; /* entries already copied to tab_dev */
     float *logits;      /* [vocab]: the distribution after the last evaluated token */
     int32_t *counts;    /* [vocab]: generated-token counts for the penalties */
     cudaGraphExec_t graph; /* one decode step bound to this session's cache and logits (lazy) */
@@ -232,9 +240,21 @@ static uint32_t pick_context(const gptoss_config *c, uint32_t want) {
     return mc;
 }
 
+static uint32_t pages_for(uint32_t ctx) { return (ctx + GPTOSS_KV_PAGE - 1) / GPTOSS_KV_PAGE; }
+
+/* Floats per KV page: every layer's K and V for GPTOSS_KV_PAGE positions. */
+static uint64_t page_floats_for(const gptoss_config *c) {
+    return (uint64_t)c->num_layers * 2 * GPTOSS_KV_PAGE * c->num_kv_heads * c->head_dim;
+}
+
+/* The page pool: max_sessions sessions of ctx positions each. */
+static uint64_t pool_bytes_for(const gptoss_config *c, uint32_t ctx, uint32_t sessions) {
+    return align256((uint64_t)sessions * pages_for(ctx) * page_floats_for(c) * sizeof(float));
+}
+
+/* A session's own device memory (its KV lives in the pool): logits, penalty counts, block table. */
 static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
-    const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim;
-    return align256((uint64_t)c->num_layers * 2 * ctx * kvd * 4) + 2 * align256((uint64_t)c->vocab_size * 4);
+    return 2 * align256((uint64_t)c->vocab_size * 4) + align256((uint64_t)pages_for(ctx) * sizeof(int32_t));
 }
 
 /* Workspace layout for GPTOSS_CHUNK tokens; with m non-NULL the pointers are set from base. */
@@ -264,8 +284,8 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(pair_of, int32_t, P);
     CARVE(tok, int32_t, C);
     CARVE(sample_out, int32_t, 1);
-    CARVE(kn, float, (uint64_t)c->num_kv_heads * c->head_dim);
-    CARVE(vn, float, (uint64_t)c->num_kv_heads * c->head_dim);
+    CARVE(kn, float, C * c->num_kv_heads * c->head_dim); /* new K/V rows before they enter the pages */
+    CARVE(vn, float, C * c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
@@ -294,8 +314,9 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
     llmr_engine_status st = open_and_plan(dir, &cfg, &ck, &p, NULL, err, es);
     if (st == LLMR_ENGINE_OK) {
         const uint32_t ctx = pick_context(&cfg, max_context);
-        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL) +
-                 (uint64_t)(max_sessions ? max_sessions : 1) * session_bytes_for(&cfg, ctx) + 256;
+        const uint32_t ns = max_sessions ? max_sessions : 1;
+        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL) + pool_bytes_for(&cfg, ctx, ns) +
+                 (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -468,6 +489,8 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFreeHost(m->tok_host);
     cudaFree(m->arena);
     cudaFree(m->work);
+    cudaFree(m->kv_pool);
+    llmr_kv_pages_destroy(m->pages);
     cudaFree(m->inv_freq);
     if (m->stream) cudaStreamDestroy(m->stream);
     pthread_mutex_destroy(&m->mu);
@@ -496,35 +519,46 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     llmr_checkpoint *ck = NULL;
     plan p = {NULL, 0, 0, 0};
     llmr_engine_status st = open_and_plan(dir, &m->cfg, &ck, &p, m, err, es);
-    uint64_t need = 0, ws = 0, sess = 0;
+    uint64_t need = 0, ws = 0, sess = 0, pool = 0;
     size_t free_b = 0, total_b = 0;
     if (st != LLMR_ENGINE_OK) goto fail;
     m->max_context = pick_context(&m->cfg, max_context);
     m->max_sessions = max_sessions ? max_sessions : 1;
     ws = workspace_layout(&m->cfg, NULL, NULL);
     sess = session_bytes_for(&m->cfg, m->max_context);
-    need = p.arena_bytes + ws + (uint64_t)m->max_sessions * sess;
+    pool = pool_bytes_for(&m->cfg, m->max_context, m->max_sessions);
+    m->max_pages = pages_for(m->max_context);
+    m->page_floats = page_floats_for(&m->cfg);
+    need = p.arena_bytes + ws + pool + (uint64_t)m->max_sessions * sess;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cudaMemGetInfo failed on device %d", device);
         goto fail;
     }
     if (need > free_b || (budget && need > budget)) {
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es,
-                  "loading needs %llu bytes of GPU memory (weights %llu, workspace %llu, KV %u x %llu for %u tokens) "
-                  "but device %d has %llu free%s%llu",
-                  (unsigned long long)need, (unsigned long long)p.arena_bytes, (unsigned long long)ws, m->max_sessions,
-                  (unsigned long long)sess, m->max_context, device, (unsigned long long)free_b,
+                  "loading needs %llu bytes of GPU memory (weights %llu, workspace %llu, KV page pool %llu = %u sessions "
+                  "x %u pages of %d tokens for context %u, sessions %u x %llu) but device %d has %llu free%s%llu",
+                  (unsigned long long)need, (unsigned long long)p.arena_bytes, (unsigned long long)ws,
+                  (unsigned long long)pool, m->max_sessions, m->max_pages, GPTOSS_KV_PAGE, m->max_context,
+                  m->max_sessions, (unsigned long long)sess, device, (unsigned long long)free_b,
                   budget ? " and the budget is " : "", (unsigned long long)(budget ? budget : 0));
         goto fail;
     }
     if (cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cudaMalloc(&m->arena, p.arena_bytes) != cudaSuccess || cudaMalloc(&m->work, ws) != cudaSuccess ||
+        cudaMalloc((void **)&m->kv_pool, pool) != cudaSuccess ||
         cudaMalloc((void **)&m->inv_freq, GPTOSS_HEAD_DIM / 2 * sizeof(float)) != cudaSuccess ||
         cudaMallocHost((void **)&m->tok_host, sizeof(int32_t)) != cudaSuccess ||
         cudaEventCreateWithFlags(&m->tok_ev, cudaEventDisableTiming) != cudaSuccess) {
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "GPU allocation of %llu bytes failed on device %d: %s",
-                  (unsigned long long)(p.arena_bytes + ws), device, cudaGetErrorString(cudaGetLastError()));
+                  (unsigned long long)(p.arena_bytes + ws + pool), device, cudaGetErrorString(cudaGetLastError()));
         goto fail;
+    }
+    {
+        char msg[256];
+        m->kv_pool_bytes = pool;
+        m->pages = llmr_kv_pages_create(m->max_sessions * m->max_pages, GPTOSS_KV_PAGE, msg, sizeof msg);
+        if (!m->pages) { st = fail(LLMR_ENGINE_OOM_RAM, err, es, "%s", msg); goto fail; }
     }
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
@@ -554,8 +588,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
-    mlog(m, LLMR_LOG_INFO, "loaded %s on device %d (%s): %d layers, %llu weight bytes, context %u", dir, device,
-         prop.name, m->cfg.num_layers, (unsigned long long)p.arena_bytes, m->max_context);
+    mlog(m, LLMR_LOG_INFO,
+         "loaded %s on device %d (%s): %d layers, %llu weight bytes, context %u, KV page pool %llu bytes "
+         "(%u pages of %d tokens, %llu bytes per 1k tokens)", dir, device, prop.name, m->cfg.num_layers,
+         (unsigned long long)p.arena_bytes, m->max_context, (unsigned long long)pool, m->max_sessions * m->max_pages,
+         GPTOSS_KV_PAGE, (unsigned long long)(m->page_floats * sizeof(float) * 1000 / GPTOSS_KV_PAGE));
     free(p.t);
     llmr_checkpoint_destroy(ck);
     *out = m;
@@ -572,7 +609,7 @@ uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context
 
 /* Lock-free: a heartbeat must not wait for a generate that holds the model's mutex for minutes. */
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
-    out->vram_bytes = m->arena_bytes + m->work_bytes + __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
+    out->vram_bytes = m->arena_bytes + m->work_bytes + m->kv_pool_bytes + __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
     out->ram_bytes = sizeof *m;
     out->active_sessions = __atomic_load_n(&m->active_sessions, __ATOMIC_RELAXED);
     out->tokens_generated = __atomic_load_n(&m->tokens_generated, __ATOMIC_RELAXED);
@@ -592,11 +629,18 @@ llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gpt
     s->m = m;
     s->max_ctx = max_context ? max_context : m->max_context;
     const gptoss_config *c = &m->cfg;
-    const uint64_t kv = (uint64_t)c->num_layers * 2 * s->max_ctx * c->num_kv_heads * c->head_dim * sizeof(float);
     s->bytes = session_bytes_for(c, s->max_ctx);
-    /* No model lock here: allocating does not touch the buffers a concurrent generate uses. */
+    s->tab.cap = pages_for(s->max_ctx);
+    s->tab.pages = (int32_t *)calloc(s->tab.cap, sizeof(int32_t));
+    if (!s->tab.pages) {
+        const uint32_t cap = s->tab.cap;
+        free(s);
+        return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory for a block table of %u pages", cap);
+    }
+    /* No model lock here: allocating does not touch the buffers a concurrent generate uses. KV pages
+     * are taken from the model's pool as the session grows (ensure_pages). */
     cudaSetDevice(m->device);
-    cudaError_t e = cudaMalloc((void **)&s->kv, kv);
+    cudaError_t e = cudaMalloc((void **)&s->tab_dev, (size_t)s->tab.cap * sizeof(int32_t));
     if (e == cudaSuccess) e = cudaMalloc((void **)&s->logits, (size_t)c->vocab_size * sizeof(float));
     if (e == cudaSuccess) e = cudaMalloc((void **)&s->counts, (size_t)c->vocab_size * sizeof(int32_t));
     if (e == cudaSuccess) {
@@ -607,10 +651,11 @@ llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gpt
         size_t fb = 0, tb = 0;
         cudaGetLastError();
         cudaMemGetInfo(&fb, &tb);
-        cudaFree(s->kv);
+        cudaFree(s->tab_dev);
         cudaFree(s->logits);
         cudaFree(s->counts);
         const unsigned long long need = (unsigned long long)s->bytes;
+        free(s->tab.pages);
         free(s);
         return fail(LLMR_ENGINE_OOM_VRAM, err, es, "a session of %u tokens needs %llu bytes of GPU memory; %llu free",
                     max_context ? max_context : m->max_context, need, (unsigned long long)fb);
@@ -625,9 +670,11 @@ void gptoss_session_free(gptoss_session *s) {
     /* No generate runs on s (ABI contract); cudaFree waits for the device, so no lock is needed. */
     cudaSetDevice(m->device);
     if (s->graph) cudaGraphExecDestroy(s->graph);
-    cudaFree(s->kv);
+    llmr_kv_pages_release(m->pages, &s->tab); /* its pages go back to the pool for other sessions */
+    cudaFree(s->tab_dev);
     cudaFree(s->logits);
     cudaFree(s->counts);
+    free(s->tab.pages);
     __atomic_sub_fetch(&m->session_bytes, s->bytes, __ATOMIC_RELAXED);
     __atomic_sub_fetch(&m->active_sessions, 1u, __ATOMIC_RELAXED);
     free(s);
@@ -638,6 +685,42 @@ void gptoss_session_cancel(gptoss_session *s) {
 }
 
 static int cancelled(gptoss_session *s) { return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE); }
+
+/* ---------------------------------------------------------------- paged KV */
+
+/* Layer l of the pool seen through s's block table (table row 0). */
+static gptoss_kv layer_kv(const gptoss_session *s, int l) {
+    const gptoss_model *m = s->m;
+    gptoss_kv kv;
+    kv.pool = m->kv_pool;
+    kv.table = s->tab_dev;
+    kv.max_pages = (int)s->tab.cap;
+    kv.kvd = m->cfg.num_kv_heads * m->cfg.head_dim;
+    kv.page_floats = (long long)m->page_floats;
+    kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * kv.kvd;
+    return kv;
+}
+
+/* Makes s's block table cover positions [0, tokens): takes pages from the pool and copies the new
+ * entries to the device table, ordered on the stream before the kernels that use them (outside any
+ * graph: the graph reads the table through its fixed address). OOM_VRAM names pages needed and free. */
+static llmr_engine_status ensure_pages(gptoss_session *s, uint64_t tokens, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    char msg[256];
+    llmr_kv_status ks = llmr_kv_pages_reserve(m->pages, &s->tab, tokens, msg, sizeof msg);
+    if (ks == LLMR_KV_EXHAUSTED)
+        return fail(LLMR_ENGINE_OOM_VRAM, err, es, "%s (the pool holds max_sessions %u x context %u)", msg,
+                    m->max_sessions, m->max_context);
+    if (ks != LLMR_KV_OK) return fail(LLMR_ENGINE_INTERNAL, err, es, "%s", msg);
+    if (s->tab.n > s->tab_synced) {
+        /* Pageable source: staged before the call returns, so later appends to tab.pages are safe. */
+        CUDA_TRY(cudaMemcpyAsync(s->tab_dev + s->tab_synced, s->tab.pages + s->tab_synced,
+                                 (size_t)(s->tab.n - s->tab_synced) * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                 m->stream), "block table upload");
+        s->tab_synced = s->tab.n;
+    }
+    return LLMR_ENGINE_OK;
+}
 
 /* ---------------------------------------------------------------- forward pass */
 
@@ -667,6 +750,8 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
     const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
     const int pos0 = (int)s->n_ctx;
     char what[96];
+    llmr_engine_status pr = ensure_pages(s, (uint64_t)pos0 + (uint64_t)T, err, es);
+    if (pr != LLMR_ENGINE_OK) return pr;
     CUDA_TRY(cudaMemcpyAsync(m->tok, tokens, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, st), "token upload");
     CUDA_TRY(gptoss_embed(m->embed, m->tok, T, H, m->x, st), "embedding");
     if (dbg && dbg->hidden) {
@@ -675,15 +760,16 @@ static llmr_engine_status forward(gptoss_session *s, const int32_t *tokens, int 
     }
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
+        const gptoss_kv kv = layer_kv(s, l);
         snprintf(what, sizeof what, "layer %d attention", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
         CUDA_TRY(gptoss_linear(m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->k_w, w->k_b, T, H, KVD, kc + (size_t)pos0 * KVD, KVD, 0, st), what);
-        CUDA_TRY(gptoss_linear(m->h, H, w->v_w, w->v_b, T, H, KVD, vc + (size_t)pos0 * KVD, KVD, 0, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0, st), what);
+        CUDA_TRY(gptoss_linear(m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0, st), what);
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
-        CUDA_TRY(gptoss_rope(kc + (size_t)pos0 * KVD, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
-        CUDA_TRY(gptoss_attention(m->q, kc, vc, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+        CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
+        CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
+        CUDA_TRY(gptoss_attention(m->q, kv, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
                                   m->o, st), what);
         CUDA_TRY(gptoss_linear(m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1, st), what);
 
@@ -813,12 +899,12 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     KP_(EMBED, gptoss_embed(m->embed, m->tok, 1, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        float *kc = s->kv + (size_t)(2 * l) * s->max_ctx * KVD, *vc = kc + (size_t)s->max_ctx * KVD;
+        const gptoss_kv kv = layer_kv(s, l);
         if (m->fused) { /* 6 launches per layer */
             KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
-                                       m->pos, m->inv_freq, m->attn_factor, m->q, kc, vc, st));
-            KP_(ATTN, gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV,
-                                          c->layer_sliding[l] ? c->sliding_window : 0, m->o, st));
+                                       m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
+            KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+                                          m->o, st));
             KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
             KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
                                                  m->rw, m->grp, m->ctr, st));
@@ -834,8 +920,8 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
         KP_(KV, gptoss_linear(m->h, H, w->v_w, w->v_b, 1, H, KVD, m->vn, KVD, 0, st));
         KP_(ROPE_STORE, gptoss_rope_at(m->q, NH, m->pos, m->inv_freq, m->attn_factor, st));
         KP_(ROPE_STORE, gptoss_rope_at(m->kn, NKV, m->pos, m->inv_freq, m->attn_factor, st));
-        KP_(ROPE_STORE, gptoss_kv_store(m->kn, m->vn, KVD, m->pos, kc, vc, st));
-        KP_(ATTN, gptoss_attention_at(m->q, kc, vc, w->sinks, m->pos, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
+        KP_(ROPE_STORE, gptoss_kv_store(m->kn, m->vn, 1, m->pos, kv, st));
+        KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
                                m->o, st));
         KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
         KP_(NORM, gptoss_rmsnorm(m->x, w->mlp_norm, 1, H, eps, m->h, st));
@@ -882,6 +968,8 @@ static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) 
  * the next sampling launch is ordered after it on the stream, so no host wait is needed here. */
 static llmr_engine_status decode_step(gptoss_session *s, char *err, size_t es) {
     gptoss_model *m = s->m;
+    llmr_engine_status pr = ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es); /* outside the graph */
+    if (pr != LLMR_ENGINE_OK) return pr;
     if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
         CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
         CUDA_TRY(decode_body(s, m->prof), "decode step (profiled)");

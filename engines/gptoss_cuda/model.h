@@ -5,8 +5,13 @@
  * from the shard mmaps through two pinned staging buffers, shard by shard in file order (no host copy
  * of a whole tensor or shard). MXFP4 expert blocks/scales are copied packed, as stored.
  *
+ * KV cache: one page pool per model sized at load (max_sessions x max_context worth of pages of
+ * GPTOSS_KV_PAGE positions, kernels.h); each session has a block table (host + device copy) and takes
+ * pages as it grows, returning them when freed. A session that cannot get a page fails its generate
+ * with OOM_VRAM naming pages needed and free.
+ *
  * Forward (model.cu): per chunk of up to GPTOSS_CHUNK tokens, embed, then per layer RMSNorm -> QKV
- * (+bias) -> RoPE -> K,V into the session cache -> attention with sinks -> o_proj (+bias, residual) ->
+ * (+bias) -> RoPE -> K,V into the session's pages -> attention with sinks -> o_proj (+bias, residual) ->
  * RMSNorm -> router -> top-4 -> grouped MXFP4 gate_up -> SwiGLU -> grouped MXFP4 down -> weighted
  * gather (residual); final RMSNorm and lm_head for the rows that need logits.
  * Decode in generate: the one-token forward is captured once per session as a CUDA graph and replayed
@@ -38,7 +43,7 @@ typedef struct gptoss_model gptoss_model;
 typedef struct gptoss_session gptoss_session;
 
 /* Reads config.json and every tensor header; fills *bytes with the device memory a load would take
- * (weights + max_sessions KV caches of max_context + workspace). Nothing is allocated on the GPU. */
+ * (weights + the KV page pool for max_sessions x max_context + workspace + per-session buffers). Nothing is allocated on the GPU. */
 llmr_engine_status gptoss_model_estimate(const char *model_dir, uint32_t max_context, uint32_t max_sessions,
                                          uint64_t *bytes, char *err, size_t err_size);
 
@@ -52,7 +57,8 @@ const gptoss_config *gptoss_model_config(const gptoss_model *m);
 uint32_t gptoss_model_max_context(const gptoss_model *m);
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out);
 
-/* A session with a KV cache of max_context positions (0 = the model's). */
+/* A session of up to max_context positions (0 = the model's); its KV pages come from the model's pool
+ * on demand. */
 llmr_engine_status gptoss_session_new(gptoss_model *m, uint32_t max_context, gptoss_session **out, char *err,
                                       size_t err_size);
 void gptoss_session_free(gptoss_session *s);

@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
                                                                    const uint16_t *kw, const uint16_t *kb,
                                                                    const uint16_t *vw, const uint16_t *vb, int H, int NH,
                                                                    int NKV, const int32_t *pos_dev, const float *inv_freq,
-                                                                   float af, float *q, float *kc, float *vc) {
+                                                                   float af, float *q, gptoss_kv kv) {
     extern __shared__ float4 xs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[QKV_WARPS];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, K8 = H / 8;
@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
     }
     __syncthreads();
     const int pos = *pos_dev, half = GPTOSS_HEAD_DIM / 2;
-    const int pairs = (NH + 2 * NKV) * half, KVD = NKV * GPTOSS_HEAD_DIM;
+    const int pairs = (NH + 2 * NKV) * half;
     for (int tp = blockIdx.x * QKV_WARPS + warp; tp < pairs; tp += gridDim.x * QKV_WARPS) {
         const int head = tp / half, i = tp % half;
         const uint16_t *W, *B;
@@ -87,17 +87,20 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
             a2 = x2 * cs + x1 * sn;
         }
         if (head < NH) { q[n1] = a1; q[n2] = a2; }
-        else if (head < NH + NKV) { kc[(size_t)pos * KVD + n1] = a1; kc[(size_t)pos * KVD + n2] = a2; }
-        else { vc[(size_t)pos * KVD + n1] = a1; vc[(size_t)pos * KVD + n2] = a2; }
+        else { /* the new token's K/V into its page (block table row 0) */
+            float *dst = head < NH + NKV ? gptoss_kv_k(kv, 0, pos) : gptoss_kv_v(kv, 0, pos);
+            dst[n1] = a1;
+            dst[n2] = a2;
+        }
     }
 }
 
 cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
                               const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
                               int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
-                              float *q, float *kc, float *vc, cudaStream_t s) {
+                              float *q, gptoss_kv kv, cudaStream_t s) {
     if (H <= 0 || H % 8 || H > GPTOSS_DECODE_MAX_K || n_heads <= 0 || n_kv <= 0 || !pos ||
-        (((uintptr_t)q_w | (uintptr_t)k_w | (uintptr_t)v_w) & 15))
+        (((uintptr_t)q_w | (uintptr_t)k_w | (uintptr_t)v_w) & 15) || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
         return cudaErrorInvalidValue;
     int dev = 0, sms = 0;
     cudaError_t e = cudaGetDevice(&dev);
@@ -109,6 +112,6 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
     const long need = (pairs + QKV_WARPS - 1) / QKV_WARPS;
     if (blocks > need) blocks = need;
     qkv_decode_kernel<<<(unsigned)blocks, QKV_WARPS * 32, (size_t)H * sizeof(float), s>>>(
-        x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq, attn_factor, q, kc, vc);
+        x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq, attn_factor, q, kv);
     return cudaGetLastError();
 }

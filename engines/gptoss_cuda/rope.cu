@@ -37,22 +37,6 @@ cudaError_t gptoss_rope_at(float *x, int n_heads, const int32_t *pos, const floa
     return cudaGetLastError();
 }
 
-/* One thread per feature: row *pos of both caches. */
-__global__ void kv_store_kernel(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= kvd) return;
-    const size_t row = (size_t)*pos * kvd;
-    kc[row + i] = k[i];
-    vc[row + i] = v[i];
-}
-
-cudaError_t gptoss_kv_store(const float *k, const float *v, int kvd, const int32_t *pos, float *kc, float *vc,
-                            cudaStream_t s) {
-    if (kvd <= 0 || !pos) return cudaErrorInvalidValue;
-    kv_store_kernel<<<(kvd + 255) / 256, 256, 0, s>>>(k, v, kvd, pos, kc, vc);
-    return cudaGetLastError();
-}
-
 __global__ void set_i32_kernel(int32_t *dst, int32_t v) { *dst = v; }
 
 cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t s) {

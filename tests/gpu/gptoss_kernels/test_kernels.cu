@@ -12,6 +12,7 @@
 
 /* The kernels are compiled into this test directly from the engine's sources. */
 #include "engines/gptoss_cuda/attention.cu"
+#include "engines/gptoss_cuda/kv_cache.cu"
 #include "engines/gptoss_cuda/linear.cu"
 #include "engines/gptoss_cuda/moe.cu"
 #include "engines/gptoss_cuda/moe_decode.cu"
@@ -233,15 +234,51 @@ static void test_rope(int T, int heads, int pos0) {
     cudaFree(dx); cudaFree(dinv);
 }
 
+/* ------------------------------------------------------------ paged KV */
+/* A 2-layer page pool on the device holding a contiguous cache kc/vc [ctx, kvd] as layer 1 of pages
+ * taken in a shuffled order (so a kernel that ignores the block table reads the wrong rows). Spare
+ * pages beyond ctx are NaN. */
+struct paged {
+    gptoss_kv kv;
+    float *pool;
+    int32_t *table;
+    std::vector<int32_t> ids;
+    size_t pool_floats;
+};
+static paged paged_upload(const std::vector<float> &kc, const std::vector<float> &vc, int ctx, int kvd, int extra,
+                          const std::vector<int32_t> *same_ids = NULL) {
+    paged p;
+    const int P = GPTOSS_KV_PAGE, layers = 2, npages = (ctx + P - 1) / P + extra;
+    const long long pf = (long long)layers * 2 * P * kvd, loff = 2LL * P * kvd; /* layer 1 */
+    p.ids.resize(npages);
+    for (int i = 0; i < npages; i++) p.ids[i] = i;
+    for (int i = npages - 1; i > 0; i--) std::swap(p.ids[i], p.ids[rnd64() % (uint64_t)(i + 1)]);
+    if (same_ids) p.ids = *same_ids; /* a second copy laid out exactly like a first one */
+    std::vector<float> host((size_t)npages * pf, NAN);
+    for (int j = 0; j < ctx; j++) {
+        const size_t base = (size_t)p.ids[j / P] * pf + loff + (size_t)(j % P) * kvd;
+        memcpy(&host[base], &kc[(size_t)j * kvd], kvd * sizeof(float));
+        memcpy(&host[base + (size_t)P * kvd], &vc[(size_t)j * kvd], kvd * sizeof(float));
+    }
+    p.pool_floats = host.size();
+    p.pool = dev_upload(host);
+    p.table = dev_upload(p.ids);
+    p.kv.pool = p.pool; p.kv.table = p.table; p.kv.max_pages = npages; p.kv.kvd = kvd;
+    p.kv.page_floats = pf; p.kv.layer_off = loff;
+    return p;
+}
+static void paged_free(paged &p) { cudaFree(p.pool); cudaFree(p.table); }
+
 /* ------------------------------------------------------------ attention */
 static void test_attention(int T, int pos0, int nh, int nkv, int window, float sink_scale) {
     const int D = 64, ctx = pos0 + T, kvd = nkv * D;
     auto q = randv((size_t)T * nh * D, 1.0f);
     auto kc = randv((size_t)ctx * kvd, 1.0f), vc = randv((size_t)ctx * kvd, 1.0f);
     auto sinks = randbf(nh, sink_scale);
-    float *dq = dev_upload(q), *dk = dev_upload(kc), *dv = dev_upload(vc), *dout = dev_poison((size_t)T * nh * D);
+    float *dq = dev_upload(q), *dout = dev_poison((size_t)T * nh * D);
+    paged pk = paged_upload(kc, vc, ctx, kvd, 1);
     uint16_t *ds = dev_upload(sinks);
-    CK(gptoss_attention(dq, dk, dv, ds, T, pos0, nh, nkv, window, dout, 0));
+    CK(gptoss_attention(dq, pk.kv, ds, T, pos0, nh, nkv, window, dout, 0));
     auto out = dev_download(dout, (size_t)T * nh * D);
     std::vector<double> ref((size_t)T * nh * D);
     for (int t = 0; t < T; t++)
@@ -265,10 +302,11 @@ static void test_attention(int T, int pos0, int nh, int nkv, int window, float s
             }
         }
     char what[120];
-    snprintf(what, sizeof what, "attention T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f", T, pos0, nh, nkv, window,
-             sink_scale);
+    snprintf(what, sizeof what, "attention T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f (paged)", T, pos0, nh, nkv,
+             window, sink_scale);
     check_rel(what, out, ref, 1e-5);
-    cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(ds);
+    cudaFree(dq); cudaFree(dout); cudaFree(ds);
+    paged_free(pk);
 }
 
 /* ------------------------------------------------------------ decode-step (graph) variants */
@@ -288,39 +326,40 @@ static void test_decode_at(int pos, int nh, int nkv, int window) {
     auto sinks = randbf(nh, 1.0f);
     float *dinv = dev_upload(std::vector<float>(inv, inv + 32));
     uint16_t *ds = dev_upload(sinks);
-    /* positional launchers, K/V written into row pos as forward() does */
-    float *q1 = dev_upload(q), *kc1 = dev_upload(kc), *vc1 = dev_upload(vc), *o1 = dev_poison((size_t)nh * D);
-    CK(cudaMemcpy(kc1 + (size_t)pos * kvd, k.data(), kvd * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(vc1 + (size_t)pos * kvd, v.data(), kvd * sizeof(float), cudaMemcpyHostToDevice));
+    /* positional launchers, K/V written into position pos as forward() does (rope, then a range store) */
+    paged p1 = paged_upload(kc, vc, ctx, kvd, 0);
+    float *q1 = dev_upload(q), *k1 = dev_upload(k), *v1 = dev_upload(v), *o1 = dev_poison((size_t)nh * D);
     CK(gptoss_rope(q1, nh * D, 1, nh, pos, dinv, af, 0));
-    CK(gptoss_rope(kc1 + (size_t)pos * kvd, kvd, 1, nkv, pos, dinv, af, 0));
-    CK(gptoss_attention(q1, kc1, vc1, ds, 1, pos, nh, nkv, window, o1, 0));
-    /* device-position launchers */
-    float *q2 = dev_upload(q), *kc2 = dev_upload(kc), *vc2 = dev_upload(vc), *k2 = dev_upload(k), *v2 = dev_upload(v);
-    float *o2 = dev_poison((size_t)nh * D);
+    CK(gptoss_rope(k1, kvd, 1, nkv, pos, dinv, af, 0));
+    CK(gptoss_kv_store_range(k1, v1, 1, pos, p1.kv, 0));
+    CK(gptoss_attention(q1, p1.kv, ds, 1, pos, nh, nkv, window, o1, 0));
+    /* device-position launchers on a second copy of the same pages (same shuffled table) */
+    paged p2 = paged_upload(kc, vc, ctx, kvd, 0, &p1.ids);
+    float *q2 = dev_upload(q), *k2 = dev_upload(k), *v2 = dev_upload(v), *o2 = dev_poison((size_t)nh * D);
     int32_t *dpos = NULL;
     CK(cudaMalloc((void **)&dpos, sizeof(int32_t)));
     CK(gptoss_set_i32(dpos, pos, 0));
     CK(gptoss_rope_at(q2, nh, dpos, dinv, af, 0));
     CK(gptoss_rope_at(k2, nkv, dpos, dinv, af, 0));
-    CK(gptoss_kv_store(k2, v2, kvd, dpos, kc2, vc2, 0));
-    CK(gptoss_attention_at(q2, kc2, vc2, ds, dpos, nh, nkv, window, o2, 0));
+    CK(gptoss_kv_store(k2, v2, 1, dpos, p2.kv, 0));
+    CK(gptoss_attention_at(q2, p2.kv, ds, dpos, 1, nh, nkv, window, o2, 0));
     auto a1 = dev_download(o1, (size_t)nh * D), a2 = dev_download(o2, (size_t)nh * D);
     auto qa = dev_download(q1, (size_t)nh * D), qb = dev_download(q2, (size_t)nh * D);
-    auto ka = dev_download(kc1, (size_t)ctx * kvd), kb = dev_download(kc2, (size_t)ctx * kvd);
-    auto va = dev_download(vc1, (size_t)ctx * kvd), vb = dev_download(vc2, (size_t)ctx * kvd);
+    auto pa = dev_download(p1.pool, p1.pool_floats), pb = dev_download(p2.pool, p1.pool_floats);
     int finite = 1;
     for (float x : a2) finite &= isfinite(x) ? 1 : 0;
+    /* memcmp compares bits: the unused NaN slots of both pools hold the same pattern. */
     const int same = !memcmp(a1.data(), a2.data(), a1.size() * sizeof(float)) &&
                      !memcmp(qa.data(), qb.data(), qa.size() * sizeof(float)) &&
-                     !memcmp(ka.data(), kb.data(), ka.size() * sizeof(float)) &&
-                     !memcmp(va.data(), vb.data(), va.size() * sizeof(float));
+                     !memcmp(pa.data(), pb.data(), pa.size() * sizeof(float));
     char what[160];
-    snprintf(what, sizeof what, "decode-step *_at launchers = positional ones bit for bit (pos=%d heads=%d/%d window=%d)",
+    snprintf(what, sizeof what, "decode-step *_at launchers = positional ones bit for bit (pos=%d heads=%d/%d window=%d, paged)",
              pos, nh, nkv, window);
     check_true(what, finite && same);
-    cudaFree(dinv); cudaFree(ds); cudaFree(q1); cudaFree(kc1); cudaFree(vc1); cudaFree(o1);
-    cudaFree(q2); cudaFree(kc2); cudaFree(vc2); cudaFree(k2); cudaFree(v2); cudaFree(o2); cudaFree(dpos);
+    cudaFree(dinv); cudaFree(ds); cudaFree(q1); cudaFree(k1); cudaFree(v1); cudaFree(o1);
+    cudaFree(q2); cudaFree(k2); cudaFree(v2); cudaFree(o2); cudaFree(dpos);
+    paged_free(p1);
+    paged_free(p2);
 }
 
 /* ------------------------------------------------------------ router */
@@ -776,13 +815,19 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
     float *dx = dev_upload(x), *dinv = dev_upload(std::vector<float>(inv, inv + 32));
     uint16_t *dnw = dev_upload(nw), *dqw = dev_upload(qw), *dkw = dev_upload(kw), *dvw = dev_upload(vw),
              *dqb = dev_upload(qb), *dkb = dev_upload(kb), *dvb = dev_upload(vb);
-    float *dq = dev_poison(QD), *dkc = dev_upload(kc0), *dvc = dev_upload(vc0);
+    float *dq = dev_poison(QD);
+    paged p1 = paged_upload(kc0, vc0, ctx, KVD, 1), p2 = paged_upload(kc0, vc0, ctx, KVD, 1, &p1.ids);
     int32_t *dpos;
     CK(cudaMalloc((void **)&dpos, 4));
     CK(gptoss_set_i32(dpos, pos, 0));
-    CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, dkc, dvc, 0));
+    CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, p1.kv, 0));
     auto q = dev_download(dq, QD);
-    auto kc = dev_download(dkc, (size_t)ctx * KVD), vc = dev_download(dvc, (size_t)ctx * KVD);
+    auto pool1 = dev_download(p1.pool, p1.pool_floats), pool0 = pool1;
+    CK(cudaMemcpy(pool0.data(), p2.pool, p2.pool_floats * 4, cudaMemcpyDeviceToHost)); /* untouched copy */
+    auto row_at = [&](int j, int v) { /* offset of K (v = 0) or V (v = 1) row j in a pool */
+        return (size_t)p1.ids[j / GPTOSS_KV_PAGE] * p1.kv.page_floats + p1.kv.layer_off +
+               (size_t)v * GPTOSS_KV_PAGE * KVD + (size_t)(j % GPTOSS_KV_PAGE) * KVD;
+    };
     /* CPU */
     double ss = 0;
     for (int i = 0; i < H; i++) ss += (double)x[i] * x[i];
@@ -808,13 +853,12 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
         return y;
     };
     auto qr = proj(qw, qb, QD, 1), kr = proj(kw, kb, KVD, 1), vr = proj(vw, vb, KVD, 0);
-    std::vector<float> kg(kc.begin() + (size_t)pos * KVD, kc.begin() + (size_t)(pos + 1) * KVD);
-    std::vector<float> vg(vc.begin() + (size_t)pos * KVD, vc.begin() + (size_t)(pos + 1) * KVD);
-    int untouched = 1;
-    for (int p = 0; p < ctx; p++)
-        if (p != pos)
-            untouched &= !memcmp(&kc[(size_t)p * KVD], &kc0[(size_t)p * KVD], KVD * 4) &&
-                         !memcmp(&vc[(size_t)p * KVD], &vc0[(size_t)p * KVD], KVD * 4);
+    std::vector<float> kg(pool1.begin() + row_at(pos, 0), pool1.begin() + row_at(pos, 0) + KVD);
+    std::vector<float> vg(pool1.begin() + row_at(pos, 1), pool1.begin() + row_at(pos, 1) + KVD);
+    /* everything but the two rows of position pos is as uploaded (NaN spare rows compare as bytes) */
+    std::vector<float> a1 = pool1, a0 = pool0;
+    for (int v = 0; v < 2; v++) memset(&a1[row_at(pos, v)], 0, KVD * 4), memset(&a0[row_at(pos, v)], 0, KVD * 4);
+    const int untouched = !memcmp(a1.data(), a0.data(), a1.size() * 4);
     char what[160];
     snprintf(what, sizeof what, "qkv decode H=%d heads=%d/%d pos=%d: q (norm, bias, RoPE)", H, nh, nkv, pos);
     check_rel(what, q, qr, 1e-5);
@@ -825,7 +869,6 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
     check_true(what, untouched);
     /* the 7 launches it replaces */
     float *oh = dev_poison(H), *oq = dev_poison(QD), *okn = dev_poison(KVD), *ovn = dev_poison(KVD);
-    float *okc = dev_upload(kc0), *ovc = dev_upload(vc0);
     auto old = [&]() {
         CK(gptoss_rmsnorm(dx, dnw, 1, H, eps, oh, 0));
         CK(gptoss_linear(oh, H, dqw, dqb, 1, H, QD, oq, QD, 0, 0));
@@ -833,11 +876,11 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
         CK(gptoss_linear(oh, H, dvw, dvb, 1, H, KVD, ovn, KVD, 0, 0));
         CK(gptoss_rope_at(oq, nh, dpos, dinv, af, 0));
         CK(gptoss_rope_at(okn, nkv, dpos, dinv, af, 0));
-        CK(gptoss_kv_store(okn, ovn, KVD, dpos, okc, ovc, 0));
+        CK(gptoss_kv_store(okn, ovn, 1, dpos, p2.kv, 0));
     };
     old();
     auto q2 = dev_download(oq, QD);
-    auto k2 = dev_download(okc + (size_t)pos * KVD, KVD);
+    auto k2 = dev_download(p2.pool + row_at(pos, 0), KVD);
     std::vector<float> both(q), both2(q2);
     both.insert(both.end(), kg.begin(), kg.end());
     both2.insert(both2.end(), k2.begin(), k2.end());
@@ -850,7 +893,7 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
         const int reps = 50;
         for (int which = 0; which < 2; which++) {
             auto fused = [&]() {
-                CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, dkc, dvc, 0));
+                CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, p1.kv, 0));
             };
             for (int r = 0; r < 3; r++) { if (which) fused(); else old(); }
             CK(cudaEventRecord(e0, 0));
@@ -867,8 +910,10 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
         cudaEventDestroy(e1);
     }
     cudaFree(dx); cudaFree(dinv); cudaFree(dnw); cudaFree(dqw); cudaFree(dkw); cudaFree(dvw); cudaFree(dqb);
-    cudaFree(dkb); cudaFree(dvb); cudaFree(dq); cudaFree(dkc); cudaFree(dvc); cudaFree(dpos);
-    cudaFree(oh); cudaFree(oq); cudaFree(okn); cudaFree(ovn); cudaFree(okc); cudaFree(ovc);
+    cudaFree(dkb); cudaFree(dvb); cudaFree(dq); cudaFree(dpos);
+    cudaFree(oh); cudaFree(oq); cudaFree(okn); cudaFree(ovn);
+    paged_free(p1);
+    paged_free(p2);
 }
 
 /* The multi-block greedy argmax against the one-block kernel (same rules), and its time on 201k logits. */
