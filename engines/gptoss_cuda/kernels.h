@@ -221,6 +221,10 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
                                       float limit, float *act_sw, cudaStream_t stream);
 
+/* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
+ * same numerics). Process-wide; set it before launching. */
+void gptoss_moe_decode_rows(int r);
+
 /* x[t, n] += sum over k = 0..3 in order of w[t, k] * (W_e act_sw[t*4+k] + b_e)[n] with e = the expert
  * of pair t*4+k (MXFP4 down, layout [E, H, I/32, 16]); the residual add of the MoE block. */
 cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
@@ -237,5 +241,17 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
                               const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
                               int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
                               float *q, gptoss_kv kv, cudaStream_t stream);
+
+/* ---- decode attention split over keys (attention_decode.cu), the flash-decoding form of
+ * gptoss_attention_at (same arguments and semantics): for each row b < B, the query q[b, :] at
+ * position pos[b] over keys 0..pos[b] (or the last `window`) of table row b. Block (b, KV head,
+ * split) reads its K/V once for all n_heads/n_kv query heads of that KV head; the keys are cut into
+ * GPTOSS_ATT_SPLITS splits of whole 32-key steps (sliding layers touch only their window). Scratch:
+ * part [B * n_heads * GPTOSS_ATT_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first
+ * launch (left 0). Deterministic: splits are merged in split order. Checked for B = 1. */
+#define GPTOSS_ATT_SPLITS 32
+cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                    int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
+                                    cudaStream_t stream);
 
 #endif

@@ -86,9 +86,10 @@ struct gptoss_model {
     int32_t *pos;
     /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
      * group table and the router's block counter (0 between launches) */
-    float *hsw;
+    float *hsw, *att_part;
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
+    int split_attn; /* fused path: 0 when LLMR_GPTOSS_SPLIT_ATTN=0 (the per-head decode attention) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -289,7 +290,8 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(pos, int32_t, 1);
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
-    CARVE(ctr, int32_t, 1);
+    CARVE(ctr, int32_t, 1 + c->num_kv_heads); /* [0] the router's, [1..] the split attention's */
+    CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
 #undef CARVE
     return off;
 }
@@ -563,7 +565,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
     workspace_layout(&m->cfg, m, (char *)m->work);
-    if (cudaMemset(m->ctr, 0, sizeof(int32_t)) != cudaSuccess) {
+    if (cudaMemset(m->ctr, 0, (1 + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
         goto fail;
     }
@@ -574,6 +576,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
         const char *fu = getenv("LLMR_GPTOSS_FUSED"); /* 0: the per-op decode launches, for comparisons */
         m->fused = !(fu && strcmp(fu, "0") == 0) && m->cfg.hidden_size <= GPTOSS_DECODE_MAX_K; /* the fused kernels' limit */
+        const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN"); /* 0: the per-head decode attention */
+        m->split_attn = !(sa && strcmp(sa, "0") == 0);
+        const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
+        gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
@@ -903,8 +909,11 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
         if (m->fused) { /* 6 launches per layer */
             KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
                                        m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
-            KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0,
-                                          m->o, st));
+            const int win = c->layer_sliding[l] ? c->sliding_window : 0;
+            if (m->split_attn)
+                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1, st));
+            else
+                KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
             KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
             KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
                                                  m->rw, m->grp, m->ctr, st));

@@ -28,9 +28,10 @@
 
 #include <cuda_fp16.h>
 
-#define MD_R 2       /* rows per warp task: gate_up's gate/up pair; more warps beat more rows per warp */
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
-#define MD_MINB(G) ((G) == 1 ? 4 : 2) /* resident blocks per SM the register budget is set for */
+/* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
+ * per SM) or 4 (x loads shared by 4 rows, 128 registers, 2 blocks per SM); LLMR_GPTOSS_MOE_ROWS picks. */
+#define MD_MINB(G, R) ((G) == 1 && (R) == 2 ? 4 : 2) /* resident blocks per SM the register budget is set for */
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
 
@@ -284,8 +285,8 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 
 /* Block (x, g): expert group g; warp tasks = pairs of activations (j, j+1) = gate_up rows 4j' .. 4j'+3,
  * strided over the blocks of the group. */
-template <int G>
-__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
+template <int G, int MD_R>
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
                                                                           float limit, float *act_sw) {
@@ -319,6 +320,9 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G)) moe_gate_up_decode_
     }
 }
 
+static int g_moe_rows = 2;
+void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
+
 static int sm_count(void) {
     static int sms = 0;
     if (!sms) {
@@ -344,20 +348,21 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
-    const int G = max_groups(T, E), tasks = 2 * I / MD_R;
+    const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
     /* one wave of resident blocks in all (the register budget allows MD_MINB per SM), never more than
      * one group's tasks need */
-    int gx = (MD_MINB(T == 1 ? 1 : MD_G) * sm_count() + G - 1) / G;
+    int gx = (MD_MINB(T == 1 ? 1 : MD_G, R) * sm_count() + G - 1) / G;
     const int need = (tasks + MD_WARPS - 1) / MD_WARPS;
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
     const dim3 grid((unsigned)gx, (unsigned)G);
-    if (T == 1) /* one pair per group: a variant with a quarter of the accumulators */
-        moe_gate_up_decode_kernel<1><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha,
-                                                                    limit, act_sw);
-    else
-        moe_gate_up_decode_kernel<MD_G><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha,
-                                                                       limit, act_sw);
+#define GU_LAUNCH(GG, RR)                                                                                   \
+    moe_gate_up_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha, \
+                                                                     limit, act_sw)
+    /* T == 1: one pair per group, a variant with a quarter of the accumulators */
+    if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
+    else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
+#undef GU_LAUNCH
     return cudaGetLastError();
 }
 
@@ -367,8 +372,8 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
  * order of w * y, one writer each. */
-template <int G>
-__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+template <int G, int MD_R>
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x) {
@@ -418,9 +423,10 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const unsigned grid = (unsigned)((H + DN_ROWS - 1) / DN_ROWS);
-    if (T == 1)
-        moe_down_decode_kernel<1><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x);
-    else
-        moe_down_decode_kernel<MD_G><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x);
+#define DN_LAUNCH(GG, RR) \
+    moe_down_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x)
+    if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
+    else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
+#undef DN_LAUNCH
     return cudaGetLastError();
 }

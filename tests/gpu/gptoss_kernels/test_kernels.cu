@@ -12,6 +12,7 @@
 
 /* The kernels are compiled into this test directly from the engine's sources. */
 #include "engines/gptoss_cuda/attention.cu"
+#include "engines/gptoss_cuda/attention_decode.cu"
 #include "engines/gptoss_cuda/kv_cache.cu"
 #include "engines/gptoss_cuda/linear.cu"
 #include "engines/gptoss_cuda/moe.cu"
@@ -529,6 +530,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     run();
     auto out2 = dev_download(dx, (size_t)T * H);
+    /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_moe_decode_rows(4);
+    run();
+    gptoss_moe_decode_rows(2);
+    auto out4 = dev_download(dx, (size_t)T * H);
 
     /* CPU: rmsnorm, router (double), top-4, softmax, experts with the CPU's ids */
     std::vector<double> ref((size_t)T * H), href((size_t)T * H), wref((size_t)P);
@@ -607,8 +614,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_rel(what, w, wref, 1e-6);
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: MoE block + residual vs CPU", T, H, I, E);
     check_rel(what, out, ref, 1e-5);
-    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit", T, H, I, E);
-    check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4));
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit, 4 rows/warp = 2 rows/warp", T, H, I, E);
+    check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
 
     /* the older 8-launch path on the same inputs */
     {
@@ -636,7 +643,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             CK(cudaEventCreate(&e0));
             CK(cudaEventCreate(&e1));
             const int reps = 50;
-            for (int which = 0; which < 2; which++) {
+            for (int which = 0; which < 3; which++) {
+                gptoss_moe_decode_rows(which == 2 ? 4 : 2);
                 for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
                 CK(cudaEventRecord(e0, 0));
                 for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
@@ -646,8 +654,26 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which ? "fused (3 launches)" : "old (8 launches)", T, ms * 1000.0 / reps,
+                       which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)", T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
+            }
+            gptoss_moe_decode_rows(2);
+            for (int k = 0; k < 3; k++) { /* each fused kernel alone, repeated back to back */
+                auto one = [&]() {
+                    if (k == 0) CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, dctr, 0));
+                    if (k == 1) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+                    if (k == 2) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                };
+                one();
+                CK(cudaEventRecord(e0, 0));
+                for (int r = 0; r < reps; r++) one();
+                CK(cudaEventRecord(e1, 0));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                const double kb = k == 0 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                printf("     timing %s T=%d: %.1f us, %.0f GB/s\n", k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : "down_decode",
+                       T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
@@ -956,6 +982,82 @@ static void test_fast_greedy(int V, int timing) {
     cudaFree(dl); cudaFree(dwork); cudaFree(dout);
 }
 
+/* ------------------------------------------------------------ split decode attention (attention_decode.cu)
+ * Against the CPU loop (double), twice bit for bit (the merge counters reset themselves), and timed
+ * against gptoss_attention_at for the 20b head shape. */
+static void test_attention_decode(int pos, int nh, int nkv, int window, int timing) {
+    const int D = 64, ctx = pos + 1, kvd = nkv * D;
+    auto q = randv((size_t)nh * D, 1.0f);
+    auto kc = randv((size_t)ctx * kvd, 1.0f), vc = randv((size_t)ctx * kvd, 1.0f);
+    auto sinks = randbf(nh, 1.0f);
+    float *dq = dev_upload(q), *dout = dev_poison((size_t)nh * D), *dout2 = dev_poison((size_t)nh * D);
+    float *dpart = dev_poison((size_t)nh * GPTOSS_ATT_SPLITS * 66);
+    paged pk = paged_upload(kc, vc, ctx, kvd, 1);
+    uint16_t *ds = dev_upload(sinks);
+    int32_t *dpos, *dctr;
+    CK(cudaMalloc((void **)&dpos, 4));
+    CK(cudaMalloc((void **)&dctr, nkv * 4));
+    CK(cudaMemset(dctr, 0, nkv * 4));
+    CK(gptoss_set_i32(dpos, pos, 0));
+    CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, dpart, dctr, 0));
+    auto out = dev_download(dout, (size_t)nh * D);
+    CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout2, dpart, dctr, 0));
+    auto out2 = dev_download(dout2, (size_t)nh * D);
+    auto ctr = dev_download(dctr, nkv);
+    std::vector<double> ref((size_t)nh * D);
+    for (int h = 0; h < nh; h++) {
+        const int kh = h / (nh / nkv);
+        const int lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+        std::vector<double> s(pos + 1);
+        double mx = bf2f(sinks[h]);
+        for (int j = lo; j <= pos; j++) {
+            double d = 0;
+            for (int i = 0; i < D; i++) d += (double)q[(size_t)h * D + i] * kc[(size_t)j * kvd + kh * D + i];
+            s[j] = d * 0.125;
+            if (s[j] > mx) mx = s[j];
+        }
+        double den = exp(bf2f(sinks[h]) - mx);
+        for (int j = lo; j <= pos; j++) den += exp(s[j] - mx);
+        for (int i = 0; i < D; i++) {
+            double o = 0;
+            for (int j = lo; j <= pos; j++) o += exp(s[j] - mx) / den * vc[(size_t)j * kvd + kh * D + i];
+            ref[(size_t)h * D + i] = o;
+        }
+    }
+    int zero = 1;
+    for (int c : ctr) zero &= c == 0;
+    char what[160];
+    snprintf(what, sizeof what, "split decode attention pos=%d heads=%d/%d window=%d", pos, nh, nkv, window);
+    check_rel(what, out, ref, 1e-5);
+    snprintf(what, sizeof what, "split decode attention pos=%d heads=%d/%d window=%d: repeat bit for bit, counters 0", pos,
+             nh, nkv, window);
+    check_true(what, zero && !memcmp(out.data(), out2.data(), out.size() * 4));
+    if (timing) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        for (int which = 0; which < 2; which++) {
+            auto one = [&]() {
+                if (which) CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, dpart, dctr, 0));
+                else CK(gptoss_attention_at(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, 0));
+            };
+            one();
+            CK(cudaEventRecord(e0, 0));
+            for (int r = 0; r < 50; r++) one();
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            printf("     timing decode attention pos=%d heads=%d/%d window=%d %s: %.1f us\n", pos, nh, nkv, window,
+                   which ? "split over keys" : "per head (attention_at)", ms * 1000.0 / 50);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    cudaFree(dq); cudaFree(dout); cudaFree(dout2); cudaFree(dpart); cudaFree(ds); cudaFree(dpos); cudaFree(dctr);
+    paged_free(pk);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: gptoss_kernels\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 (skipped) without a GPU.\n");
@@ -1020,6 +1122,14 @@ int main(int argc, char **argv) {
     test_sampling(201088);
     test_fast_greedy(1000, 0);
     test_fast_greedy(201088, 1);
+    test_attention_decode(0, 8, 2, 0, 0);
+    test_attention_decode(31, 8, 2, 0, 0);
+    test_attention_decode(32, 64, 8, 0, 0);
+    test_attention_decode(128, 64, 8, 0, 1);    /* 20b heads at the bench's context 128, timed */
+    test_attention_decode(300, 64, 8, 128, 1);  /* a sliding layer */
+    test_attention_decode(4999, 64, 8, 0, 1);   /* long context, timed */
+    test_attention_decode(1234, 4, 4, 5, 0);
+    test_attention_decode(2000, 12, 3, 0, 0);   /* 4 query heads per KV head */
     test_qkv_decode(64, 2, 1, 0, 0);
     test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
     test_qkv_decode(256, 4, 2, 70000, 0);
