@@ -86,6 +86,12 @@ struct gptoss_model {
      * step's position, the sampled token copied back through pinned memory with one event */
     float *kn, *vn;
     int32_t *pos;
+    /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
+     * group table and the router's block counter (0 between launches) */
+    float *hsw, *att_part;
+    int32_t *grp, *ctr;
+    int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
+    int split_attn; /* fused path: 0 when LLMR_GPTOSS_SPLIT_ATTN=0 (the per-head decode attention) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -322,6 +328,10 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(kn, float, C * c->num_kv_heads * c->head_dim); /* new K/V rows before they enter the pages */
     CARVE(vn, float, C * c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
+    CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
+    CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
+    CARVE(ctr, int32_t, 1 + c->num_kv_heads); /* [0] the router's, [1..] the split attention's */
+    CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
     if (ps.use_tc) {
         CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched));
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
@@ -501,12 +511,13 @@ static llmr_engine_status stream_weights(gptoss_model *m, plan *p, llmr_checkpoi
  * not hidden behind a graph here), so they are upper bounds of each kernel's own time. Off by default:
  * nothing of it is touched then. */
 enum {
-    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
+    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_QKV, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
     PROF_SWIGLU, PROF_DOWN, PROF_COMBINE, PROF_LM_HEAD, PROF_SAMPLE, PROF_N
 };
 static const char *const prof_names[PROF_N] = {
-    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store", "attention", "o_proj (+residual)",
-    "router linear + top-4 + route", "MXFP4 gate_up", "swiglu", "MXFP4 down", "combine", "lm_head", "sampling"};
+    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store",
+    "fused norm+qkv+rope+kv store", "attention", "o_proj (+residual)", "router (fused: +norm)",
+    "MXFP4 gate_up (fused: +swiglu)", "swiglu", "MXFP4 down (fused: +combine)", "combine", "lm_head", "sampling"};
 
 typedef struct step_prof {
     int cap, n;               /* events allocated / recorded in this step */
@@ -706,11 +717,23 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->tc.no_batched = !ps.batched;
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 0, 0, 1); /* off until timed on a GPU */
     }
+    if (cudaMemset(m->ctr, 0, (1 + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
+        goto fail;
+    }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
         m->use_graph = !(g && strcmp(g, "0") == 0);
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
+        const char *fu = getenv("LLMR_GPTOSS_FUSED"); /* 0: the per-op decode launches, for comparisons */
+        m->fused = !(fu && strcmp(fu, "0") == 0) && m->cfg.hidden_size <= GPTOSS_DECODE_MAX_K; /* the fused kernels' limit */
+        const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN"); /* 0: the per-head decode attention */
+        m->split_attn = !(sa && strcmp(sa, "0") == 0);
+        const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
+        gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
+        const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
+        gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
         prefill_profile_create(m);
     }
@@ -1110,6 +1133,23 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = layer_kv(s, l);
+        if (m->fused) { /* 6 launches per layer */
+            KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
+                                       m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
+            const int win = c->layer_sliding[l] ? c->sliding_window : 0;
+            if (m->split_attn)
+                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1, st));
+            else
+                KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
+            KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+            KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
+                                                 m->rw, m->grp, m->ctr, st));
+            KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                                   c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,
+                                             st));
+            continue;
+        }
         KP_(NORM, gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
         KP_(Q, gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
         KP_(KV, gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
