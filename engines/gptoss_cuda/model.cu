@@ -877,7 +877,7 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
 
 /* ---------------------------------------------------------------- decode step as a CUDA graph
  *
- * A decode step is ~17 launches per layer (~420 for 20b); launched one by one, the gaps between them
+ * A decode step is 6 launches per layer with the fused kernels (17 with LLMR_GPTOSS_FUSED=0); launched one by one, the gaps between them
  * cost more than the kernels. So the step is captured once per session as a CUDA graph and replayed.
  * Everything that changes between steps lives in device memory the kernels read: the token in m->tok
  * (written there by the sampler) and the position in m->pos (set by one tiny kernel before the replay);
