@@ -85,7 +85,8 @@ llmr_node_engines *llmr_node_engines_create(const llmr_node_engines_config *cfg,
 #if HAVE_ENGINE_HOST
     if (e->no_dir) return e;
     llmr_engine_host_config hc = {.engines_dir = cfg->engines_dir, .backend = cfg->has_gpu ? "cuda" : "cpu",
-                                  .device = cfg->has_gpu ? 0 : -1, .cc_major = cfg->cc_major, .cc_minor = cfg->cc_minor};
+                                  .device = cfg->has_gpu ? 0 : -1, .cc_major = cfg->cc_major, .cc_minor = cfg->cc_minor,
+                                  .max_sessions = cfg->max_sessions, .max_context = cfg->max_context};
     char why[1024];
     if (llmr_engine_host_create(&hc, &e->host, why, sizeof why) != LLMR_ENGINE_OK) {
         snprintf(err, es, "engine host: %s", why);

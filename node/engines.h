@@ -30,6 +30,9 @@ typedef struct llmr_node_engines_config {
     const char *engines_dir;   /* required */
     int has_gpu;               /* 1: backend "cuda", device 0 */
     int cc_major, cc_minor;    /* of GPU 0; -1 when unknown */
+    unsigned max_sessions;     /* sessions an engine plans KV memory for (the node's --max-concurrency,
+                                  so concurrent requests can share a batch); 0 = the engine's default */
+    unsigned max_context;      /* longest sequence a session may hold (--max-context); 0 = engine default */
 } llmr_node_engines_config;
 
 /* Scans the manifests and starts the EngineHost. A plugin that fails validation is logged and left

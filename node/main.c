@@ -105,6 +105,8 @@ int main(int argc, char **argv) {
         {"sync-interval", "LLMR_SYNC_INTERVAL", LLMR_OPT_INT, "0",
          "seconds between model-list polls; 0 = the router's setting, else 30", &n->cfg.sync_interval_s},
         {"max-concurrency", "LLMR_MAX_CONCURRENCY", LLMR_OPT_INT, "4", "inference requests served at once", &n->cfg.max_concurrency},
+        {"max-context", "LLMR_MAX_CONTEXT", LLMR_OPT_INT, "0",
+         "longest sequence (prompt + output tokens) a request may hold; 0 = the engine's default", &n->cfg.max_context},
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
         {"join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
@@ -119,10 +121,10 @@ int main(int argc, char **argv) {
     int level = llmr_log_level_parse(log_level);
     if (level < 0) { fprintf(stderr, "llmr-node: --log-level: unknown level '%s'\n", log_level); return 2; }
     llmr_log_init("node", level, log_json);
-    if (n->cfg.heartbeat_interval_s < 0 || n->cfg.sync_interval_s < 0 || n->cfg.max_concurrency < 1 ||
+    if (n->cfg.heartbeat_interval_s < 0 || n->cfg.sync_interval_s < 0 || n->cfg.max_concurrency < 1 || n->cfg.max_context < 0 ||
         n->cfg.max_parallel_downloads < 1 || n->cfg.max_parallel_downloads > 64) {
         fprintf(stderr, "llmr-node: --heartbeat-interval/--sync-interval must be >= 0, --max-concurrency >= 1, "
-                        "--max-parallel-downloads 1..64\n");
+                        "--max-context >= 0, --max-parallel-downloads 1..64\n");
         return 2;
     }
     if (ensure_dir("models-dir", n->cfg.models_dir) || ensure_dir("state-dir", n->cfg.state_dir)) return 2;
@@ -147,7 +149,8 @@ int main(int argc, char **argv) {
     }
     int rc = 1;
     llmr_node_engines_config ec = {.engines_dir = n->cfg.engines_dir, .has_gpu = ngpu > 0, .cc_major = g0.cc_major,
-                                   .cc_minor = g0.cc_minor};
+                                   .cc_minor = g0.cc_minor, .max_sessions = (unsigned)n->cfg.max_concurrency,
+                                   .max_context = (unsigned)n->cfg.max_context};
     if (!(n->models = llmr_models_create())) { fprintf(stderr, "llmr-node: out of memory\n"); goto out; }
     if (!(n->engines = llmr_node_engines_create(&ec, err, sizeof err))) { fprintf(stderr, "llmr-node: %s\n", err); goto out; }
     if (!(n->loop = llmr_loop_create())) { fprintf(stderr, "llmr-node: cannot create the event loop\n"); goto out; }

@@ -39,7 +39,8 @@ typedef struct llmr_node_config {
     const char *gpu;               /* --gpu auto|none */
     int heartbeat_interval_s;      /* --heartbeat-interval; 0 = the router's setting (default 5) */
     int sync_interval_s;           /* --sync-interval; 0 = the router's setting, else 30 */
-    int max_concurrency;           /* --max-concurrency */
+    int max_concurrency;           /* --max-concurrency (also the sessions engines plan KV memory for) */
+    int max_context;               /* --max-context: 0 = the engine's default */
     int max_parallel_downloads;    /* --max-parallel-downloads */
 } llmr_node_config;
 

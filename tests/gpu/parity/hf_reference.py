@@ -31,7 +31,8 @@ OUTPUT (all binary files are raw little-endian, C row-major, no header; shapes a
       "router_gap": [[...T floats...] x L],            # logit(K-th) - logit(K+1-th) per layer and position
       "min_router_gap": [...T floats...],              # min over layers, per position
       "near_tie_positions": [...],                     # positions whose min_router_gap < 1e-3
-      "greedy": {"n": N, "tokens": [...], "top1_logit": [...], "top2_margin": [...]}   # when --greedy N > 0
+      "greedy": {"n": N, "tokens": [...], "top1_logit": [...], "top2_margin": [...],
+                 "router_min_gap": [...]}             # when --greedy N > 0
     }
   logits.f32         final logits (after model.norm and lm_head) at the saved positions.
   hidden.f32         output of decoder layer l (the residual stream, before the final norm) at the saved positions.
@@ -40,7 +41,9 @@ OUTPUT (all binary files are raw little-endian, C row-major, no header; shapes a
   router_topk.i32    the K experts with the largest router logits (ties to the lower index), sorted by logit desc.
 
   greedy: N tokens generated after the prompt by argmax (ties to the lowest id) with the KV cache; top2_margin[i]
-  is logit(top1) - logit(top2) of the distribution that produced tokens[i] (step 0 = after the prompt).
+  is logit(top1) - logit(top2) of the distribution that produced tokens[i] (step 0 = after the prompt);
+  router_min_gap[i] is the smallest 4th/5th router-logit gap over the layers in the forward pass that produced
+  that distribution (step 0: the prompt's last position), so the near-tie rule can apply to decode steps.
 
   --positions auto (default): every position when T <= 64; otherwise 0, 1, 127, 128, 129, 255, 256, 4095, 4096,
   4097 (those < T), 24 evenly spaced positions and T-1. all: every position. LIST: comma-separated ints.
@@ -134,6 +137,53 @@ def load_model(args, torch, transformers):
     return model, experts_impl
 
 
+def router_min_gap(layers, router_in, K):
+    """Smallest 4th/5th router-logit gap over the layers for the last token of the captured router inputs,
+    recomputed in fp32 (1e30 when every expert is chosen)."""
+    g = 1e30
+    for i, layer in enumerate(layers):
+        x = router_in[i].reshape(-1, router_in[i].shape[-1])[-1:].float()
+        v = (x @ layer.mlp.router.weight.float().t() + layer.mlp.router.bias.float())[0]
+        if v.numel() > K:
+            s = v.sort(descending=True).values
+            g = min(g, float(s[K - 1] - s[K]))
+    return g
+
+
+def run_greedy(args, model, out, prompt_gap, torch):
+    """Greedy continuation with the KV cache. router_min_gap[i] is the smallest 4th/5th router gap of the
+    forward pass that produced the distribution of tokens[i] (step 0: the prompt's last position), so the
+    issue's near-tie rule applies to decode steps as it does to prompt positions."""
+    layers = model.model.layers
+    K = model.config.num_experts_per_tok
+    router_in = [None] * len(layers)
+    handles = [layer.mlp.router.register_forward_pre_hook(lambda mod, inp, i=i: router_in.__setitem__(i, inp[0].detach()))
+               for i, layer in enumerate(layers)]
+    greedy = {"n": args.greedy, "tokens": [], "top1_logit": [], "top2_margin": [], "router_min_gap": []}
+    past = out.past_key_values
+    last = out.logits[0, -1].float()
+    gap = prompt_gap
+    try:
+        for step in range(args.greedy):
+            top2 = torch.topk(last, 2)
+            # argmax ties to the lowest id: torch.argmax returns the first maximal index
+            tok = int(torch.argmax(last).item())
+            greedy["tokens"].append(tok)
+            greedy["top1_logit"].append(float(top2.values[0]))
+            greedy["top2_margin"].append(float(top2.values[0] - top2.values[1]))
+            greedy["router_min_gap"].append(gap)
+            if step + 1 == args.greedy:
+                break
+            o = model(input_ids=torch.tensor([[tok]], device=args.device), past_key_values=past, use_cache=True)
+            past = o.past_key_values
+            last = o.logits[0, -1].float()
+            gap = router_min_gap(layers, router_in, K)
+    finally:
+        for h in handles:
+            h.remove()
+    return greedy
+
+
 def main():
     args = parse_args()
     try:
@@ -204,21 +254,7 @@ def main():
 
     greedy = None
     if args.greedy > 0:
-        greedy = {"n": args.greedy, "tokens": [], "top1_logit": [], "top2_margin": []}
-        past = out.past_key_values
-        last = out.logits[0, -1].float()
-        for step in range(args.greedy):
-            top2 = torch.topk(last, 2)
-            # argmax ties to the lowest id: torch.argmax returns the first maximal index
-            tok = int(torch.argmax(last).item())
-            greedy["tokens"].append(tok)
-            greedy["top1_logit"].append(float(top2.values[0]))
-            greedy["top2_margin"].append(float(top2.values[0] - top2.values[1]))
-            if step + 1 == args.greedy:
-                break
-            o = model(input_ids=torch.tensor([[tok]], device=args.device), past_key_values=past, use_cache=True)
-            past = o.past_key_values
-            last = o.logits[0, -1].float()
+        greedy = run_greedy(args, model, out, float(min_gap[-1]), torch)
 
     index = {
         "format": "llmr-hf-reference-1",

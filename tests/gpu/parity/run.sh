@@ -145,6 +145,8 @@ for r in rows:
 print("* greedy diverged at a step whose reference top-2 margin is within 2x the largest measured |logit error|")
 print("forced-tok: steps where the engine, fed the reference's own greedy tokens, picks the reference's token;")
 print("dec tie: first decode step with a router near-tie (4th/5th gap < 1e-3) in this engine ('-': none)")
+print("1st tie: first greedy step where the reference's top-2 margin is <= 1e-3 or its router had a 4th/5th gap")
+print("< 1e-3 in the forward pass behind that step (the prompt-position near-tie rule applied to decode steps)")
 print("PASS = the issue's criterion as written. 'PASS, explained' = it fails only through expert flips at prompt")
 print("router near-ties (the forced-routing logits pass) and a greedy divergence that teacher forcing shows to be")
 print("compounding noise (every reference token reproduced up to the first near-tie), a decode-step router")
