@@ -53,7 +53,7 @@ static double rng_unit(uint64_t *x) { return (double)(rng_next(x) >> 11) * (1.0 
 
 typedef struct stream {
     const llmr_engine_api *api;
-    llmr_engine_model *m;
+    llmr_engine_session *ses; /* made and destroyed by the main thread (ABI: one thread at a time) */
     pthread_barrier_t *start;
     int32_t *prompt;
     uint32_t n_prompt, max_tokens;
@@ -75,11 +75,7 @@ static int on_token(void *user, int32_t tok) {
 
 static void *stream_main(void *arg) {
     stream *s = (stream *)arg;
-    llmr_session_params sp = {sizeof sp, 0};
-    llmr_engine_session *ses = NULL;
     pthread_barrier_wait(s->start);
-    s->st = s->api->session_create(s->m, &sp, &ses, s->err, sizeof s->err);
-    if (s->st != LLMR_ENGINE_OK) return NULL;
     llmr_generate_request r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
@@ -92,8 +88,7 @@ static void *stream_main(void *arg) {
     llmr_generate_result res;
     memset(&res, 0, sizeof res);
     res.struct_size = sizeof res;
-    s->st = s->api->generate(ses, &r, on_token, s, &res, s->err, sizeof s->err);
-    s->api->session_destroy(ses);
+    s->st = s->api->generate(s->ses, &r, on_token, s, &res, s->err, sizeof s->err);
     return NULL;
 }
 
@@ -201,7 +196,11 @@ int main(int argc, char **argv) {
         for (int i = 0; i < C; i++) {
             stream *s = &ss[i];
             s->api = api;
-            s->m = m;
+            llmr_session_params sp = {sizeof sp, 0};
+            if (api->session_create(m, &sp, &s->ses, err, sizeof err) != LLMR_ENGINE_OK) {
+                fprintf(stderr, "throughput: session_create: %s\n", err);
+                return 1;
+            }
             s->start = &bar;
             s->temperature = temperature;
             s->seed = seed * 1000 + (uint64_t)i;
@@ -246,7 +245,7 @@ int main(int argc, char **argv) {
                (double)sum_out / C, wall, gen / wall, p50 * 1e3, p99 * 1e3, step_tps, bytes / 1e9, roof,
                roof > 0 ? 100.0 * step_tps / roof : 0.0);
         fflush(stdout);
-        for (int i = 0; i < C; i++) { free(ss[i].prompt); free(ss[i].t); }
+        for (int i = 0; i < C; i++) { api->session_destroy(ss[i].ses); free(ss[i].prompt); free(ss[i].t); }
         free(gaps);
         free(ss);
         free(th);

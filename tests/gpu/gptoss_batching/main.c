@@ -169,12 +169,14 @@ static void test_alone_vs_batched(llmr_engine_model *m, int sampled) {
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, NREQ);
     pthread_t th[NREQ];
+    for (int i = 0; i < NREQ; i++) batch[i].s = new_session(m); /* ABI: sessions made on one thread */
     for (int i = 0; i < NREQ; i++) {
         batch[i].start = &bar;
         if (pthread_create(&th[i], NULL, job_main, &batch[i])) die("pthread_create");
     }
     for (int i = 0; i < NREQ; i++) pthread_join(th[i], NULL);
     const double t2 = now_s();
+    for (int i = 0; i < NREQ; i++) api->session_destroy(batch[i].s);
     pthread_barrier_destroy(&bar);
     int total = 0;
     for (int i = 0; i < NREQ; i++) {
