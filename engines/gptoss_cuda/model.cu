@@ -101,6 +101,7 @@ struct gptoss_model {
     float *blogits;           /* [GPTOSS_MAX_BATCH, vocab]: the batched step's distributions */
     int32_t *bstage_dev;      /* [tok MAXB | pos MAXB | tables MAXB x max_pages] of a batched step */
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
+    int batch_rows;           /* rows per sub-step of a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
     pthread_t sched;
     int sched_started, stopping;
     pthread_mutex_t q_mu;     /* the request queue and every request's shared fields */
@@ -598,6 +599,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
+        const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one step over all rows */
+        const long brv = br ? strtol(br, NULL, 10) : 4;
+        m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;
     }
     {
         float inv[GPTOSS_HEAD_DIM / 2];
@@ -1104,15 +1108,65 @@ static void sched_prefill(gptoss_model *m) {
     m->rows[m->n_rows++] = r;
 }
 
-/* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of rows[b]'s session at its n_ctx,
- * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
-static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
+/* The forward pass of n rows whose tokens, positions and block tables are already on the device
+ * (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to logits + b * vocab. */
+static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
+                                int n, float *logits) {
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
     const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
     const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
-    const int MP = (int)m->max_pages;
     const float eps = c->rms_norm_eps;
+    cudaError_t e;
+#define K_(call)                                   \
+    do {                                           \
+        if ((e = (call)) != cudaSuccess) return e; \
+    } while (0)
+    K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
+    gptoss_kv kv;
+    kv.pool = m->kv_pool;
+    kv.table = d_tab;
+    kv.max_pages = (int)m->max_pages;
+    kv.kvd = KVD;
+    kv.page_floats = (long long)m->page_floats;
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * KVD;
+        K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
+        K_(gptoss_linear(m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, st));
+        K_(gptoss_linear(m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, st));
+        K_(gptoss_linear(m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, st));
+        K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
+        K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o,
+                               st));
+        K_(gptoss_linear(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st));
+        K_(gptoss_rmsnorm(m->x, w->mlp_norm, n, H, eps, m->h, st));
+        K_(gptoss_linear(m->h, H, w->router_w, w->router_b, n, H, E, m->rl, E, 0, st));
+        K_(gptoss_router_topk(m->rl, n, E, m->ids, m->rw, st));
+        K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+        K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
+                                n, H, 2 * I, m->gu, st));
+        K_(gptoss_swiglu(m->gu, n * GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+        K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, n, I,
+                                H, m->dn, st));
+        K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+    }
+    K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
+    K_(gptoss_linear(m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, st));
+#undef K_
+    return cudaSuccess;
+}
+
+/* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of rows[b]'s session at its n_ctx,
+ * through its own block table; distributions land in m->blogits rows. Pages must be reserved. The rows
+ * run in sub-steps of at most m->batch_rows (LLMR_GPTOSS_BATCH_ROWS): with T <= 4 the linear and
+ * MXFP4 launchers take their GEMV kernels, which stream each weight once per sub-step, while the T > 4
+ * tile kernels (written for prefill, 64-row tiles) made a one-launch step of 8 rows take ~110 ms on an
+ * H200 (docs/performance.md). Sub-steps are the stopgap until T = 1..64 expert GEMVs land. */
+static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
+    const int MP = (int)m->max_pages, V = m->cfg.vocab_size;
     int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
     for (int b = 0; b < B; b++) {
         const gptoss_session *s = rows[b]->s;
@@ -1121,49 +1175,14 @@ static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int
         memcpy(h_tab + (size_t)b * MP, s->tab.pages, (size_t)s->tab.n * sizeof(int32_t));
     }
     int32_t *d_tok = m->bstage_dev, *d_pos = d_tok + GPTOSS_MAX_BATCH, *d_tab = d_pos + GPTOSS_MAX_BATCH;
-    cudaError_t e;
-#define K_(call)                                   \
-    do {                                           \
-        if ((e = (call)) != cudaSuccess) return e; \
-    } while (0)
     /* The host stage is rewritten only after the next step's host wait, so one async copy suffices. */
-    K_(cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
-                       cudaMemcpyHostToDevice, st));
-    K_(gptoss_embed(m->embed, d_tok, B, H, m->x, st));
-    gptoss_kv kv;
-    kv.pool = m->kv_pool;
-    kv.table = d_tab;
-    kv.max_pages = MP;
-    kv.kvd = KVD;
-    kv.page_floats = (long long)m->page_floats;
-    for (int l = 0; l < c->num_layers; l++) {
-        const layer_weights *w = &m->layers[l];
-        kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * KVD;
-        K_(gptoss_rmsnorm(m->x, w->attn_norm, B, H, eps, m->h, st));
-        K_(gptoss_linear(m->h, H, w->q_w, w->q_b, B, H, QD, m->q, QD, 0, st));
-        K_(gptoss_linear(m->h, H, w->k_w, w->k_b, B, H, KVD, m->kn, KVD, 0, st));
-        K_(gptoss_linear(m->h, H, w->v_w, w->v_b, B, H, KVD, m->vn, KVD, 0, st));
-        K_(gptoss_rope_rows(m->q, QD, B, NH, d_pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_rope_rows(m->kn, KVD, B, NKV, d_pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_kv_store(m->kn, m->vn, B, d_pos, kv, st));
-        K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, B, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o,
-                               st));
-        K_(gptoss_linear(m->o, QD, w->o_w, w->o_b, B, QD, H, m->x, H, 1, st));
-        K_(gptoss_rmsnorm(m->x, w->mlp_norm, B, H, eps, m->h, st));
-        K_(gptoss_linear(m->h, H, w->router_w, w->router_b, B, H, E, m->rl, E, 0, st));
-        K_(gptoss_router_topk(m->rl, B, E, m->ids, m->rw, st));
-        K_(gptoss_moe_route(m->ids, B, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-        K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
-                                B, H, 2 * I, m->gu, st));
-        K_(gptoss_swiglu(m->gu, B * GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
-        K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, B, I,
-                                H, m->dn, st));
-        K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, B, H, m->x, st));
+    cudaError_t e = cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, m->stream);
+    for (int g = 0; e == cudaSuccess && g < B; g += m->batch_rows) {
+        const int n = B - g < m->batch_rows ? B - g : m->batch_rows;
+        e = batched_rows(m, d_tok + g, d_pos + g, d_tab + (size_t)g * MP, n, m->blogits + (size_t)g * V);
     }
-    K_(gptoss_rmsnorm(m->x, m->norm, B, H, eps, m->h, st));
-    K_(gptoss_linear(m->h, H, m->lm_head, NULL, B, H, V, m->blogits, V, 0, st));
-#undef K_
-    return cudaSuccess;
+    return e;
 }
 
 /* Ends rows that are done before sampling; returns how many rows remain to sample (compacted first in
