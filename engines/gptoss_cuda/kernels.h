@@ -48,7 +48,7 @@ cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint
  * once; fp32 accumulation, warp-shuffle reduction (summation order differs from the tiled kernel, so the
  * two agree to fp32 rounding). Returns cudaErrorInvalidValue when the shape or alignment is unsupported. */
 #define GPTOSS_GEMV1_MAX_K 8192
-#define GPTOSS_GEMV1_UNROLL 4
+#define GPTOSS_GEMV1_UNROLL 8
 cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
                          cudaStream_t stream);
 
@@ -148,13 +148,18 @@ cudaError_t gptoss_moe_combine(const float *y, const float *w, const int32_t *pa
  *  5. 0 < top_p < 1: keep the largest p's whose sum reaches top_p of the kept mass (ties kept);
  *  6. min_p > 0: keep p_i >= min_p (relative to the top token);
  *  7. u in [0, 1): the first id (ascending) whose running kept mass exceeds u * total.
- * work: V floats of scratch. out: the chosen id (device int32). One block; deterministic for a given u. */
+ * work: V floats of scratch. out: the chosen id (device int32). Deterministic for a given u. Greedy
+ * (temperature <= 0, V >= 256) runs as a 128-block argmax + a one-block merge; the rest in one block. */
 typedef struct gptoss_sample_args {
     float temperature, top_p, min_p, frequency_penalty, presence_penalty, u;
     int top_k;
 } gptoss_sample_args;
 cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
                           int32_t *out, cudaStream_t stream);
+
+/* Selects the multi-block greedy argmax (on, the default) or the one-block kernel for temperature <= 0
+ * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
+void gptoss_sample_use_fast_greedy(int on);
 
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
@@ -185,5 +190,73 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
 
 /* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
 cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
+
+/* ---- decode MoE in three launches (moe_decode.cu), for T = 1..GPTOSS_DECODE_MAX_T tokens (one per
+ * running sequence). Numerically the twin of rmsnorm + linear(router) + router_topk + mxfp4_grouped +
+ * swiglu + mxfp4_grouped + moe_combine (fp32 sums in another order: equal to fp32 rounding). Deterministic:
+ * no float atomics, fixed summation order (the 4 slots summed in order 0..3).
+ * Activation vectors between the three are "chunk-swizzled": element k of a K-vector (K % 32 == 0)
+ * lives at gptoss_swz(k, K), so that a warp whose lanes each own one 32-value MXFP4 block reads x with
+ * coalesced 16-byte loads.
+ * Workspace (device): h_sw [T, H] and act_sw [4T, I] floats (16-byte aligned), ids [4T], w [4T],
+ * groups [gptoss_moe_groups_ints(T)] ints, counter: one int that must be 0 before the first launch
+ * (the router kernel leaves it 0 again). */
+#define GPTOSS_DECODE_MAX_T 64
+#define GPTOSS_DECODE_MAX_K 8192
+static inline int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK; }
+
+/* Host-side index of element k in the chunk-swizzled layout of a K-vector. */
+int gptoss_swz(int k, int K);
+
+/* Per token t (one block each): h = rmsnorm(x[t]) * norm_w (fp32, eps) written swizzled to h_sw[t];
+ * router logits = router_w h + router_b; ids[t, 0..3] = top-4 (ties to the lower id, descending),
+ * w[t, 0..3] = softmax over those 4. The last block groups the 4T pairs (t * 4 + slot) by expert:
+ * groups[0] = number of groups; group g (ascending expert id, then pair id; at most 4 pairs each) has
+ * expert groups[1 + g], pair count groups[1 + 4T + g] and pair ids groups[1 + 8T + 4g + i].
+ * H % 32 == 0, H <= GPTOSS_DECODE_MAX_K, 4 <= E <= GPTOSS_MAX_EXPERTS. */
+cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                     const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                     float *w, int32_t *groups, int32_t *counter, cudaStream_t stream);
+
+/* For every pair p in the groups: gu = W_e h_sw[p / 4] + b_e (MXFP4 gate_up of expert e, rows 2j = gate,
+ * 2j+1 = up, checkpoint layout [E, 2I, H/32, 16] + scales [E, 2I, H/32]), then the clamped SwiGLU
+ * (as gptoss_swiglu) written swizzled to act_sw[p, :] (I values). Only the selected experts' rows are
+ * read, once per group of up to 4 pairs. */
+cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, int T, const uint8_t *blocks,
+                                      const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
+                                      float limit, float *act_sw, cudaStream_t stream);
+
+/* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
+ * same numerics). Process-wide; set it before launching. */
+void gptoss_moe_decode_rows(int r);
+
+/* x[t, n] += sum over k = 0..3 in order of w[t, k] * (W_e act_sw[t*4+k] + b_e)[n] with e = the expert
+ * of pair t*4+k (MXFP4 down, layout [E, H, I/32, 16]); the residual add of the MoE block. */
+cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
+                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
+                                   int H, float *x, cudaStream_t stream);
+
+/* ---- decode attention prologue in one launch (qkv_decode.cu), one token at position *pos:
+ * h = rmsnorm(x) * norm_w (as gptoss_rmsnorm); q = Wq h + bq, k = Wk h + bk, v = Wv h + bv (bf16 [rows, H],
+ * rows n_heads*64 / n_kv*64); YaRN RoPE on q and k (as gptoss_rope at *pos); q -> q[n_heads*64],
+ * k and v -> position *pos of block table row 0 of kv (this layer), as gptoss_kv_store with B = 1.
+ * Replaces rmsnorm + 3 x gptoss_linear + 2 x gptoss_rope_at + gptoss_kv_store. One sequence (B = 1);
+ * H % 8 == 0, H <= GPTOSS_DECODE_MAX_K, weights 16-byte aligned, kv.kvd == n_kv * 64. */
+cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
+                              const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
+                              int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
+                              float *q, gptoss_kv kv, cudaStream_t stream);
+
+/* ---- decode attention split over keys (attention_decode.cu), the flash-decoding form of
+ * gptoss_attention_at (same arguments and semantics): for each row b < B, the query q[b, :] at
+ * position pos[b] over keys 0..pos[b] (or the last `window`) of table row b. Block (b, KV head,
+ * split) reads its K/V once for all n_heads/n_kv query heads of that KV head; the keys are cut into
+ * GPTOSS_ATT_SPLITS splits of whole 32-key steps (sliding layers touch only their window). Scratch:
+ * part [B * n_heads * GPTOSS_ATT_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first
+ * launch (left 0). Deterministic: splits are merged in split order. Checked for B = 1. */
+#define GPTOSS_ATT_SPLITS 32
+cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                    int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
+                                    cudaStream_t stream);
 
 #endif

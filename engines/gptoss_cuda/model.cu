@@ -88,6 +88,12 @@ struct gptoss_model {
      * step's position, the sampled token copied back through pinned memory with one event */
     float *kn, *vn;
     int32_t *pos;
+    /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
+     * group table and the router's block counter (0 between launches) */
+    float *hsw, *att_part;
+    int32_t *grp, *ctr;
+    int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
+    int split_attn; /* fused path: 0 when LLMR_GPTOSS_SPLIT_ATTN=0 (the per-head decode attention) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -101,7 +107,7 @@ struct gptoss_model {
     float *blogits;           /* [GPTOSS_MAX_BATCH, vocab]: the batched step's distributions */
     int32_t *bstage_dev;      /* [tok MAXB | pos MAXB | tables MAXB x max_pages] of a batched step */
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
-    int batch_rows;           /* rows per sub-step of a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
+    int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
     pthread_t sched;
     int sched_started, stopping;
     pthread_mutex_t q_mu;     /* the request queue and every request's shared fields */
@@ -303,6 +309,10 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(vn, float, C * c->num_kv_heads * c->head_dim);
     CARVE(pos, int32_t, 1);
     CARVE(blogits, float, (uint64_t)GPTOSS_MAX_BATCH * V);
+    CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
+    CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
+    CARVE(ctr, int32_t, 1 + c->num_kv_heads); /* [0] the router's, [1..] the split attention's */
+    CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
 #undef CARVE
     return off;
 }
@@ -406,12 +416,13 @@ out:
  * not hidden behind a graph here), so they are upper bounds of each kernel's own time. Off by default:
  * nothing of it is touched then. */
 enum {
-    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
+    PROF_EMBED, PROF_NORM, PROF_Q, PROF_KV, PROF_ROPE_STORE, PROF_QKV, PROF_ATTN, PROF_O, PROF_ROUTER, PROF_GATE_UP,
     PROF_SWIGLU, PROF_DOWN, PROF_COMBINE, PROF_LM_HEAD, PROF_SAMPLE, PROF_N
 };
 static const char *const prof_names[PROF_N] = {
-    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store", "attention", "o_proj (+residual)",
-    "router linear + top-4 + route", "MXFP4 gate_up", "swiglu", "MXFP4 down", "combine", "lm_head", "sampling"};
+    "embed", "rmsnorm (2 per layer + final)", "q_proj", "k_proj + v_proj", "rope + kv store",
+    "fused norm+qkv+rope+kv store", "attention", "o_proj (+residual)", "router (fused: +norm)",
+    "MXFP4 gate_up (fused: +swiglu)", "swiglu", "MXFP4 down (fused: +combine)", "combine", "lm_head", "sampling"};
 
 typedef struct step_prof {
     int cap, n;               /* events allocated / recorded in this step */
@@ -593,13 +604,25 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
     workspace_layout(&m->cfg, m, (char *)m->work);
+    if (cudaMemset(m->ctr, 0, (1 + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
+        goto fail;
+    }
     {
         const char *g = getenv("LLMR_GPTOSS_GRAPH");
         m->use_graph = !(g && strcmp(g, "0") == 0);
         const char *g1 = getenv("LLMR_GPTOSS_GEMV1"); /* 0: the older T = 1 GEMV, for comparisons */
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
+        const char *fu = getenv("LLMR_GPTOSS_FUSED"); /* 0: the per-op decode launches, for comparisons */
+        m->fused = !(fu && strcmp(fu, "0") == 0) && m->cfg.hidden_size <= GPTOSS_DECODE_MAX_K; /* the fused kernels' limit */
+        const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN"); /* 0: the per-head decode attention */
+        m->split_attn = !(sa && strcmp(sa, "0") == 0);
+        const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
+        gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
+        const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
+        gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
-        const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one step over all rows */
+        const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;
         m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;
     }
@@ -929,6 +952,23 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = layer_kv(s, l);
+        if (m->fused) { /* 6 launches per layer */
+            KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
+                                       m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
+            const int win = c->layer_sliding[l] ? c->sliding_window : 0;
+            if (m->split_attn)
+                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1, st));
+            else
+                KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
+            KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+            KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
+                                                 m->rw, m->grp, m->ctr, st));
+            KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                                   c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,
+                                             st));
+            continue;
+        }
         KP_(NORM, gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));
         KP_(Q, gptoss_linear(m->h, H, w->q_w, w->q_b, 1, H, QD, m->q, QD, 0, st));
         KP_(KV, gptoss_linear(m->h, H, w->k_w, w->k_b, 1, H, KVD, m->kn, KVD, 0, st));
@@ -1108,8 +1148,26 @@ static void sched_prefill(gptoss_model *m) {
     m->rows[m->n_rows++] = r;
 }
 
-/* The forward pass of n rows whose tokens, positions and block tables are already on the device
- * (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to logits + b * vocab. */
+/* A linear over n rows in groups of at most m->batch_rows rows: with T <= 4 gptoss_linear takes its
+ * GEMVs, which stream W once per group near the copy bandwidth; its T > 4 tile kernel (written for
+ * prefill) is far slower for a few rows (a one-launch 8-row step took ~110 ms, docs/performance.md). */
+static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
+                                 int K, int N, float *y, int ldy, int accumulate) {
+    for (int g = 0; g < n; g += m->batch_rows) {
+        const int r = n - g < m->batch_rows ? n - g : m->batch_rows;
+        cudaError_t e = gptoss_linear(x + (size_t)g * ldx, ldx, W, b, r, K, N, y + (size_t)g * ldy, ldy, accumulate,
+                                      m->stream);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+/* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
+ * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
+ * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
+ * tables); the bf16 linears run in row groups (linear_groups); the MoE block is decode2's fused
+ * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens), or with
+ * LLMR_GPTOSS_FUSED=0 the per-op kernels over all n rows. */
 static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
                                 int n, float *logits) {
     const gptoss_config *c = &m->cfg;
@@ -1133,15 +1191,23 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         const layer_weights *w = &m->layers[l];
         kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * KVD;
         K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
-        K_(gptoss_linear(m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, st));
-        K_(gptoss_linear(m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, st));
-        K_(gptoss_linear(m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, st));
+        K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
+        K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
+        K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
         K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
         K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o,
                                st));
-        K_(gptoss_linear(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st));
+        K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
+        if (m->fused) {
+            K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
+                                        m->grp, m->ctr, st));
+            K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                         c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
+            continue;
+        }
         K_(gptoss_rmsnorm(m->x, w->mlp_norm, n, H, eps, m->h, st));
         K_(gptoss_linear(m->h, H, w->router_w, w->router_b, n, H, E, m->rl, E, 0, st));
         K_(gptoss_router_topk(m->rl, n, E, m->ids, m->rw, st));
@@ -1154,19 +1220,15 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
     }
     K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
-    K_(gptoss_linear(m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, st));
+    K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0));
 #undef K_
     return cudaSuccess;
 }
 
 /* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of rows[b]'s session at its n_ctx,
- * through its own block table; distributions land in m->blogits rows. Pages must be reserved. The rows
- * run in sub-steps of at most m->batch_rows (LLMR_GPTOSS_BATCH_ROWS): with T <= 4 the linear and
- * MXFP4 launchers take their GEMV kernels, which stream each weight once per sub-step, while the T > 4
- * tile kernels (written for prefill, 64-row tiles) made a one-launch step of 8 rows take ~110 ms on an
- * H200 (docs/performance.md). Sub-steps are the stopgap until T = 1..64 expert GEMVs land. */
+ * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
 static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
-    const int MP = (int)m->max_pages, V = m->cfg.vocab_size;
+    const int MP = (int)m->max_pages;
     int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
     for (int b = 0; b < B; b++) {
         const gptoss_session *s = rows[b]->s;
@@ -1178,10 +1240,7 @@ static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int
     /* The host stage is rewritten only after the next step's host wait, so one async copy suffices. */
     cudaError_t e = cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
                                     cudaMemcpyHostToDevice, m->stream);
-    for (int g = 0; e == cudaSuccess && g < B; g += m->batch_rows) {
-        const int n = B - g < m->batch_rows ? B - g : m->batch_rows;
-        e = batched_rows(m, d_tok + g, d_pos + g, d_tab + (size_t)g * MP, n, m->blogits + (size_t)g * V);
-    }
+    if (e == cudaSuccess) e = batched_rows(m, d_tok, d_pos, d_tab, B, m->blogits);
     return e;
 }
 

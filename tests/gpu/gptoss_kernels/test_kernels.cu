@@ -12,9 +12,12 @@
 
 /* The kernels are compiled into this test directly from the engine's sources. */
 #include "engines/gptoss_cuda/attention.cu"
+#include "engines/gptoss_cuda/attention_decode.cu"
 #include "engines/gptoss_cuda/kv_cache.cu"
 #include "engines/gptoss_cuda/linear.cu"
 #include "engines/gptoss_cuda/moe.cu"
+#include "engines/gptoss_cuda/moe_decode.cu"
+#include "engines/gptoss_cuda/qkv_decode.cu"
 #include "engines/gptoss_cuda/rmsnorm.cu"
 #include "engines/gptoss_cuda/rope.cu"
 #include "engines/gptoss_cuda/sampling.cu"
@@ -470,6 +473,219 @@ static void test_moe(int T, int H, int I, int E) {
     cudaFree(dids); cudaFree(dcnt); cudaFree(doff); cudaFree(dpt); cudaFree(dpo);
 }
 
+/* ------------------------------------------------------------ decode MoE in three launches (moe_decode.cu)
+ * The fused path against the CPU loop (double) for the whole MoE block including the residual, with
+ * the router's ids checked against the CPU's own top-4 and the group table checked for covering every
+ * pair once in ascending expert order; bitwise repeatable; and against the older 8-launch GPU path
+ * (rmsnorm, linear, top-4, route, grouped MXFP4, swiglu, grouped MXFP4, combine) on the same inputs. */
+/* Row n of expert e dequantized (fast twin of mx_w for whole rows). */
+static void mx_row(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &sc, int N, int K, int e, int n, double *out) {
+    for (int b = 0; b < K / 32; b++) {
+        const size_t bi = ((size_t)e * N + n) * (K / 32) + b;
+        const double s = ldexp(1.0, (int)sc[bi] - 127);
+        for (int j = 0; j < 16; j++) {
+            const uint8_t byte = blk[bi * 16 + j];
+            out[b * 32 + 2 * j] = fp4v(byte & 15) * s;
+            out[b * 32 + 2 * j + 1] = fp4v(byte >> 4) * s;
+        }
+    }
+}
+
+static void test_moe_decode(int T, int H, int I, int E, int timing) {
+    const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
+    auto x0 = randv((size_t)T * H, 1.0f);
+    auto nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
+    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
+    for (auto &v : gub) v = (uint8_t)rnd64();
+    for (auto &v : dnb) v = (uint8_t)rnd64();
+    for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
+    for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
+    const int P = T * 4;
+    float *dx = dev_upload(x0), *dhs = dev_poison((size_t)T * H), *dact = dev_poison((size_t)P * I),
+          *dw = dev_poison((size_t)P);
+    uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias),
+             *ddb = dev_upload(dbias);
+    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    int32_t *dids, *dgrp, *dctr;
+    CK(cudaMalloc((void **)&dids, P * 4));
+    CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
+    CK(cudaMalloc((void **)&dctr, 4));
+    CK(cudaMemset(dctr, 0, 4));
+    auto run = [&]() {
+        CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, dctr, 0));
+        CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+        CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+    };
+    run();
+    auto out = dev_download(dx, (size_t)T * H);
+    auto ids = dev_download(dids, (size_t)P);
+    auto w = dev_download(dw, (size_t)P);
+    auto grp = dev_download(dgrp, (size_t)gptoss_moe_groups_ints(T));
+    auto hs = dev_download(dhs, (size_t)T * H);
+    const int ctr = dev_download(dctr, 1)[0];
+    /* second run from the same residual: bitwise equal */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    run();
+    auto out2 = dev_download(dx, (size_t)T * H);
+    /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_moe_decode_rows(4);
+    run();
+    gptoss_moe_decode_rows(2);
+    auto out4 = dev_download(dx, (size_t)T * H);
+
+    /* CPU: rmsnorm, router (double), top-4, softmax, experts with the CPU's ids */
+    std::vector<double> ref((size_t)T * H), href((size_t)T * H), wref((size_t)P);
+    int ids_ok = 1, h_ok = 1;
+    for (int t = 0; t < T; t++) {
+        double ss = 0;
+        for (int i = 0; i < H; i++) ss += (double)x0[(size_t)t * H + i] * x0[(size_t)t * H + i];
+        const double r = 1.0 / sqrt(ss / H + eps);
+        for (int i = 0; i < H; i++) href[(size_t)t * H + i] = x0[(size_t)t * H + i] * r * bf2f(nw[i]);
+        for (int i = 0; i < H; i++) /* h_sw holds element i at gptoss_swz(i, H) */
+            if (fabs(hs[(size_t)t * H + gptoss_swz(i, H)] - href[(size_t)t * H + i]) > 1e-5 * (1 + fabs(href[(size_t)t * H + i]))) h_ok = 0;
+        std::vector<double> lg(E);
+        for (int e = 0; e < E; e++) {
+            double s = bf2f(rb[e]);
+            for (int i = 0; i < H; i++) s += href[(size_t)t * H + i] * bf2f(rw[(size_t)e * H + i]);
+            lg[e] = s;
+        }
+        std::vector<int> taken(E, 0);
+        int sel[4];
+        for (int k = 0; k < 4; k++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) if (!taken[e] && (best < 0 || lg[e] > lg[best])) best = e;
+            taken[best] = 1;
+            sel[k] = best;
+            ids_ok &= ids[t * 4 + k] == best;
+        }
+        double z = 0;
+        for (int k = 0; k < 4; k++) z += exp(lg[sel[k]] - lg[sel[0]]);
+        for (int k = 0; k < 4; k++) wref[t * 4 + k] = exp(lg[sel[k]] - lg[sel[0]]) / z;
+        for (int h = 0; h < H; h++) ref[(size_t)t * H + h] = x0[(size_t)t * H + h];
+        for (int k = 0; k < 4; k++) {
+            const int e = sel[k];
+            std::vector<double> act(I), rg(H), ru(H), rd(I);
+            for (int j = 0; j < I; j++) {
+                double g = bf2f(gbias[(size_t)e * 2 * I + 2 * j]), u = bf2f(gbias[(size_t)e * 2 * I + 2 * j + 1]);
+                mx_row(gub, gus, 2 * I, H, e, 2 * j, rg.data());
+                mx_row(gub, gus, 2 * I, H, e, 2 * j + 1, ru.data());
+                for (int kk = 0; kk < H; kk++) {
+                    g += href[(size_t)t * H + kk] * rg[kk];
+                    u += href[(size_t)t * H + kk] * ru[kk];
+                }
+                g = g < limit ? g : limit;
+                u = u < -limit ? -limit : (u > limit ? limit : u);
+                act[j] = g / (1.0 + exp(-alpha * g)) * (u + 1.0);
+            }
+            for (int h = 0; h < H; h++) {
+                double y = bf2f(dbias[(size_t)e * H + h]);
+                mx_row(dnb, dns, H, I, e, h, rd.data());
+                for (int j = 0; j < I; j++) y += act[j] * rd[j];
+                ref[(size_t)t * H + h] += wref[t * 4 + k] * y;
+            }
+        }
+    }
+    /* the group table: every pair once, ascending expert, at most 4 per group, pairs of the group's expert */
+    int grp_ok = 1, prev_e = -1, prev_p = -1;
+    std::vector<int> seen(P, 0);
+    const int ng = grp[0], GM = P;
+    for (int g = 0; g < ng; g++) {
+        const int e = grp[1 + g], n = grp[1 + GM + g];
+        grp_ok &= n >= 1 && n <= 4 && e >= prev_e;
+        if (e != prev_e) prev_p = -1;
+        for (int i = 0; i < n; i++) {
+            const int p = grp[1 + 2 * GM + 4 * g + i];
+            grp_ok &= p >= 0 && p < P && ids[p] == e && p > prev_p;
+            if (p >= 0 && p < P) seen[p]++;
+            prev_p = p;
+        }
+        prev_e = e;
+    }
+    for (int p = 0; p < P; p++) grp_ok &= seen[p] == 1;
+    char what[160];
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: rmsnorm (swizzled h), top-4 ids = CPU, groups cover pairs",
+             T, H, I, E);
+    check_true(what, ids_ok && h_ok && grp_ok && ctr == 0);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router softmax", T, H, I, E);
+    check_rel(what, w, wref, 1e-6);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: MoE block + residual vs CPU", T, H, I, E);
+    check_rel(what, out, ref, 1e-5);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit, 4 rows/warp = 2 rows/warp", T, H, I, E);
+    check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
+
+    /* the older 8-launch path on the same inputs */
+    {
+        float *ox = dev_upload(x0), *oh = dev_poison((size_t)T * H), *orl = dev_poison((size_t)T * E), *ow = dev_poison(P),
+              *ogu = dev_poison((size_t)P * 2 * I), *oact = dev_poison((size_t)P * I), *odn = dev_poison((size_t)P * H);
+        int32_t *oids, *ocnt, *ooff, *opt, *opo;
+        CK(cudaMalloc((void **)&oids, P * 4)); CK(cudaMalloc((void **)&ocnt, E * 4)); CK(cudaMalloc((void **)&ooff, E * 4));
+        CK(cudaMalloc((void **)&opt, P * 4)); CK(cudaMalloc((void **)&opo, P * 4));
+        auto old = [&]() {
+            CK(gptoss_rmsnorm(ox, dnw, T, H, eps, oh, 0));
+            CK(gptoss_linear(oh, H, drw, drb, T, H, E, orl, E, 0, 0));
+            CK(gptoss_router_topk(orl, T, E, oids, ow, 0));
+            CK(gptoss_moe_route(oids, T, E, ocnt, ooff, opt, opo, 0));
+            CK(gptoss_mxfp4_grouped(oh, H, opt, dgub, dgus, dgb, ocnt, ooff, E, T, H, 2 * I, ogu, 0));
+            CK(gptoss_swiglu(ogu, P, I, alpha, limit, oact, 0));
+            CK(gptoss_mxfp4_grouped(oact, I, NULL, ddnb, ddns, ddb, ocnt, ooff, E, T, I, H, odn, 0));
+            CK(gptoss_moe_combine(odn, ow, opo, T, H, ox, 0));
+        };
+        old();
+        auto o = dev_download(ox, (size_t)T * H);
+        snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: = the 8-launch path", T, H, I, E);
+        check_rel(what, out, std::vector<double>(o.begin(), o.end()), 1e-5);
+        if (timing) { /* informational: per-layer MoE time, old vs fused */
+            cudaEvent_t e0, e1;
+            CK(cudaEventCreate(&e0));
+            CK(cudaEventCreate(&e1));
+            const int reps = 50;
+            for (int which = 0; which < 3; which++) {
+                gptoss_moe_decode_rows(which == 2 ? 4 : 2);
+                for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
+                CK(cudaEventRecord(e0, 0));
+                for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
+                CK(cudaEventRecord(e1, 0));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
+                printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
+                       which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)", T, ms * 1000.0 / reps,
+                       bytes / (ms / reps * 1e-3) / 1e9);
+            }
+            gptoss_moe_decode_rows(2);
+            for (int k = 0; k < 3; k++) { /* each fused kernel alone, repeated back to back */
+                auto one = [&]() {
+                    if (k == 0) CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, dctr, 0));
+                    if (k == 1) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+                    if (k == 2) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                };
+                one();
+                CK(cudaEventRecord(e0, 0));
+                for (int r = 0; r < reps; r++) one();
+                CK(cudaEventRecord(e1, 0));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                const double kb = k == 0 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                printf("     timing %s T=%d: %.1f us, %.0f GB/s\n", k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : "down_decode",
+                       T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
+            }
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+        cudaFree(ox); cudaFree(oh); cudaFree(orl); cudaFree(ow); cudaFree(ogu); cudaFree(oact); cudaFree(odn);
+        cudaFree(oids); cudaFree(ocnt); cudaFree(ooff); cudaFree(opt); cudaFree(opo);
+    }
+    cudaFree(dx); cudaFree(dhs); cudaFree(dact); cudaFree(dw); cudaFree(dnw); cudaFree(drw); cudaFree(drb);
+    cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
+    cudaFree(dids); cudaFree(dgrp); cudaFree(dctr);
+}
+
 /* ------------------------------------------------------------ sampling */
 /* CPU twin of gptoss_sample's steps (double precision). */
 static int cpu_sample(const std::vector<float> &logits, const std::vector<int> *counts, gptoss_sample_args a) {
@@ -605,6 +821,243 @@ static void test_sampling(int V) {
     cudaFree(dl); cudaFree(dlt); cudaFree(dwork); cudaFree(dout); cudaFree(dcnt);
 }
 
+/* ------------------------------------------------------------ decode attention prologue (qkv_decode.cu)
+ * One launch = rmsnorm + q/k/v GEMVs + RoPE + KV store: against the CPU loop (double) and against the
+ * 7 launches it replaces (to fp32 rounding); cache rows other than *pos untouched. */
+static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
+    const int D = 64, QD = nh * D, KVD = nkv * D, ctx = pos + 2;
+    const float eps = 1e-5f;
+    gptoss_config c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
+    c.rope_original_max_position = 4096; c.rope_truncate = 0;
+    float inv[32], af;
+    gptoss_yarn_inv_freq(&c, inv, &af);
+    auto x = randv(H, 2.0f);
+    auto nw = randbf(H, 1.0f);
+    auto qw = randbf((size_t)QD * H, 0.05f), kw = randbf((size_t)KVD * H, 0.05f), vw = randbf((size_t)KVD * H, 0.05f);
+    auto qb = randbf(QD, 0.5f), kb = randbf(KVD, 0.5f), vb = randbf(KVD, 0.5f);
+    auto kc0 = randv((size_t)ctx * KVD, 1.0f), vc0 = randv((size_t)ctx * KVD, 1.0f);
+    float *dx = dev_upload(x), *dinv = dev_upload(std::vector<float>(inv, inv + 32));
+    uint16_t *dnw = dev_upload(nw), *dqw = dev_upload(qw), *dkw = dev_upload(kw), *dvw = dev_upload(vw),
+             *dqb = dev_upload(qb), *dkb = dev_upload(kb), *dvb = dev_upload(vb);
+    float *dq = dev_poison(QD);
+    paged p1 = paged_upload(kc0, vc0, ctx, KVD, 1), p2 = paged_upload(kc0, vc0, ctx, KVD, 1, &p1.ids);
+    int32_t *dpos;
+    CK(cudaMalloc((void **)&dpos, 4));
+    CK(gptoss_set_i32(dpos, pos, 0));
+    CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, p1.kv, 0));
+    auto q = dev_download(dq, QD);
+    auto pool1 = dev_download(p1.pool, p1.pool_floats), pool0 = pool1;
+    CK(cudaMemcpy(pool0.data(), p2.pool, p2.pool_floats * 4, cudaMemcpyDeviceToHost)); /* untouched copy */
+    auto row_at = [&](int j, int v) { /* offset of K (v = 0) or V (v = 1) row j in a pool */
+        return (size_t)p1.ids[j / GPTOSS_KV_PAGE] * p1.kv.page_floats + p1.kv.layer_off +
+               (size_t)v * GPTOSS_KV_PAGE * KVD + (size_t)(j % GPTOSS_KV_PAGE) * KVD;
+    };
+    /* CPU */
+    double ss = 0;
+    for (int i = 0; i < H; i++) ss += (double)x[i] * x[i];
+    const double r = 1.0 / sqrt(ss / H + eps);
+    std::vector<double> h(H);
+    for (int i = 0; i < H; i++) h[i] = x[i] * r * bf2f(nw[i]);
+    auto proj = [&](const std::vector<uint16_t> &W, const std::vector<uint16_t> &b, int N, int rope) {
+        std::vector<double> y(N);
+        for (int n = 0; n < N; n++) {
+            double s = bf2f(b[n]);
+            for (int k = 0; k < H; k++) s += h[k] * bf2f(W[(size_t)n * H + k]);
+            y[n] = s;
+        }
+        if (rope)
+            for (int hd = 0; hd < N / 64; hd++)
+                for (int i = 0; i < 32; i++) {
+                    const float ang = (float)pos * inv[i];
+                    const double cs = cos((double)ang) * af, sn = sin((double)ang) * af;
+                    const double x1 = y[hd * 64 + i], x2 = y[hd * 64 + i + 32];
+                    y[hd * 64 + i] = x1 * cs - x2 * sn;
+                    y[hd * 64 + i + 32] = x2 * cs + x1 * sn;
+                }
+        return y;
+    };
+    auto qr = proj(qw, qb, QD, 1), kr = proj(kw, kb, KVD, 1), vr = proj(vw, vb, KVD, 0);
+    std::vector<float> kg(pool1.begin() + row_at(pos, 0), pool1.begin() + row_at(pos, 0) + KVD);
+    std::vector<float> vg(pool1.begin() + row_at(pos, 1), pool1.begin() + row_at(pos, 1) + KVD);
+    /* everything but the two rows of position pos is as uploaded (NaN spare rows compare as bytes) */
+    std::vector<float> a1 = pool1, a0 = pool0;
+    for (int v = 0; v < 2; v++) memset(&a1[row_at(pos, v)], 0, KVD * 4), memset(&a0[row_at(pos, v)], 0, KVD * 4);
+    const int untouched = !memcmp(a1.data(), a0.data(), a1.size() * 4);
+    char what[160];
+    snprintf(what, sizeof what, "qkv decode H=%d heads=%d/%d pos=%d: q (norm, bias, RoPE)", H, nh, nkv, pos);
+    check_rel(what, q, qr, 1e-5);
+    snprintf(what, sizeof what, "qkv decode H=%d heads=%d/%d pos=%d: k in cache row pos", H, nh, nkv, pos);
+    check_rel(what, kg, kr, 1e-5);
+    snprintf(what, sizeof what, "qkv decode H=%d heads=%d/%d pos=%d: v in cache row pos, other rows untouched", H, nh, nkv, pos);
+    check_rel(what, vg, vr, 1e-5);
+    check_true(what, untouched);
+    /* the 7 launches it replaces */
+    float *oh = dev_poison(H), *oq = dev_poison(QD), *okn = dev_poison(KVD), *ovn = dev_poison(KVD);
+    auto old = [&]() {
+        CK(gptoss_rmsnorm(dx, dnw, 1, H, eps, oh, 0));
+        CK(gptoss_linear(oh, H, dqw, dqb, 1, H, QD, oq, QD, 0, 0));
+        CK(gptoss_linear(oh, H, dkw, dkb, 1, H, KVD, okn, KVD, 0, 0));
+        CK(gptoss_linear(oh, H, dvw, dvb, 1, H, KVD, ovn, KVD, 0, 0));
+        CK(gptoss_rope_at(oq, nh, dpos, dinv, af, 0));
+        CK(gptoss_rope_at(okn, nkv, dpos, dinv, af, 0));
+        CK(gptoss_kv_store(okn, ovn, 1, dpos, p2.kv, 0));
+    };
+    old();
+    auto q2 = dev_download(oq, QD);
+    auto k2 = dev_download(p2.pool + row_at(pos, 0), KVD);
+    std::vector<float> both(q), both2(q2);
+    both.insert(both.end(), kg.begin(), kg.end());
+    both2.insert(both2.end(), k2.begin(), k2.end());
+    snprintf(what, sizeof what, "qkv decode H=%d heads=%d/%d pos=%d: = the 7-launch path (q, k)", H, nh, nkv, pos);
+    check_rel(what, both, std::vector<double>(both2.begin(), both2.end()), 1e-5);
+    if (timing) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        const int reps = 50;
+        for (int which = 0; which < 2; which++) {
+            auto fused = [&]() {
+                CK(gptoss_qkv_decode(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos, dinv, af, dq, p1.kv, 0));
+            };
+            for (int r = 0; r < 3; r++) { if (which) fused(); else old(); }
+            CK(cudaEventRecord(e0, 0));
+            for (int r = 0; r < reps; r++) { if (which) fused(); else old(); }
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            const double bytes = (double)(QD + 2 * KVD) * H * 2;
+            printf("     timing qkv prologue %s: %.1f us per layer, %.0f GB/s of q/k/v weights\n",
+                   which ? "fused (1 launch)" : "old (7 launches)", ms * 1000.0 / reps, bytes / (ms / reps * 1e-3) / 1e9);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    cudaFree(dx); cudaFree(dinv); cudaFree(dnw); cudaFree(dqw); cudaFree(dkw); cudaFree(dvw); cudaFree(dqb);
+    cudaFree(dkb); cudaFree(dvb); cudaFree(dq); cudaFree(dpos);
+    cudaFree(oh); cudaFree(oq); cudaFree(okn); cudaFree(ovn);
+    paged_free(p1);
+    paged_free(p2);
+}
+
+/* The multi-block greedy argmax against the one-block kernel (same rules), and its time on 201k logits. */
+static void test_fast_greedy(int V, int timing) {
+    auto l = randv(V, 2.0f);
+    l[V / 3] = 50.0f;
+    l[V - 1] = 50.0f;  /* tie: the lower id wins */
+    l[V / 2] = NAN;    /* NaN never wins */
+    float *dl = dev_upload(l), *dwork = dev_poison(V);
+    int32_t *dout;
+    CK(cudaMalloc((void **)&dout, 4));
+    gptoss_sample_args a;
+    memset(&a, 0, sizeof a);
+    gptoss_sample_use_fast_greedy(0);
+    const int slow = gpu_sample(dl, V, NULL, a, dwork, dout);
+    gptoss_sample_use_fast_greedy(1);
+    const int fast = gpu_sample(dl, V, NULL, a, dwork, dout);
+    char what[128];
+    snprintf(what, sizeof what, "greedy V=%d: multi-block argmax = one-block kernel (tie -> lower id, NaN skipped)", V);
+    check_true(what, fast == slow && fast == V / 3);
+    if (timing) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        for (int f = 0; f < 2; f++) {
+            gptoss_sample_use_fast_greedy(f);
+            CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0));
+            CK(cudaEventRecord(e0, 0));
+            for (int r = 0; r < 20; r++) CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0));
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            printf("     timing greedy sampling V=%d %s: %.1f us\n", V, f ? "multi-block" : "one block", ms * 1000.0 / 20);
+        }
+        gptoss_sample_use_fast_greedy(1);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    cudaFree(dl); cudaFree(dwork); cudaFree(dout);
+}
+
+/* ------------------------------------------------------------ split decode attention (attention_decode.cu)
+ * Against the CPU loop (double), twice bit for bit (the merge counters reset themselves), and timed
+ * against gptoss_attention_at for the 20b head shape. */
+static void test_attention_decode(int pos, int nh, int nkv, int window, int timing) {
+    const int D = 64, ctx = pos + 1, kvd = nkv * D;
+    auto q = randv((size_t)nh * D, 1.0f);
+    auto kc = randv((size_t)ctx * kvd, 1.0f), vc = randv((size_t)ctx * kvd, 1.0f);
+    auto sinks = randbf(nh, 1.0f);
+    float *dq = dev_upload(q), *dout = dev_poison((size_t)nh * D), *dout2 = dev_poison((size_t)nh * D);
+    float *dpart = dev_poison((size_t)nh * GPTOSS_ATT_SPLITS * 66);
+    paged pk = paged_upload(kc, vc, ctx, kvd, 1);
+    uint16_t *ds = dev_upload(sinks);
+    int32_t *dpos, *dctr;
+    CK(cudaMalloc((void **)&dpos, 4));
+    CK(cudaMalloc((void **)&dctr, nkv * 4));
+    CK(cudaMemset(dctr, 0, nkv * 4));
+    CK(gptoss_set_i32(dpos, pos, 0));
+    CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, dpart, dctr, 0));
+    auto out = dev_download(dout, (size_t)nh * D);
+    CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout2, dpart, dctr, 0));
+    auto out2 = dev_download(dout2, (size_t)nh * D);
+    auto ctr = dev_download(dctr, nkv);
+    std::vector<double> ref((size_t)nh * D);
+    for (int h = 0; h < nh; h++) {
+        const int kh = h / (nh / nkv);
+        const int lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
+        std::vector<double> s(pos + 1);
+        double mx = bf2f(sinks[h]);
+        for (int j = lo; j <= pos; j++) {
+            double d = 0;
+            for (int i = 0; i < D; i++) d += (double)q[(size_t)h * D + i] * kc[(size_t)j * kvd + kh * D + i];
+            s[j] = d * 0.125;
+            if (s[j] > mx) mx = s[j];
+        }
+        double den = exp(bf2f(sinks[h]) - mx);
+        for (int j = lo; j <= pos; j++) den += exp(s[j] - mx);
+        for (int i = 0; i < D; i++) {
+            double o = 0;
+            for (int j = lo; j <= pos; j++) o += exp(s[j] - mx) / den * vc[(size_t)j * kvd + kh * D + i];
+            ref[(size_t)h * D + i] = o;
+        }
+    }
+    int zero = 1;
+    for (int c : ctr) zero &= c == 0;
+    char what[160];
+    snprintf(what, sizeof what, "split decode attention pos=%d heads=%d/%d window=%d", pos, nh, nkv, window);
+    check_rel(what, out, ref, 1e-5);
+    snprintf(what, sizeof what, "split decode attention pos=%d heads=%d/%d window=%d: repeat bit for bit, counters 0", pos,
+             nh, nkv, window);
+    check_true(what, zero && !memcmp(out.data(), out2.data(), out.size() * 4));
+    if (timing) {
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        for (int which = 0; which < 2; which++) {
+            auto one = [&]() {
+                if (which) CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, dpart, dctr, 0));
+                else CK(gptoss_attention_at(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, 0));
+            };
+            one();
+            CK(cudaEventRecord(e0, 0));
+            for (int r = 0; r < 50; r++) one();
+            CK(cudaEventRecord(e1, 0));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            printf("     timing decode attention pos=%d heads=%d/%d window=%d %s: %.1f us\n", pos, nh, nkv, window,
+                   which ? "split over keys" : "per head (attention_at)", ms * 1000.0 / 50);
+        }
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    cudaFree(dq); cudaFree(dout); cudaFree(dout2); cudaFree(dpart); cudaFree(ds); cudaFree(dpos); cudaFree(dctr);
+    paged_free(pk);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: gptoss_kernels\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 (skipped) without a GPU.\n");
@@ -659,8 +1112,27 @@ int main(int argc, char **argv) {
     test_moe(37, 64, 96, 8);
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);
+    test_moe_decode(1, 64, 64, 8, 0);
+    test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
+    test_moe_decode(5, 256, 96, 16, 0);
+    test_moe_decode(37, 64, 96, 8, 0);     /* ~18 pairs per expert: several groups each */
+    test_moe_decode(64, 256, 128, 32, 0);  /* the largest batch */
+    test_moe_decode(8, 2880, 2880, 32, 1);
     test_sampling(1000);
     test_sampling(201088);
+    test_fast_greedy(1000, 0);
+    test_fast_greedy(201088, 1);
+    test_attention_decode(0, 8, 2, 0, 0);
+    test_attention_decode(31, 8, 2, 0, 0);
+    test_attention_decode(32, 64, 8, 0, 0);
+    test_attention_decode(128, 64, 8, 0, 1);    /* 20b heads at the bench's context 128, timed */
+    test_attention_decode(300, 64, 8, 128, 1);  /* a sliding layer */
+    test_attention_decode(4999, 64, 8, 0, 1);   /* long context, timed */
+    test_attention_decode(1234, 4, 4, 5, 0);
+    test_attention_decode(2000, 12, 3, 0, 0);   /* 4 query heads per KV head */
+    test_qkv_decode(64, 2, 1, 0, 0);
+    test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
+    test_qkv_decode(256, 4, 2, 70000, 0);
     printf("%d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;
 }

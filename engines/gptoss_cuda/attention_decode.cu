@@ -1,0 +1,118 @@
+/* attention_decode.cu — decode attention split over keys (flash-decoding), see kernels.h.
+ *
+ * Why: the per-head decode kernel (attention.cu) gives each head one block whose lanes each own a key
+ * and a 64-float accumulator, then merges 32 lanes x 64 dims with shuffles; at a short context that
+ * merge dominates and only 64 blocks run, and at a long context one block per head walks every key.
+ * Here block (row b, KV head g, split s) takes up to GPTOSS_ATT_SPLITS-th of the keys for all the query
+ * heads that share KV head g (GQA: K/V are read once per block, not once per query head): warp = query
+ * head; per step of 32 keys each lane scores one key (64-dim dot), the warp updates one online softmax,
+ * and then lanes own value dims (lane, lane + 32), so V rows are read coalesced and only the 32
+ * probabilities move by shuffle. Each split writes (max, sum, acc[64]) to a scratch slot; the last block
+ * of a (row, KV head) to finish (a counter, reset by that block) merges the splits in split order with
+ * the sink, so the result does not depend on which block ran first. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#define AD_WARPS 8
+#define AD_SLOT (2 + GPTOSS_HEAD_DIM) /* floats per (row, head, split): max, sum, acc[64] */
+
+__global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks,
+                                                                        const int32_t *pos_dev, int n_heads, int n_kv,
+                                                                        int window, float *out, float *part,
+                                                                        int32_t *counters) {
+    const int D = GPTOSS_HEAD_DIM, NS = gridDim.y;
+    const int b = blockIdx.x / n_kv, g = blockIdx.x % n_kv, s = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = n_heads / n_kv;
+    const int pos = pos_dev[b];
+    const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const int nkeys = pos - lo + 1;
+    /* split s covers keys [k0, k1): whole steps of 32 keys, splits past the end are empty */
+    const int steps = (nkeys + 31) / 32, per = (steps + NS - 1) / NS;
+    const int k0 = lo + s * per * 32, k1 = min(pos + 1, k0 + per * 32);
+    __shared__ int last;
+    for (int hh = warp; hh < gq; hh += AD_WARPS) {
+        const int h = g * gq + hh;
+        float qv[GPTOSS_HEAD_DIM];
+        const float4 *q4 = (const float4 *)(q + ((size_t)b * n_heads + h) * D);
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            const float4 v = q4[i];
+            qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
+        }
+        float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
+        for (int j0 = k0; j0 < k1; j0 += 32) {
+            const int j = j0 + lane;
+            float sc = -INFINITY;
+            if (j < k1) {
+                const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, b, j) + (size_t)g * D);
+                float d = 0.0f;
+#pragma unroll
+                for (int i = 0; i < D / 4; i++) {
+                    const float4 kk = k4[i];
+                    d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
+                    d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
+                }
+                sc = d * 0.125f;
+            }
+            float mx = sc;
+            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+            const float mn = fmaxf(m, mx); /* finite: key j0 exists */
+            const float f = expf(m - mn), p = j < k1 ? expf(sc - mn) : 0.0f;
+            float ps = p;
+            for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+            l = l * f + ps;
+            a0 *= f;
+            a1 *= f;
+            const int nj = min(32, k1 - j0);
+#pragma unroll 8
+            for (int jj = 0; jj < nj; jj++) {
+                const float pj = __shfl_sync(0xffffffffu, p, jj);
+                const float *v = gptoss_kv_v(kv, b, j0 + jj) + (size_t)g * D;
+                a0 = fmaf(pj, v[lane], a0);
+                a1 = fmaf(pj, v[lane + 32], a1);
+            }
+            m = mn;
+        }
+        float *slot = part + (((size_t)b * n_heads + h) * NS + s) * AD_SLOT;
+        if (lane == 0) { slot[0] = m; slot[1] = l; }
+        slot[2 + lane] = a0;
+        slot[2 + 32 + lane] = a1;
+    }
+    /* the last of the NS blocks of (b, g) merges */
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&counters[b * n_kv + g], 1) == NS - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (threadIdx.x == 0) counters[b * n_kv + g] = 0;
+    for (int hh = warp; hh < gq; hh += AD_WARPS) {
+        const int h = g * gq + hh;
+        const float *base = part + ((size_t)b * n_heads + h) * NS * AD_SLOT;
+        const float sink = gptoss_bf16_to_f32(sinks[h]);
+        float G = sink;
+        for (int t = 0; t < NS; t++) G = fmaxf(G, __ldcg(base + (size_t)t * AD_SLOT));
+        float den = expf(sink - G), o0 = 0.0f, o1 = 0.0f;
+        for (int t = 0; t < NS; t++) {
+            const float *sl = base + (size_t)t * AD_SLOT;
+            const float mt = __ldcg(sl);
+            const float ft = mt == -INFINITY ? 0.0f : expf(mt - G);
+            den += __ldcg(sl + 1) * ft;
+            o0 += __ldcg(sl + 2 + lane) * ft;
+            o1 += __ldcg(sl + 2 + 32 + lane) * ft;
+        }
+        float *o = out + ((size_t)b * n_heads + h) * D;
+        o[lane] = o0 / den;
+        o[lane + 32] = o1 / den;
+    }
+}
+
+cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                    int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
+                                    cudaStream_t s) {
+    if (B <= 0 || n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos || !part || !counters || !kv.pool ||
+        !kv.table || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
+        return cudaErrorInvalidValue;
+    attention_decode_kernel<<<dim3((unsigned)(B * n_kv), GPTOSS_ATT_SPLITS), AD_WARPS * 32, 0, s>>>(
+        q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters);
+    return cudaGetLastError();
+}

@@ -1,0 +1,432 @@
+/* moe_decode.cu — the MoE block of a decode step (T = 1..64 tokens) in three launches (see kernels.h):
+ *
+ *   gptoss_moe_router_decode   rmsnorm + router GEMV + top-4 + softmax, one block per token; the last
+ *                              block to finish groups the (token, slot) pairs by expert;
+ *   gptoss_moe_gate_up_decode  MXFP4 gate_up GEMV over the selected experts only, bias and clamped
+ *                              SwiGLU in the epilogue, writing the activation;
+ *   gptoss_moe_down_decode     MXFP4 down GEMV, bias, routing weights, the sum over the 4 slots in
+ *                              order 0..3 and the residual add.
+ *
+ * Why it is shaped this way (memory-bound: each step must stream the selected experts' packed weights
+ * once, 4.4 MB per expert-layer for 20b, at HBM speed):
+ *  - each lane owns whole MXFP4 blocks (one 16-byte load = 32 weights, one E8M0 scale), several loads
+ *    in flight per lane (U chunks x R rows);
+ *  - the 4-bit values are decoded with bit operations, not a table: the 3 magnitude bits of an e2m1
+ *    nibble placed at fp16 bits 9..11 and its sign at bit 15 make exactly fp4 * 2^-14 (0.5 becomes the
+ *    fp16 subnormal 2^-15), two nibbles per 32-bit op; the 2^14 goes into the block's scale. fp16 ->
+ *    fp32 is exact, products and sums are fp32, as in gptoss_mxfp4_grouped (the numerical twin);
+ *  - activation vectors are stored "chunk-swizzled" (gptoss_swz): float4 f of 32-value chunk c sits at
+ *    (f * K/32 + c) * 4, so the 32 lanes of a warp, each on its own chunk, read 512 contiguous bytes per
+ *    load (coalesced, served from L1/L2) instead of 32 scattered lines; no shared-memory staging, no
+ *    block barriers on the weight path;
+ *  - a warp computes R = 4 rows at once so every activation load serves 4 rows;
+ *  - each touched expert's weights are read once per group of up to 4 of its tokens (pairs grouped by
+ *    expert, ascending expert id then pair index, by the router kernel), so a batch of T tokens reads
+ *    ~ceil(tokens per expert / 4) copies of each touched expert, not one per token;
+ *  - nothing uses float atomics: every output element has one writer and a fixed summation order. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#include <cuda_fp16.h>
+
+#define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
+/* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
+ * per SM) or 4 (x loads shared by 4 rows, 128 registers, 2 blocks per SM); LLMR_GPTOSS_MOE_ROWS picks. */
+#define MD_MINB(G, R) ((G) == 1 && (R) == 2 ? 4 : 2) /* resident blocks per SM the register budget is set for */
+#define MD_WARPS 8   /* warps per block of the expert GEMVs */
+#define MD_G 4       /* tokens (pairs) per expert group */
+
+/* Position of element k of a K-vector in the chunk-swizzled layout (K % 32 == 0). */
+static __host__ __device__ __forceinline__ int md_swz(int k, int K) {
+    return ((k & 31) >> 2) * (K / 8) + (k >> 5) * 4 + (k & 3);
+}
+
+int gptoss_swz(int k, int K) { return md_swz(k, K); }
+
+/* Group table layout (ints), GM = 4T: [0] groups; [1 + g] expert; [1 + GM + g] pairs in it (1..4);
+ * [1 + 2GM + 4g + i] pair ids (t * 4 + slot). */
+static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { return g + 1; }
+
+/* ------------------------------------------------------------------ router (one block per token) */
+#define RT_THREADS 1024
+#define RT_UNROLL 8
+
+__global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
+                                                                       const uint16_t *rw, const uint16_t *rb, int T,
+                                                                       int H, int E, float *h_sw, int32_t *ids,
+                                                                       float *wts, int32_t *groups, int32_t *counter) {
+    extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
+    __shared__ float red[32];
+    __shared__ float lg[GPTOSS_MAX_EXPERTS];
+    __shared__ int last;
+    const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const float *xr = x + (size_t)t * H;
+    /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
+    float ss = 0.0f;
+    for (int i = tid; i < H; i += RT_THREADS) ss += xr[i] * xr[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) red[warp] = ss;
+    __syncthreads();
+    if (warp == 0) {
+        float v = red[lane];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) red[0] = v;
+    }
+    __syncthreads();
+    const float r = rsqrtf(red[0] / (float)H + eps);
+    const int K8 = H / 8;
+    float *hsf = (float *)hs4;
+    for (int i = tid; i < H; i += RT_THREADS) {
+        const float h = (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
+        const int c = i >> 3, j = i & 7;
+        hsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = h;
+        h_sw[(size_t)t * H + md_swz(i, H)] = h;
+    }
+    __syncthreads();
+    /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16. */
+    for (int e = warp; e < E; e += RT_THREADS / 32) {
+        const uint4 *w4 = (const uint4 *)(rw + (size_t)e * H);
+        float acc = 0.0f;
+        for (int c0 = lane; c0 < K8; c0 += 32 * RT_UNROLL) { /* RT_UNROLL loads in flight: one SM reads it all */
+            uint4 qv[RT_UNROLL];
+#pragma unroll
+            for (int u = 0; u < RT_UNROLL; u++)
+                qv[u] = c0 + 32 * u < K8 ? __ldg(w4 + c0 + 32 * u) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+            for (int u = 0; u < RT_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                if (c >= K8) break;
+                const uint4 q = qv[u];
+                const float4 a = hs4[c], b = hs4[K8 + c];
+                acc += a.x * __uint_as_float(q.x << 16) + a.y * __uint_as_float(q.x & 0xffff0000u) +
+                       a.z * __uint_as_float(q.y << 16) + a.w * __uint_as_float(q.y & 0xffff0000u) +
+                       b.x * __uint_as_float(q.z << 16) + b.y * __uint_as_float(q.z & 0xffff0000u) +
+                       b.z * __uint_as_float(q.w << 16) + b.w * __uint_as_float(q.w & 0xffff0000u);
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) lg[e] = acc + gptoss_bf16_to_f32(rb[e]);
+    }
+    __syncthreads();
+    /* 3. Top-4 (ties to the lower id, as gptoss_router_topk) and the softmax over the 4, by warp 0. */
+    if (warp == 0) {
+        unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
+        int sel[GPTOSS_TOPK];
+        float val[GPTOSS_TOPK];
+        for (int k = 0; k < GPTOSS_TOPK; k++) {
+            float bv = -INFINITY;
+            int bi = -1;
+            for (int j = 0; lane + 32 * j < E; j++) {
+                const int e = lane + 32 * j;
+                if (taken >> j & 1u) continue;
+                if (bi < 0 || lg[e] > bv) { bv = lg[e]; bi = e; }
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+                const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+                if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
+            }
+            sel[k] = bi;
+            val[k] = bv;
+            if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
+        }
+        if (lane == 0) {
+            float p[GPTOSS_TOPK], sum = 0.0f;
+            for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
+            for (int k = 0; k < GPTOSS_TOPK; k++) {
+                ids[t * GPTOSS_TOPK + k] = sel[k];
+                wts[t * GPTOSS_TOPK + k] = p[k] / sum;
+            }
+        }
+    }
+    /* 4. The last block to get here groups all pairs by expert (the ids of every block are visible
+     * after the fence + counter); it resets the counter for the next launch (graph replays). */
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) last = atomicAdd(counter, 1) == T - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    __shared__ int sid[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK];
+    __shared__ int cnt[GPTOSS_MAX_EXPERTS], gbase[GPTOSS_MAX_EXPERTS];
+    const int P = T * GPTOSS_TOPK, GM = P;
+    for (int p = tid; p < P; p += RT_THREADS) sid[p] = __ldcg(ids + p);
+    for (int e = tid; e < E; e += RT_THREADS) cnt[e] = 0;
+    __syncthreads();
+    for (int p = tid; p < P; p += RT_THREADS) atomicAdd(&cnt[sid[p]], 1);
+    __syncthreads();
+    if (tid == 0) {
+        int g = 0;
+        for (int e = 0; e < E; e++) { gbase[e] = g; g += (cnt[e] + MD_G - 1) / MD_G; }
+        groups[0] = g;
+        *counter = 0;
+    }
+    __syncthreads();
+    for (int p = tid; p < P; p += RT_THREADS) {
+        const int e = sid[p];
+        int rank = 0;
+        for (int q = 0; q < p; q++) rank += sid[q] == e;
+        const int g = gbase[e] + rank / MD_G, slot = rank % MD_G;
+        groups[1 + 2 * GM + 4 * g + slot] = p;
+        if (slot == 0) {
+            groups[1 + g] = e;
+            groups[1 + GM + g] = min(MD_G, cnt[e] - rank);
+        }
+    }
+}
+
+cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                     const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                     float *w, int32_t *groups, int32_t *counter, cudaStream_t s) {
+    if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || E < GPTOSS_TOPK ||
+        E > GPTOSS_MAX_EXPERTS)
+        return cudaErrorInvalidValue;
+    moe_router_decode_kernel<<<T, RT_THREADS, (size_t)H * sizeof(float), s>>>(x, norm_w, eps, router_w, router_b, T, H, E,
+                                                                              h_sw, ids, w, groups, counter);
+    return cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------ MXFP4 chunk decode */
+
+/* Nibbles i and i + 4 of w as fp16 (value * 2^-14) in one half2: magnitude bits to 9..11 (and
+ * 25..27), sign bits to 15 (and 31). */
+template <int I> static __device__ __forceinline__ __half2 fp4_pair(uint32_t w) {
+    uint32_t mag;
+    if constexpr (I == 3) mag = (w >> 3) & 0x0E000E00u;
+    else mag = (w << (9 - 4 * I)) & 0x0E000E00u;
+    const uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
+    const uint32_t h = mag | sgn;
+    __half2 v;
+    memcpy(&v, &h, sizeof v);
+    return v;
+}
+
+/* 2^(s - 127) * 2^14: the block scale with the decode's 2^-14 undone. */
+static __device__ __forceinline__ float fp4_scale(uint8_t s) {
+    return s <= 240 ? __int_as_float(((int)s + 14) << 23) : ldexpf(1.0f, (int)s - 113);
+}
+
+/* One warp: rows row0 .. row0+R-1 (R <= nrows real) of an expert matrix (blocks/scales indexed by
+ * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
+ * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
+ * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
+template <int G, int R>
+static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
+                                               int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
+    const int NC = K / 32;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < G; i++) acc[r][i] = 0.0f;
+    for (int c0 = lane; c0 < NC; c0 += 32 * MD_U) {
+        uint4 q[R][MD_U];
+        uint32_t sc[R][MD_U];
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int u = 0; u < MD_U; u++) {
+                const int c = c0 + 32 * u;
+                const bool ok = r < nrows && c < NC;
+                const size_t b = (row0 + r) * (size_t)NC + c;
+                q[r][u] = ok ? __ldcs((const uint4 *)(blocks + b * 16)) : make_uint4(0u, 0u, 0u, 0u);
+                sc[r][u] = ok ? __ldcs(scales + b) : 0u;
+            }
+#pragma unroll
+        for (int u = 0; u < MD_U; u++) {
+            const int c = c0 + 32 * u;
+            if (c >= NC) break;
+            float part[R][G];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int i = 0; i < G; i++) part[r][i] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < 4; k++) { /* word k: values 8k .. 8k+3 (x float4 2k) and 8k+4 .. 8k+7 (2k+1) */
+                float4 xa[G], xb[G];
+#pragma unroll
+                for (int i = 0; i < G; i++) {
+                    if (i >= ng) break;
+                    const float4 *x4 = (const float4 *)xv[i] + c;
+                    xa[i] = x4[(size_t)(2 * k) * NC];
+                    xb[i] = x4[(size_t)(2 * k + 1) * NC];
+                }
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    const uint32_t w = k == 0 ? q[r][u].x : k == 1 ? q[r][u].y : k == 2 ? q[r][u].z : q[r][u].w;
+                    const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
+                    const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+#pragma unroll
+                    for (int i = 0; i < G; i++) {
+                        if (i >= ng) break;
+                        float t = part[r][i];
+                        t = fmaf(xa[i].x, p0.x, t); t = fmaf(xb[i].x, p0.y, t);
+                        t = fmaf(xa[i].y, p1.x, t); t = fmaf(xb[i].y, p1.y, t);
+                        t = fmaf(xa[i].z, p2.x, t); t = fmaf(xb[i].z, p2.y, t);
+                        t = fmaf(xa[i].w, p3.x, t); t = fmaf(xb[i].w, p3.y, t);
+                        part[r][i] = t;
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const float scale = fp4_scale((uint8_t)sc[r][u]);
+#pragma unroll
+                for (int i = 0; i < G; i++) acc[r][i] = fmaf(part[r][i], scale, acc[r][i]);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < G; i++)
+            for (int o = 16; o > 0; o >>= 1) acc[r][i] += __shfl_xor_sync(0xffffffffu, acc[r][i], o);
+}
+
+/* ------------------------------------------------------------------ gate_up + SwiGLU */
+
+/* Block (x, g): expert group g; warp tasks = pairs of activations (j, j+1) = gate_up rows 4j' .. 4j'+3,
+ * strided over the blocks of the group. */
+template <int G, int MD_R>
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
+                                                                          const uint8_t *blocks, const uint8_t *scales,
+                                                                          const uint16_t *bias, int H, int I, float alpha,
+                                                                          float limit, float *act_sw) {
+    const int g = blockIdx.y, GM = T * GPTOSS_TOPK;
+    if (g >= groups[0]) return;
+    const int e = grp_e(groups)[g], ng = groups[1 + GM + g];
+    const int32_t *pairs = groups + 1 + 2 * GM + 4 * g;
+    const float *xv[G];
+#pragma unroll
+    for (int i = 0; i < G; i++) xv[i] = h_sw + (size_t)(pairs[i < ng ? i : 0] / GPTOSS_TOPK) * H;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int N = 2 * I, tasks = N / MD_R;
+    for (int tk = blockIdx.x * MD_WARPS + warp; tk < tasks; tk += gridDim.x * MD_WARPS) {
+        float acc[MD_R][G];
+        md_rows<G, MD_R>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
+        if (lane < ng) {
+            const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MD_R;
+            float *out = act_sw + (size_t)pairs[lane] * I;
+#pragma unroll
+            for (int h = 0; h < MD_R / 2; h++) { /* rows 2h (gate), 2h+1 (up) -> activation 2tk + h */
+                float gv = 0.0f, uv = 0.0f;
+#pragma unroll
+                for (int i = 0; i < G; i++)
+                    if (i == lane) { gv = acc[2 * h][i]; uv = acc[2 * h + 1][i]; }
+                gv = fminf(gv + gptoss_bf16_to_f32(b[2 * h]), limit);
+                uv = fminf(fmaxf(uv + gptoss_bf16_to_f32(b[2 * h + 1]), -limit), limit);
+                const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
+                out[md_swz(tk * (MD_R / 2) + h, I)] = glu * (uv + 1.0f);
+            }
+        }
+    }
+}
+
+static int g_moe_rows = 2;
+void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
+
+static int sm_count(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+            sms = n;
+        else
+            sms = 132;
+    }
+    return sms;
+}
+
+/* Upper bound of the number of groups: sum over touched experts of ceil(count / 4). */
+static int max_groups(int T, int E) {
+    const int P = T * GPTOSS_TOPK, touched = E < P ? E : P;
+    const int b = P / MD_G + touched;
+    return b < P ? b : P;
+}
+
+cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, int T, const uint8_t *blocks,
+                                      const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
+                                      float limit, float *act_sw, cudaStream_t s) {
+    if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
+        E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
+        return cudaErrorInvalidValue;
+    const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
+    /* one wave of resident blocks in all (the register budget allows MD_MINB per SM), never more than
+     * one group's tasks need */
+    int gx = (MD_MINB(T == 1 ? 1 : MD_G, R) * sm_count() + G - 1) / G;
+    const int need = (tasks + MD_WARPS - 1) / MD_WARPS;
+    if (gx > need) gx = need;
+    if (gx < 1) gx = 1;
+    const dim3 grid((unsigned)gx, (unsigned)G);
+#define GU_LAUNCH(GG, RR)                                                                                   \
+    moe_gate_up_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha, \
+                                                                     limit, act_sw)
+    /* T == 1: one pair per group, a variant with a quarter of the accumulators */
+    if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
+    else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
+#undef GU_LAUNCH
+    return cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------ down + routing weights + residual */
+#define DN_ROWS 8 /* rows per block: (DN_ROWS / MD_R) row tasks x groups share the block */
+
+/* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
+ * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
+ * order of w * y, one writer each. */
+template <int G, int MD_R>
+__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+                                                                       const float *wts, const uint8_t *blocks,
+                                                                       const uint8_t *scales, const uint16_t *bias,
+                                                                       int I, int H, float *x) {
+    __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
+    const int GM = T * GPTOSS_TOPK, ngroups = groups[0];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int n0 = blockIdx.x * DN_ROWS;
+    const int tasks = (DN_ROWS / MD_R) * ngroups;
+    for (int tk = warp; tk < tasks; tk += MD_WARPS) {
+        const int rt = tk % (DN_ROWS / MD_R), g = tk / (DN_ROWS / MD_R);
+        const int e = grp_e(groups)[g], ng = groups[1 + GM + g];
+        const int32_t *pairs = groups + 1 + 2 * GM + 4 * g;
+        const float *xv[G];
+#pragma unroll
+        for (int i = 0; i < G; i++) xv[i] = act_sw + (size_t)pairs[i < ng ? i : 0] * I;
+        const int r0 = n0 + rt * MD_R;
+        const int nrows = H - r0 < MD_R ? H - r0 : MD_R;
+        if (nrows <= 0) continue;
+        float acc[MD_R][G];
+        md_rows<G, MD_R>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
+        if (lane == 0) {
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                if (i >= ng) break;
+#pragma unroll
+                for (int r = 0; r < MD_R; r++)
+                    if (r < nrows)
+                        ys[pairs[i]][rt * MD_R + r] = acc[r][i] + gptoss_bf16_to_f32(bias[(size_t)e * H + r0 + r]);
+            }
+        }
+    }
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < T * DN_ROWS; idx += blockDim.x) {
+        const int t = idx / DN_ROWS, rr = idx % DN_ROWS, n = n0 + rr;
+        if (n >= H) continue;
+        float sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < GPTOSS_TOPK; k++) sum += wts[t * GPTOSS_TOPK + k] * ys[t * GPTOSS_TOPK + k][rr];
+        x[(size_t)t * H + n] += sum;
+    }
+}
+
+cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
+                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
+                                   int H, float *x, cudaStream_t s) {
+    if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
+        E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
+        return cudaErrorInvalidValue;
+    const unsigned grid = (unsigned)((H + DN_ROWS - 1) / DN_ROWS);
+#define DN_LAUNCH(GG, RR) \
+    moe_down_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x)
+    if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
+    else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
+#undef DN_LAUNCH
+    return cudaGetLastError();
+}

@@ -1,0 +1,117 @@
+/* qkv_decode.cu — the attention prologue of a decode step in one launch (see kernels.h):
+ * RMSNorm of the residual, the q, k and v projections (three bf16 matrices, with bias), YaRN RoPE on q
+ * and k, and the new token's K/V stored into this layer's cache row *pos.
+ *
+ * Why one kernel: the prologue was 7 launches (norm, 3 GEMVs, 2 RoPEs, the store), each a GEMV-sized
+ * ramp-up and drain; the norm is cheap to recompute per block (2880 floats from L2), so every block
+ * normalizes x into shared memory and then streams weight rows like gptoss_gemv1 (16-byte loads, several
+ * in flight per lane). A warp owns the rotate-half pair of rows (i, i + 32) of one head, so RoPE is
+ * applied in the epilogue with both halves in registers: the angle float(pos) * inv_freq[i], cos/sin
+ * times attn_factor, exactly as gptoss_rope. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#define QKV_WARPS 8
+#define QKV_UNROLL 6
+
+static __device__ __forceinline__ float bf16x8_dot(uint4 v, float4 a, float4 d) {
+    return a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) + a.z * __uint_as_float(v.y << 16) +
+           a.w * __uint_as_float(v.y & 0xffff0000u) + d.x * __uint_as_float(v.z << 16) +
+           d.y * __uint_as_float(v.z & 0xffff0000u) + d.z * __uint_as_float(v.w << 16) + d.w * __uint_as_float(v.w & 0xffff0000u);
+}
+
+__global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
+                                                                   const uint16_t *qw, const uint16_t *qb,
+                                                                   const uint16_t *kw, const uint16_t *kb,
+                                                                   const uint16_t *vw, const uint16_t *vb, int H, int NH,
+                                                                   int NKV, const int32_t *pos_dev, const float *inv_freq,
+                                                                   float af, float *q, gptoss_kv kv) {
+    extern __shared__ float4 xs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
+    __shared__ float red[QKV_WARPS];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, K8 = H / 8;
+    float ss = 0.0f;
+    for (int i = tid; i < H; i += blockDim.x) ss += x[i] * x[i];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (lane == 0) red[warp] = ss;
+    __syncthreads();
+    float tot = 0.0f;
+    for (int w = 0; w < QKV_WARPS; w++) tot += red[w];
+    const float r = rsqrtf(tot / (float)H + eps);
+    float *xsf = (float *)xs4;
+    for (int i = tid; i < H; i += blockDim.x) {
+        const int c = i >> 3, j = i & 7;
+        xsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
+    }
+    __syncthreads();
+    const int pos = *pos_dev, half = GPTOSS_HEAD_DIM / 2;
+    const int pairs = (NH + 2 * NKV) * half;
+    for (int tp = blockIdx.x * QKV_WARPS + warp; tp < pairs; tp += gridDim.x * QKV_WARPS) {
+        const int head = tp / half, i = tp % half;
+        const uint16_t *W, *B;
+        int hl; /* head index inside its matrix */
+        if (head < NH) { W = qw; B = qb; hl = head; }
+        else if (head < NH + NKV) { W = kw; B = kb; hl = head - NH; }
+        else { W = vw; B = vb; hl = head - NH - NKV; }
+        const int n1 = hl * GPTOSS_HEAD_DIM + i, n2 = n1 + half;
+        const uint4 *w1 = (const uint4 *)(W + (size_t)n1 * H), *w2 = (const uint4 *)(W + (size_t)n2 * H);
+        float a1 = 0.0f, a2 = 0.0f;
+        for (int c0 = lane; c0 < K8; c0 += 32 * QKV_UNROLL) {
+            uint4 v1[QKV_UNROLL], v2[QKV_UNROLL];
+#pragma unroll
+            for (int u = 0; u < QKV_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                v1[u] = c < K8 ? __ldcs(w1 + c) : make_uint4(0u, 0u, 0u, 0u);
+                v2[u] = c < K8 ? __ldcs(w2 + c) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < QKV_UNROLL; u++) {
+                const int c = c0 + 32 * u;
+                if (c < K8) {
+                    const float4 a = xs4[c], d = xs4[K8 + c];
+                    a1 += bf16x8_dot(v1[u], a, d);
+                    a2 += bf16x8_dot(v2[u], a, d);
+                }
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            a1 += __shfl_xor_sync(0xffffffffu, a1, o);
+            a2 += __shfl_xor_sync(0xffffffffu, a2, o);
+        }
+        if (lane != 0) continue;
+        a1 += gptoss_bf16_to_f32(B[n1]);
+        a2 += gptoss_bf16_to_f32(B[n2]);
+        if (head < NH + NKV) { /* RoPE, as rope_kernel */
+            const float ang = (float)pos * inv_freq[i];
+            const float cs = cosf(ang) * af, sn = sinf(ang) * af;
+            const float x1 = a1, x2 = a2;
+            a1 = x1 * cs - x2 * sn;
+            a2 = x2 * cs + x1 * sn;
+        }
+        if (head < NH) { q[n1] = a1; q[n2] = a2; }
+        else { /* the new token's K/V into its page (block table row 0) */
+            float *dst = head < NH + NKV ? gptoss_kv_k(kv, 0, pos) : gptoss_kv_v(kv, 0, pos);
+            dst[n1] = a1;
+            dst[n2] = a2;
+        }
+    }
+}
+
+cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
+                              const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
+                              int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
+                              float *q, gptoss_kv kv, cudaStream_t s) {
+    if (H <= 0 || H % 8 || H > GPTOSS_DECODE_MAX_K || n_heads <= 0 || n_kv <= 0 || !pos ||
+        (((uintptr_t)q_w | (uintptr_t)k_w | (uintptr_t)v_w) & 15) || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
+        return cudaErrorInvalidValue;
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    /* 4 blocks per SM: every block normalizes x once and then loops over row pairs */
+    const long pairs = (long)(n_heads + 2 * n_kv) * (GPTOSS_HEAD_DIM / 2);
+    long blocks = (long)sms * 4;
+    const long need = (pairs + QKV_WARPS - 1) / QKV_WARPS;
+    if (blocks > need) blocks = need;
+    qkv_decode_kernel<<<(unsigned)blocks, QKV_WARPS * 32, (size_t)H * sizeof(float), s>>>(
+        x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq, attn_factor, q, kv);
+    return cudaGetLastError();
+}
