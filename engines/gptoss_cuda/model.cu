@@ -1317,6 +1317,7 @@ static void sched_decode(gptoss_model *m) {
         return;
     }
     int32_t toks[GPTOSS_MAX_BATCH];
+    uint64_t handed = 0;
     pthread_mutex_lock(&m->q_mu);
     for (int b = 0; b < B; b++) {
         gen_req *r = m->rows[b];
@@ -1330,6 +1331,7 @@ static void sched_decode(gptoss_model *m) {
         }
         r->toks[r->n_emitted++] = tok;
         r->res.n_generated++;
+        handed++;
         pthread_cond_signal(&r->cv);
         for (size_t k = 0; k < r->in->n_stop_ids; k++)
             if (r->in->stop_ids[k] == tok) { r->finishing = 1; r->finish_pending = LLMR_FINISH_STOP; }
@@ -1339,16 +1341,24 @@ static void sched_decode(gptoss_model *m) {
         }
     }
     pthread_mutex_unlock(&m->q_mu);
-    __atomic_add_fetch(&m->tokens_generated, (uint64_t)B, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&m->tokens_generated, handed, __ATOMIC_RELAXED);
     /* 4: evaluate every handed-out token (so the session holds it), each row's pages first */
     gen_req *ev[GPTOSS_MAX_BATCH];
     int32_t evt[GPTOSS_MAX_BATCH];
     int nev = 0, first_b = -1, keep = 0;
     for (int b = 0; b < B; b++) {
         gen_req *r = m->rows[b];
-        if (toks[b] < 0 || toks[b] >= V) { m->rows[keep++] = r; continue; } /* retired next iteration */
-        llmr_engine_status st = ensure_pages(r->s, (uint64_t)r->s->n_ctx + 1, err, sizeof err);
-        if (st != LLMR_ENGINE_OK) { /* this row only ends, with the pool's message (its work is synced) */
+        gptoss_session *s = r->s;
+        llmr_engine_status st = LLMR_ENGINE_OK;
+        if (toks[b] < 0 || toks[b] >= V || (st = ensure_pages(s, (uint64_t)s->n_ctx + 1, err, sizeof err)) != LLMR_ENGINE_OK) {
+            /* Not evaluated: its distribution moves to the session before the next batched step
+             * overwrites m->blogits. A row out of KV pages ends now with the pool's message. */
+            if (r->logits != s->logits) {
+                cudaMemcpyAsync(s->logits, r->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToDevice, m->stream);
+                r->logits = s->logits;
+            }
+            if (st == LLMR_ENGINE_OK) { m->rows[keep++] = r; continue; } /* retired next iteration */
+            cudaStreamSynchronize(m->stream);
             req_done(m, r, st, LLMR_FINISH_LENGTH, err);
             continue;
         }
