@@ -1168,6 +1168,9 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * tables); the bf16 linears run in row groups (linear_groups); the MoE block is decode2's fused
  * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens), or with
  * LLMR_GPTOSS_FUSED=0 the per-op kernels over all n rows. */
+static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
+              "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
+
 static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
                                 int n, float *logits) {
     const gptoss_config *c = &m->cfg;
