@@ -184,7 +184,7 @@ cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *si
                                 int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
 /* gptoss_rope for B rows of x (row stride ld), row b at position pos[b] (device): the batched decode
- * step, where every row is its own sequence. Same math as gptoss_rope (bit-identical per row). */
+ * step, where every row is its own sequence. Same math as gptoss_rope at each row's position. */
 cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t *pos, const float *inv_freq,
                              float attn_factor, cudaStream_t stream);
 
