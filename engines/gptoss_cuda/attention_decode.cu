@@ -85,14 +85,17 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
     if (!last) return;
     __threadfence();
     if (threadIdx.x == 0) counters[b * n_kv + g] = 0;
+    /* splits past the keys hold (max -inf, sum 0, acc 0) and would add exact zeros: skip them */
+    const int na = min(NS, (steps + per - 1) / per);
     for (int hh = warp; hh < gq; hh += AD_WARPS) {
         const int h = g * gq + hh;
         const float *base = part + ((size_t)b * n_heads + h) * NS * AD_SLOT;
         const float sink = gptoss_bf16_to_f32(sinks[h]);
         float G = sink;
-        for (int t = 0; t < NS; t++) G = fmaxf(G, __ldcg(base + (size_t)t * AD_SLOT));
+        for (int t = 0; t < na; t++) G = fmaxf(G, __ldcg(base + (size_t)t * AD_SLOT));
         float den = expf(sink - G), o0 = 0.0f, o1 = 0.0f;
-        for (int t = 0; t < NS; t++) {
+#pragma unroll 4
+        for (int t = 0; t < na; t++) {
             const float *sl = base + (size_t)t * AD_SLOT;
             const float mt = __ldcg(sl);
             const float ft = mt == -INFINITY ? 0.0f : expf(mt - G);

@@ -199,8 +199,8 @@ cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
  * lives at gptoss_swz(k, K), so that a warp whose lanes each own one 32-value MXFP4 block reads x with
  * coalesced 16-byte loads.
  * Workspace (device): h_sw [T, H] and act_sw [4T, I] floats (16-byte aligned), ids [4T], w [4T],
- * groups [gptoss_moe_groups_ints(T)] ints, counter: one int that must be 0 before the first launch
- * (the router kernel leaves it 0 again). */
+ * groups [gptoss_moe_groups_ints(T)] ints, router_logits [T, E] floats, counter [1 + T] ints that
+ * must be 0 before the first launch (the router kernel leaves them 0 again). */
 #define GPTOSS_DECODE_MAX_T 64
 #define GPTOSS_DECODE_MAX_K 8192
 static inline int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK; }
@@ -208,15 +208,23 @@ static inline int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK
 /* Host-side index of element k in the chunk-swizzled layout of a K-vector. */
 int gptoss_swz(int k, int K);
 
-/* Per token t (one block each): h = rmsnorm(x[t]) * norm_w (fp32, eps) written swizzled to h_sw[t];
- * router logits = router_w h + router_b; ids[t, 0..3] = top-4 (ties to the lower id, descending),
+/* Per token t: h = rmsnorm(x[t]) * norm_w (fp32, eps) written swizzled to h_sw[t];
+ * router logits = router_w h + router_b (also stored in router_logits [T, E] when non-NULL);
+ * ids[t, 0..3] = top-4 (ties to the lower id, descending),
  * w[t, 0..3] = softmax over those 4. The last block groups the 4T pairs (t * 4 + slot) by expert:
  * groups[0] = number of groups; group g (ascending expert id, then pair id; at most 4 pairs each) has
  * expert groups[1 + g], pair count groups[1 + 4T + g] and pair ids groups[1 + 8T + 4g + i].
  * H % 32 == 0, H <= GPTOSS_DECODE_MAX_K, 4 <= E <= GPTOSS_MAX_EXPERTS. */
 cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
-                                     float *w, int32_t *groups, int32_t *counter, cudaStream_t stream);
+                                     float *w, int32_t *groups, float *router_logits, int32_t *counter,
+                                     cudaStream_t stream);
+
+/* Blocks per token of gptoss_moe_router_decode (1, the default, measured; or up to 32 through
+ * LLMR_GPTOSS_ROUTER_BLOCKS, which splits the router rows over that many SMs and needs router_logits:
+ * one SM pulls the 184 KB of the 20b router at ~17 GB/s, 10.8 us per layer on the H200; not yet
+ * measured split). Same results bit for bit. Process-wide; set it before launching. */
+void gptoss_moe_router_blocks(int n);
 
 /* For every pair p in the groups: gu = W_e h_sw[p / 4] + b_e (MXFP4 gate_up of expert e, rows 2j = gate,
  * 2j+1 = up, checkpoint layout [E, 2I, H/32, 16] + scales [E, 2I, H/32]), then the clamped SwiGLU
@@ -253,7 +261,9 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
  * split) reads its K/V once for all n_heads/n_kv query heads of that KV head; the keys are cut into
  * GPTOSS_ATT_SPLITS splits of whole 32-key steps (sliding layers touch only their window). Scratch:
  * part [B * n_heads * GPTOSS_ATT_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first
- * launch (left 0). Deterministic: splits are merged in split order. Checked for B = 1. */
+ * launch (left 0). Deterministic: splits are merged in split order. Checked for B = 1. Measured on the
+ * H200 it beats gptoss_attention_at only at long contexts (13.7 vs 7.1 us at 128 keys, 49.8 vs 86.7 us
+ * at 5,000), so the decode step uses it only with LLMR_GPTOSS_SPLIT_ATTN=1. */
 #define GPTOSS_ATT_SPLITS 32
 cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                     int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,

@@ -93,7 +93,7 @@ struct gptoss_model {
     float *hsw, *att_part;
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
-    int split_attn; /* fused path: 0 when LLMR_GPTOSS_SPLIT_ATTN=0 (the per-head decode attention) */
+    int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -311,7 +311,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(blogits, float, (uint64_t)GPTOSS_MAX_BATCH * V);
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
-    CARVE(ctr, int32_t, 1 + c->num_kv_heads); /* [0] the router's, [1..] the split attention's */
+    CARVE(ctr, int32_t, 1 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
 #undef CARVE
     return off;
@@ -604,7 +604,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->arena_bytes = p.arena_bytes;
     m->work_bytes = ws;
     workspace_layout(&m->cfg, m, (char *)m->work);
-    if (cudaMemset(m->ctr, 0, (1 + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
+    if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
         goto fail;
     }
@@ -615,8 +615,13 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_linear_use_gemv1(!(g1 && strcmp(g1, "0") == 0));
         const char *fu = getenv("LLMR_GPTOSS_FUSED"); /* 0: the per-op decode launches, for comparisons */
         m->fused = !(fu && strcmp(fu, "0") == 0) && m->cfg.hidden_size <= GPTOSS_DECODE_MAX_K; /* the fused kernels' limit */
-        const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN"); /* 0: the per-head decode attention */
-        m->split_attn = !(sa && strcmp(sa, "0") == 0);
+        /* 1: the split-over-keys decode attention. Off by default: measured on the H200 (decode2 run 2)
+         * it is 13.7 us vs 7.1 us per layer at context 128 (404 vs 440 tok/s end to end) and wins only at
+         * long contexts (49.8 vs 86.7 us at 5,000; 322 vs 312 tok/s at 4,096). */
+        const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN");
+        m->split_attn = sa && strcmp(sa, "1") == 0;
+        const char *rbv = getenv("LLMR_GPTOSS_ROUTER_BLOCKS"); /* router rows over N blocks (default 1) */
+        gptoss_moe_router_blocks(rbv ? atoi(rbv) : 1);
         const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
         gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
@@ -920,7 +925,7 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
 
 /* ---------------------------------------------------------------- decode step as a CUDA graph
  *
- * A decode step is ~17 launches per layer (~420 for 20b); launched one by one, the gaps between them
+ * A decode step is 6 launches per layer with the fused kernels (17 with LLMR_GPTOSS_FUSED=0); launched one by one, the gaps between them
  * cost more than the kernels. So the step is captured once per session as a CUDA graph and replayed.
  * Everything that changes between steps lives in device memory the kernels read: the token in m->tok
  * (written there by the sampler) and the position in m->pos (set by one tiny kernel before the replay);
@@ -957,12 +962,12 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
                                        m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
             const int win = c->layer_sliding[l] ? c->sliding_window : 0;
             if (m->split_attn)
-                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1, st));
+                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
             KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
             KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
-                                                 m->rw, m->grp, m->ctr, st));
+                                                 m->rw, m->grp, m->rl, m->ctr, st));
             KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                                    c->swiglu_alpha, c->swiglu_limit, m->act, st));
             KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,

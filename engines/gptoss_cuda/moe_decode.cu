@@ -53,12 +53,14 @@ static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { retur
 __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
-                                                                       float *wts, int32_t *groups, int32_t *counter) {
+                                                                       float *wts, int32_t *groups, float *rl,
+                                                                       int32_t *counter) {
     extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[32];
     __shared__ float lg[GPTOSS_MAX_EXPERTS];
-    __shared__ int last;
+    __shared__ int last, last_t;
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
     const float *xr = x + (size_t)t * H;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
     float ss = 0.0f;
@@ -79,11 +81,13 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         const float h = (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
         const int c = i >> 3, j = i & 7;
         hsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = h;
-        h_sw[(size_t)t * H + md_swz(i, H)] = h;
+        if (rbk == 0) h_sw[(size_t)t * H + md_swz(i, H)] = h;
     }
     __syncthreads();
-    /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16. */
-    for (int e = warp; e < E; e += RT_THREADS / 32) {
+    /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16; block rbk of the token takes
+     * rows [rbk * EPB, (rbk + 1) * EPB). */
+    const int EPB = (E + RB - 1) / RB, e_end = min(E, (rbk + 1) * EPB);
+    for (int e = rbk * EPB + warp; e < e_end; e += RT_THREADS / 32) {
         const uint4 *w4 = (const uint4 *)(rw + (size_t)e * H);
         float acc = 0.0f;
         for (int c0 = lane; c0 < K8; c0 += 32 * RT_UNROLL) { /* RT_UNROLL loads in flight: one SM reads it all */
@@ -104,7 +108,21 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
             }
         }
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-        if (lane == 0) lg[e] = acc + gptoss_bf16_to_f32(rb[e]);
+        if (lane == 0) {
+            const float v = acc + gptoss_bf16_to_f32(rb[e]);
+            lg[e] = v;
+            if (rl) rl[(size_t)t * E + e] = v;
+        }
+    }
+    if (RB > 1) { /* the last of the token's RB blocks gathers the logits and goes on */
+        if (lane == 0) __threadfence();
+        __syncthreads();
+        if (tid == 0) last_t = atomicAdd(&counter[1 + t], 1) == RB - 1;
+        __syncthreads();
+        if (!last_t) return;
+        __threadfence();
+        for (int e = tid; e < E; e += RT_THREADS) lg[e] = __ldcg(rl + (size_t)t * E + e);
+        if (tid == 0) counter[1 + t] = 0;
     }
     __syncthreads();
     /* 3. Top-4 (ties to the lower id, as gptoss_router_topk) and the softmax over the 4, by warp 0. */
@@ -174,14 +192,20 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     }
 }
 
+static int g_router_blocks = 1;
+void gptoss_moe_router_blocks(int n) { g_router_blocks = n < 1 ? 1 : n > 32 ? 32 : n; }
+
 cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
-                                     float *w, int32_t *groups, int32_t *counter, cudaStream_t s) {
+                                     float *w, int32_t *groups, float *router_logits, int32_t *counter,
+                                     cudaStream_t s) {
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
-    moe_router_decode_kernel<<<T, RT_THREADS, (size_t)H * sizeof(float), s>>>(x, norm_w, eps, router_w, router_b, T, H, E,
-                                                                              h_sw, ids, w, groups, counter);
+    int RB = g_router_blocks < E ? g_router_blocks : E;
+    if (!router_logits) RB = 1; /* the split needs the scratch */
+    moe_router_decode_kernel<<<dim3((unsigned)T, (unsigned)RB), RT_THREADS, (size_t)H * sizeof(float), s>>>(
+        x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter);
     return cudaGetLastError();
 }
 
@@ -349,10 +373,11 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
-    /* one wave of resident blocks in all (the register budget allows MD_MINB per SM), never more than
-     * one group's tasks need */
-    int gx = (MD_MINB(T == 1 ? 1 : MD_G, R) * sm_count() + G - 1) / G;
+    /* T = 1: one wave of resident blocks in all (the register budget allows MD_MINB per SM; measured).
+     * T > 1: one task per warp (a wave sized to SMs left ~40 tasks per warp at T = 8: 204 us for
+     * gate_up, latency-bound; the grid size does not change any result). */
     const int need = (tasks + MD_WARPS - 1) / MD_WARPS;
+    int gx = T == 1 ? (MD_MINB(1, R) * sm_count() + G - 1) / G : need;
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
     const dim3 grid((unsigned)gx, (unsigned)G);

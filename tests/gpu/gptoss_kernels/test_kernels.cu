@@ -512,10 +512,11 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     int32_t *dids, *dgrp, *dctr;
     CK(cudaMalloc((void **)&dids, P * 4));
     CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
-    CK(cudaMalloc((void **)&dctr, 4));
-    CK(cudaMemset(dctr, 0, 4));
+    CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
+    CK(cudaMemset(dctr, 0, (1 + T) * 4));
+    float *drlog = dev_poison((size_t)T * E);
     auto run = [&]() {
-        CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, dctr, 0));
+        CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
         CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
         CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
     };
@@ -525,7 +526,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     auto w = dev_download(dw, (size_t)P);
     auto grp = dev_download(dgrp, (size_t)gptoss_moe_groups_ints(T));
     auto hs = dev_download(dhs, (size_t)T * H);
-    const int ctr = dev_download(dctr, 1)[0];
+    int ctr = 0;
+    for (int c : dev_download(dctr, 1 + T)) ctr |= c;
     /* second run from the same residual: bitwise equal */
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     run();
@@ -536,6 +538,13 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     run();
     gptoss_moe_decode_rows(2);
     auto out4 = dev_download(dx, (size_t)T * H);
+    /* the router rows split over 8 blocks per token: the same logits, so bit for bit */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_moe_router_blocks(8);
+    run();
+    gptoss_moe_router_blocks(1);
+    auto out8 = dev_download(dx, (size_t)T * H);
+    for (int c : dev_download(dctr, 1 + T)) ctr |= c;
 
     /* CPU: rmsnorm, router (double), top-4, softmax, experts with the CPU's ids */
     std::vector<double> ref((size_t)T * H), href((size_t)T * H), wref((size_t)P);
@@ -616,6 +625,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_rel(what, out, ref, 1e-5);
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit, 4 rows/warp = 2 rows/warp", T, H, I, E);
     check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router over 8 blocks per token = 1 block, bit for bit", T, H, I, E);
+    check_true(what, !memcmp(out.data(), out8.data(), out.size() * 4) && ctr == 0);
 
     /* the older 8-launch path on the same inputs */
     {
@@ -658,9 +669,11 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
-            for (int k = 0; k < 3; k++) { /* each fused kernel alone, repeated back to back */
+            for (int k = 0; k < 4; k++) { /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
+                gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
-                    if (k == 0) CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, dctr, 0));
+                    if (k == 0 || k == 3)
+                        CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
                     if (k == 1) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
                     if (k == 2) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                 };
@@ -671,8 +684,9 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
-                const double kb = k == 0 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
-                printf("     timing %s T=%d: %.1f us, %.0f GB/s\n", k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : "down_decode",
+                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
+                       k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : "router_decode, 8 blocks/token",
                        T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
             cudaEventDestroy(e0);
@@ -683,7 +697,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     }
     cudaFree(dx); cudaFree(dhs); cudaFree(dact); cudaFree(dw); cudaFree(dnw); cudaFree(drw); cudaFree(drb);
     cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
-    cudaFree(dids); cudaFree(dgrp); cudaFree(dctr);
+    cudaFree(dids); cudaFree(dgrp); cudaFree(dctr); cudaFree(drlog);
+    gptoss_moe_router_blocks(1);
 }
 
 /* ------------------------------------------------------------ sampling */
