@@ -1210,7 +1210,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
         if (m->fused) {
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
-                                        m->grp, m->ctr, st));
+                                        m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                          c->swiglu_alpha, c->swiglu_limit, m->act, st));
             K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
