@@ -183,6 +183,11 @@ cudaError_t gptoss_kv_store(const float *k, const float *v, int B, const int32_t
 cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                 int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
+/* gptoss_rope for B rows of x (row stride ld), row b at position pos[b] (device): the batched decode
+ * step, where every row is its own sequence. Same math as gptoss_rope at each row's position. */
+cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t *pos, const float *inv_freq,
+                             float attn_factor, cudaStream_t stream);
+
 /* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
 cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
 

@@ -18,9 +18,14 @@
  * per token (token and position in device memory; only the sampled id comes back, through pinned memory
  * and one event). LLMR_GPTOSS_GRAPH=0 selects the launch-per-kernel path with a full sync per token.
  *
- * Threading: generate and the debug path hold the model's mutex (one forward pass at a time on the
- * model's stream); session create/destroy only allocate/free the session's own buffers and stats reads
- * atomics, so neither waits for a running generate. */
+ * Threading (continuous batching): one engine thread per model owns the stream. generate() checks its
+ * request, queues it and waits; the engine thread admits queued requests between decode steps
+ * (prefill in chunks of GPTOSS_CHUNK while others decode), runs one decode step over every running
+ * sequence (one row: the session's batch-1 CUDA graph; several: a batched step, each row at its own
+ * position through its own block table), samples each row with its own parameters and RNG, and hands
+ * tokens back; on_token runs on the generate thread. The debug path takes the same model mutex as a
+ * scheduler iteration (serialised with it). Session create/destroy only allocate/free the session's own
+ * buffers and pages, and stats reads atomics, so none waits for a running generate. */
 #ifndef GPTOSS_CUDA_MODEL_H
 #define GPTOSS_CUDA_MODEL_H
 
@@ -36,6 +41,7 @@ extern "C" { /* the common library is C */
 }
 #endif
 
+#define GPTOSS_INTERLEAVE_CHUNK 512 /* prompt tokens per scheduler iteration while other rows decode */
 #define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
 

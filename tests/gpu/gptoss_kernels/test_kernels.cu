@@ -1075,6 +1075,8 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
     paged_free(pk);
 }
 
+void gptoss_test_batch_kernels(int *checks, int *failed);
+
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: gptoss_kernels\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 (skipped) without a GPU.\n");
@@ -1151,6 +1153,7 @@ int main(int argc, char **argv) {
     test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
     test_qkv_decode(256, 4, 2, 70000, 0);
     gptoss_tc_checks(&g_checks, &g_failed);
+    gptoss_test_batch_kernels(&g_checks, &g_failed); /* test_batch.cu: the batched decode-step kernels */
     printf("%d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;
 }

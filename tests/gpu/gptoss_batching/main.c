@@ -1,0 +1,294 @@
+/* gptoss_batching — continuous batching and the paged KV cache of the gptoss_cuda engine, end to end
+ * through the plugin ABI on a tiny checkpoint written by llmr-mkmodel:
+ *  - 8 requests (prompts 10..300 tokens, different max_tokens so rows leave mid-batch) give the same
+ *    tokens generated one at a time and all at once from 8 threads, greedy and seeded sampling (with
+ *    penalties on some rows);
+ *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
+ *    pages of a destroyed session serve the next one;
+ *  - more sessions than max_sessions share the pool.
+ *   gptoss_batching [--engine SO] [--mkmodel BIN]
+ * Without a GPU it prints why and exits 0 (skipped). Exit 1 on any failure. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "llmr_engine.h"
+
+int batching_gpu_available(char *why, size_t n);
+
+#define NREQ 8
+#define MAXTOK 64
+
+static const llmr_engine_api *api;
+static int n_checks, n_failed;
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%-4s ", ok ? "ok" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    n_checks++;
+    if (!ok) n_failed++;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gptoss_batching: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* build/tests/gpu/gptoss_batching -> build/<rel> */
+static void beside_build(char *out, size_t n, const char *rel) {
+    char exe[4096];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) die("cannot read /proc/self/exe");
+    exe[len] = 0;
+    for (int i = 0; i < 3; i++) {
+        char *s = strrchr(exe, '/');
+        if (s) *s = 0;
+    }
+    if (snprintf(out, n, "%s/%s", exe, rel) >= (int)n) die("path too long");
+}
+
+static void prompt_tokens(int32_t *t, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (int32_t)((seed >> 33) % 199998);
+    }
+}
+
+static llmr_engine_status load(const char *dir, uint32_t ctx, uint32_t sessions, llmr_engine_model **m, char *err,
+                               size_t es) {
+    llmr_model_descriptor d = {sizeof d, "batching", "safetensors", "gptoss", "GptOssForCausalLM", dir, NULL};
+    llmr_load_params p = {sizeof p, 0, 0, ctx, sessions, NULL};
+    return api->load(&d, &p, m, err, es);
+}
+
+static llmr_engine_session *new_session(llmr_engine_model *m) {
+    char err[512];
+    llmr_session_params sp = {sizeof sp, 0};
+    llmr_engine_session *s = NULL;
+    if (api->session_create(m, &sp, &s, err, sizeof err) != LLMR_ENGINE_OK) die("session_create: %s", err);
+    return s;
+}
+
+/* One request: its inputs, and what generate gave back. */
+typedef struct job {
+    llmr_engine_model *m;
+    llmr_engine_session *s; /* NULL: a fresh session is made and destroyed */
+    int32_t prompt[300];
+    size_t n_prompt;
+    uint32_t max_tokens;
+    llmr_sampling_params sp;
+    int32_t tok[MAXTOK];
+    int n;
+    llmr_engine_status st;
+    llmr_generate_result res;
+    char err[512];
+    pthread_barrier_t *start;
+} job;
+
+static int on_token(void *user, int32_t t) {
+    job *j = (job *)user;
+    if (j->n < MAXTOK) j->tok[j->n] = t;
+    j->n++;
+    return 0;
+}
+
+static void run_job(job *j) {
+    llmr_engine_session *s = j->s ? j->s : new_session(j->m);
+    llmr_generate_request r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.tokens = j->prompt;
+    r.n_tokens = j->n_prompt;
+    r.max_tokens = j->max_tokens;
+    r.sampling = j->sp;
+    memset(&j->res, 0, sizeof j->res);
+    j->res.struct_size = sizeof j->res;
+    j->n = 0;
+    j->err[0] = 0;
+    j->st = api->generate(s, &r, on_token, j, &j->res, j->err, sizeof j->err);
+    if (!j->s) api->session_destroy(s);
+}
+
+static void *job_main(void *arg) {
+    job *j = (job *)arg;
+    if (j->start) pthread_barrier_wait(j->start);
+    run_job(j);
+    return NULL;
+}
+
+static void make_jobs(job *jobs, llmr_engine_model *m, int sampled) {
+    static const size_t lens[NREQ] = {10, 37, 64, 100, 150, 200, 260, 300};
+    for (int i = 0; i < NREQ; i++) {
+        job *j = &jobs[i];
+        memset(j, 0, sizeof *j);
+        j->m = m;
+        j->n_prompt = lens[i];
+        prompt_tokens(j->prompt, j->n_prompt, 1000 + (uint64_t)i);
+        j->max_tokens = 16 + 4 * (uint32_t)i; /* rows leave the batch at different steps */
+        j->sp.struct_size = sizeof j->sp;
+        if (sampled) {
+            j->sp.temperature = 1.0f;
+            j->sp.top_p = 0.95f;
+            j->sp.top_k = i % 2 ? 40 : 0;
+            j->sp.seed = 77 + (uint64_t)i;
+            if (i % 3 == 0) { j->sp.frequency_penalty = 0.5f; j->sp.presence_penalty = 0.25f; }
+        }
+    }
+}
+
+/* Alone (one request at a time) vs all 8 at once from 8 threads. */
+static void test_alone_vs_batched(llmr_engine_model *m, int sampled) {
+    job alone[NREQ], batch[NREQ];
+    make_jobs(alone, m, sampled);
+    make_jobs(batch, m, sampled);
+    const double t0 = now_s();
+    for (int i = 0; i < NREQ; i++) run_job(&alone[i]);
+    const double t1 = now_s();
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, NREQ);
+    pthread_t th[NREQ];
+    for (int i = 0; i < NREQ; i++) batch[i].s = new_session(m); /* ABI: sessions made on one thread */
+    for (int i = 0; i < NREQ; i++) {
+        batch[i].start = &bar;
+        if (pthread_create(&th[i], NULL, job_main, &batch[i])) die("pthread_create");
+    }
+    for (int i = 0; i < NREQ; i++) pthread_join(th[i], NULL);
+    const double t2 = now_s();
+    for (int i = 0; i < NREQ; i++) api->session_destroy(batch[i].s);
+    pthread_barrier_destroy(&bar);
+    int total = 0;
+    for (int i = 0; i < NREQ; i++) {
+        const job *a = &alone[i], *b = &batch[i];
+        total += b->n;
+        check(a->st == LLMR_ENGINE_OK && b->st == LLMR_ENGINE_OK && a->n == (int)a->max_tokens && b->n == a->n &&
+                  !memcmp(a->tok, b->tok, (size_t)a->n * sizeof(int32_t)) && b->res.n_generated == (uint32_t)b->n &&
+                  b->res.n_context == a->res.n_context && b->res.finish == LLMR_FINISH_LENGTH,
+              "%s request %d (prompt %zu, %u tokens): alone = batched with 7 others (%s / %s, %d / %d tokens, context %u / %u)%s%s",
+              sampled ? "seeded" : "greedy", i, a->n_prompt, a->max_tokens, llmr_engine_status_name(a->st),
+              llmr_engine_status_name(b->st), a->n, b->n, a->res.n_context, b->res.n_context, b->err[0] ? ": " : "",
+              b->err);
+    }
+    printf("     %s: alone %.2f s, 8 at once %.2f s (%d tokens)\n", sampled ? "seeded" : "greedy", t1 - t0, t2 - t1, total);
+}
+
+/* Pool of 2 sessions x 256 positions = 16 pages of 32. */
+static void test_pool(const char *dir) {
+    char err[512];
+    llmr_engine_model *m = NULL;
+    if (load(dir, 256, 2, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
+    job a, b, c;
+    make_jobs(&a, m, 0);
+    b = a;
+    c = a;
+    a.s = new_session(m);
+    b.s = new_session(m);
+    c.s = new_session(m); /* a third session beyond max_sessions: allowed, it shares the pool */
+    a.n_prompt = b.n_prompt = 200;
+    a.max_tokens = 40; /* 240 positions: 8 pages */
+    b.max_tokens = 16; /* 216 positions: 7 pages; 1 of 16 left */
+    run_job(&a);
+    run_job(&b);
+    check(a.st == LLMR_ENGINE_OK && b.st == LLMR_ENGINE_OK && a.res.n_context == 240 && b.res.n_context == 216,
+          "two sessions of 240 and 216 positions take 15 of the 16 pages (%s, %s)", llmr_engine_status_name(a.st),
+          llmr_engine_status_name(b.st));
+    c.n_prompt = 40; /* 2 pages, 1 free */
+    c.max_tokens = 4;
+    run_job(&c);
+    check(c.st == LLMR_ENGINE_OOM_VRAM && strstr(c.err, "2 more pages") && strstr(c.err, "1 of 16 free"),
+          "a third session needing 2 pages with 1 free gets OOM_VRAM naming both: %s: %s",
+          llmr_engine_status_name(c.st), c.err);
+    b.n_prompt = 30; /* 246 positions: its 8th page, the last one */
+    b.max_tokens = 0;
+    prompt_tokens(b.prompt, 30, 5);
+    run_job(&b);
+    check(b.st == LLMR_ENGINE_OK && b.res.n_context == 246, "a growing session takes the last page (%s: %s)",
+          llmr_engine_status_name(b.st), b.err);
+    c.n_prompt = 10;
+    run_job(&c);
+    check(c.st == LLMR_ENGINE_OOM_VRAM && strstr(c.err, "exhausted") && strstr(c.err, "0 of 16 free"),
+          "on the full pool: %s: %s", llmr_engine_status_name(c.st), c.err);
+    api->session_destroy(a.s); /* its 8 pages go back */
+    run_job(&c);
+    check(c.st == LLMR_ENGINE_OK && c.n == 4 && c.res.n_context == 14,
+          "after destroying a session its pages serve the next generate (%s, %d tokens, context %u)",
+          llmr_engine_status_name(c.st), c.n, c.res.n_context);
+    a.s = new_session(m);
+    a.n_prompt = 200;
+    a.max_tokens = 20;
+    prompt_tokens(a.prompt, 200, 9);
+    run_job(&a);
+    check(a.st == LLMR_ENGINE_OK && a.res.n_context == 220, "the remaining 7 pages serve another 220 positions (%s: %s)",
+          llmr_engine_status_name(a.st), a.err);
+    api->session_destroy(a.s);
+    api->session_destroy(b.s);
+    api->session_destroy(c.s);
+    api->unload(m);
+}
+
+int main(int argc, char **argv) {
+    char engine[4096], mkmodel[4096], why[256];
+    beside_build(engine, sizeof engine, "engines/gptoss_cuda/libgptoss_cuda.so");
+    beside_build(mkmodel, sizeof mkmodel, "bin/llmr-mkmodel");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf("usage: gptoss_batching [--engine SO] [--mkmodel BIN]\n"
+                   "Continuous batching (alone = batched tokens) and the paged KV pool of gptoss_cuda; exits 0 "
+                   "(skipped) without a GPU.\n");
+            return 0;
+        }
+        if (!v) die("%s needs a value (see --help)", a);
+        if (!strcmp(a, "--engine")) snprintf(engine, sizeof engine, "%s", v);
+        else if (!strcmp(a, "--mkmodel")) snprintf(mkmodel, sizeof mkmodel, "%s", v);
+        else die("unknown option %s (see --help)", a);
+        i++;
+    }
+    if (!batching_gpu_available(why, sizeof why)) {
+        printf("SKIP gptoss_batching: %s\n", why);
+        return 0;
+    }
+    printf("device: %s\n", why);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
+    if (!h) die("dlopen %s: %s", engine, dlerror());
+    llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
+    api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
+    if (!api) die("%s has no usable ABI table", engine);
+    char tmpl[] = "/tmp/gptoss-batching-XXXXXX", cmd[8400], dir[4200], err[512];
+    if (!mkdtemp(tmpl)) die("mkdtemp failed");
+    snprintf(dir, sizeof dir, "%s/tiny", tmpl);
+    snprintf(cmd, sizeof cmd, "'%s' --preset tiny --seed 5 --out '%s' >/dev/null", mkmodel, dir);
+    if (system(cmd) != 0) die("%s failed", cmd);
+    llmr_engine_model *m = NULL;
+    if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
+    test_alone_vs_batched(m, 0);
+    test_alone_vs_batched(m, 1);
+    api->unload(m);
+    test_pool(dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    if (system(cmd) != 0) fprintf(stderr, "gptoss_batching: could not remove %s\n", tmpl);
+    printf("%d checks, %d failed\n", n_checks, n_failed);
+    return n_failed ? 1 : 0;
+}

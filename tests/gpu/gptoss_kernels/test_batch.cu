@@ -1,0 +1,164 @@
+/* test_batch.cu — the batched decode-step kernels (continuous batching) against their single-row
+ * launchers, which test_kernels.cu checks against CPU loops: B rows, each its own sequence at its own
+ * position through its own block table, must give what B separate one-row launches give (bit for bit
+ * for K/V store and attention: the same kernel; to 1e-6 for RoPE: the same math in another kernel).
+ * Covers gptoss_rope_rows (batch.cu) and gptoss_kv_store / gptoss_attention_at with B > 1 (kv_cache.cu,
+ * attention.cu). Linked into the gptoss_kernels binary; main() in test_kernels.cu calls
+ * gptoss_test_batch_kernels(). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <vector>
+
+#include "engines/gptoss_cuda/batch.cu"
+extern "C" {
+#include "common/gptoss/config.h"
+}
+
+static int b_checks, b_failed;
+
+#define BCK(call)                                                                              \
+    do {                                                                                       \
+        cudaError_t e_ = (call);                                                               \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+static void bcheck(const char *what, int ok) {
+    printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
+    b_checks++;
+    if (!ok) b_failed++;
+}
+
+static uint64_t b_rng = 0xb47c4ull;
+static float brand(void) {
+    b_rng ^= b_rng << 13; b_rng ^= b_rng >> 7; b_rng ^= b_rng << 17;
+    return (float)((double)(b_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+static size_t brand_index(int n) { /* uniform-ish in [0, n) */
+    b_rng ^= b_rng << 13; b_rng ^= b_rng >> 7; b_rng ^= b_rng << 17;
+    return (size_t)((b_rng >> 11) % (uint64_t)n);
+}
+
+template <typename T> static T *bup(const std::vector<T> &h) {
+    T *d = NULL;
+    BCK(cudaMalloc((void **)&d, h.size() * sizeof(T) + 16));
+    BCK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+template <typename T> static std::vector<T> bdown(const T *d, size_t n) {
+    std::vector<T> h(n);
+    BCK(cudaDeviceSynchronize());
+    BCK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+static std::vector<float> brandv(size_t n) {
+    std::vector<float> v(n);
+    for (auto &x : v) x = brand();
+    return v;
+}
+
+static void yarn(float *inv, float *af) {
+    gptoss_config c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
+    c.rope_original_max_position = 4096; c.rope_truncate = 0;
+    gptoss_yarn_inv_freq(&c, inv, af);
+}
+
+/* B rows at their own positions = B one-row gptoss_rope launches. */
+static void test_rope_rows(int B, int heads) {
+    const int D = GPTOSS_HEAD_DIM, ld = heads * D;
+    float inv[32], af;
+    yarn(inv, &af);
+    std::vector<int32_t> pos(B);
+    for (int b = 0; b < B; b++) pos[b] = (int32_t)((b * 2749 + 7) % 70001);
+    auto x = brandv((size_t)B * ld);
+    float *dinv = bup(std::vector<float>(inv, inv + 32)), *x1 = bup(x), *x2 = bup(x);
+    int32_t *dpos = bup(pos);
+    for (int b = 0; b < B; b++) BCK(gptoss_rope(x1 + (size_t)b * ld, ld, 1, heads, pos[b], dinv, af, 0));
+    BCK(gptoss_rope_rows(x2, ld, B, heads, dpos, dinv, af, 0));
+    auto a = bdown(x1, x.size()), c = bdown(x2, x.size());
+    /* The same arithmetic in two kernels: equal up to the compiler's FMA contraction (bit-identical
+     * in practice, reported, but judged at 1e-6 relative). */
+    double num = 0, den = 0;
+    int finite = 1;
+    for (size_t i = 0; i < a.size(); i++) {
+        finite &= isfinite(c[i]) ? 1 : 0;
+        num += ((double)a[i] - c[i]) * ((double)a[i] - c[i]);
+        den += (double)a[i] * a[i];
+    }
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    char what[160];
+    snprintf(what, sizeof what, "rope_rows B=%d heads=%d (positions up to 70000) = %d one-row ropes: rel %.1e%s", B, heads, B,
+             rel, memcmp(a.data(), c.data(), a.size() * sizeof(float)) ? "" : " (bit for bit)");
+    bcheck(what, finite && rel <= 1e-6);
+    cudaFree(dinv); cudaFree(x1); cudaFree(x2); cudaFree(dpos);
+}
+
+/* B sequences in one shuffled page pool (2 layers, layer 1 used), each with its own block table row:
+ * the batched K/V store and attention = B one-row launches through that row's table. */
+static void test_rows_kv_attention(int B, int nh, int nkv, int window) {
+    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D, P = GPTOSS_KV_PAGE;
+    std::vector<int32_t> pos(B);
+    int max_pages = 0;
+    for (int b = 0; b < B; b++) {
+        pos[b] = (int32_t)(5 + b * 61 + (b % 2) * 100); /* some past the window, some not */
+        max_pages = std::max(max_pages, pos[b] / P + 1);
+    }
+    const int npages = B * max_pages;
+    std::vector<int32_t> ids(npages);
+    for (int i = 0; i < npages; i++) ids[i] = i;
+    for (int i = npages - 1; i > 0; i--) std::swap(ids[i], ids[brand_index(i + 1)]);
+    const long long pf = 2LL * 2 * P * kvd, loff = 2LL * P * kvd;
+    auto pool = brandv((size_t)npages * pf); /* every earlier key random; the stored row overwrites pos */
+    auto q = brandv((size_t)B * nh * D), k = brandv((size_t)B * kvd), v = brandv((size_t)B * kvd);
+    std::vector<uint16_t> sinks(nh);
+    for (int h = 0; h < nh; h++) { float f = brand(); uint32_t u; memcpy(&u, &f, 4); sinks[h] = (uint16_t)(u >> 16); }
+    float *pool1 = bup(pool), *pool2 = bup(pool), *dq = bup(q), *dk = bup(k), *dv = bup(v);
+    float *o1 = bup(std::vector<float>((size_t)B * nh * D, NAN)), *o2 = bup(std::vector<float>((size_t)B * nh * D, NAN));
+    int32_t *dtab = bup(ids), *dpos = bup(pos);
+    uint16_t *ds = bup(sinks);
+    gptoss_kv kv;
+    kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
+    /* one row at a time: table row b seen as row 0, position pos[b] */
+    kv.pool = pool1;
+    for (int b = 0; b < B; b++) {
+        gptoss_kv one = kv;
+        one.table = dtab + (size_t)b * max_pages;
+        BCK(gptoss_kv_store(dk + (size_t)b * kvd, dv + (size_t)b * kvd, 1, dpos + b, one, 0));
+        BCK(gptoss_attention_at(dq + (size_t)b * nh * D, one, ds, dpos + b, 1, nh, nkv, window, o1 + (size_t)b * nh * D, 0));
+    }
+    /* all B rows in one launch each */
+    kv.pool = pool2;
+    BCK(gptoss_kv_store(dk, dv, B, dpos, kv, 0));
+    BCK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, o2, 0));
+    auto a = bdown(o1, (size_t)B * nh * D), c = bdown(o2, (size_t)B * nh * D);
+    auto pa = bdown(pool1, pool.size()), pb = bdown(pool2, pool.size());
+    int finite = 1;
+    for (float f : c) finite &= isfinite(f) ? 1 : 0;
+    char what[160];
+    snprintf(what, sizeof what, "kv_store + attention_at B=%d rows (own tables, heads %d/%d, window %d) = %d one-row launches bit for bit",
+             B, nh, nkv, window, B);
+    bcheck(what, finite && !memcmp(a.data(), c.data(), a.size() * sizeof(float)) &&
+                     !memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)));
+    cudaFree(pool1); cudaFree(pool2); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(o1); cudaFree(o2);
+    cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
+}
+
+/* Called by main() in test_kernels.cu; adds its counts there. */
+void gptoss_test_batch_kernels(int *checks, int *failed) {
+    test_rope_rows(1, 64);
+    test_rope_rows(5, 8);
+    test_rope_rows(64, 8);
+    test_rows_kv_attention(2, 8, 2, 0);
+    test_rows_kv_attention(5, 64, 8, 128);
+    test_rows_kv_attention(8, 64, 8, 0);
+    *checks += b_checks;
+    *failed += b_failed;
+}
