@@ -101,6 +101,7 @@ struct gptoss_model {
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
     /* prefill on tensor cores (tc.h): cuBLAS handle and scratch in the workspace; off when use_tc = 0 */
+    int batch_tc;        /* batched decode steps of >= GPTOSS_TC_MIN_T rows use gptoss_tc_linear (LLMR_GPTOSS_BATCH_TC) */
     int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
     gptoss_tc tc;
     void *cublas_ws;
@@ -288,8 +289,8 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
 /* How the T > 1 forward runs, from the environment (read at estimate and at load, so the estimate
  * counts the same workspace): LLMR_GPTOSS_TC=0 keeps the SIMT kernels (no cuBLAS scratch);
  * LLMR_GPTOSS_TC_ATTN=0 keeps only the attention on SIMT; LLMR_GPTOSS_TC_SPLIT=2|3 bf16 parts per
- * activation; LLMR_GPTOSS_CHUNK=16..8192 tokens per step; LLMR_GPTOSS_TC_FASTDQ=1 selects the block-per-thread
- * MXFP4 dequantization (tc.h); LLMR_GPTOSS_TC_BATCHED=1 runs the padded
+ * activation; LLMR_GPTOSS_CHUNK=64..8192 tokens per step; LLMR_GPTOSS_TC_FASTDQ=0 selects the byte-per-thread
+ * MXFP4 dequantization instead of the block-per-thread one (tc.h); LLMR_GPTOSS_TC_BATCHED=1 runs the padded
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
@@ -753,7 +754,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
         m->tc.no_batched = !ps.batched;
-        m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 0, 0, 1); /* off until timed on a GPU */
+        /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
+         * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
+        m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
     }
     if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
@@ -779,6 +782,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = prof_create(m->cfg.num_layers);
         prefill_profile_create(m);
+        m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;
         m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;
@@ -1387,6 +1391,12 @@ static void sched_prefill(gptoss_model *m) {
  * prefill) is far slower for a few rows (a one-launch 8-row step took ~110 ms, docs/performance.md). */
 static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
                                  int K, int N, float *y, int ldy, int accumulate) {
+    /* Enough rows to pay for tensor cores: one cuBLAS GEMM over every row (the weights read once, not
+     * once per group), as the prefill does. A shape beyond the scratch falls back to the row groups. */
+    if (m->use_tc && m->batch_tc && n >= GPTOSS_TC_MIN_T) {
+        cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
+        if (e != cudaErrorInvalidValue) return e;
+    }
     for (int g = 0; g < n; g += m->batch_rows) {
         const int r = n - g < m->batch_rows ? n - g : m->batch_rows;
         cudaError_t e = gptoss_linear(x + (size_t)g * ldx, ldx, W, b, r, K, N, y + (size_t)g * ldy, ldy, accumulate,
