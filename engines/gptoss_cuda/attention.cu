@@ -12,6 +12,61 @@
 
 #define ATT_WARPS 4
 
+/* One lane's online softmax over keys first, first + stride, ... <= last of table row `row` for query
+ * row q (64 floats) against KV head kvh: running max *m, sum *l and weighted value sum acc[64], scores
+ * scaled by 1/8. Shared by both kernels so their arithmetic is one piece of code. */
+static __device__ __forceinline__ void attend_keys(const float *q, const gptoss_kv &kv, int row, int kvh, int first,
+                                                   int last, int stride, float *m, float *l, float *acc) {
+    const int D = GPTOSS_HEAD_DIM;
+    float qv[GPTOSS_HEAD_DIM];
+    const float4 *q4 = (const float4 *)q;
+#pragma unroll
+    for (int i = 0; i < D / 4; i++) {
+        float4 v = q4[i];
+        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
+    }
+    float mm = -INFINITY, ll = 0.0f;
+#pragma unroll
+    for (int d = 0; d < D; d++) acc[d] = 0.0f;
+    for (int j = first; j <= last; j += stride) {
+        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, row, j) + (size_t)kvh * D);
+        float sc = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 kk = k4[i];
+            sc = fmaf(qv[4 * i], kk.x, sc); sc = fmaf(qv[4 * i + 1], kk.y, sc);
+            sc = fmaf(qv[4 * i + 2], kk.z, sc); sc = fmaf(qv[4 * i + 3], kk.w, sc);
+        }
+        sc *= 0.125f; /* 1/sqrt(64) */
+        const float mn = fmaxf(mm, sc);
+        const float f = expf(mm - mn), p = expf(sc - mn);
+        ll = ll * f + p;
+        const float4 *v4 = (const float4 *)(gptoss_kv_v(kv, row, j) + (size_t)kvh * D);
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            float4 vv = v4[i];
+            acc[4 * i] = acc[4 * i] * f + p * vv.x; acc[4 * i + 1] = acc[4 * i + 1] * f + p * vv.y;
+            acc[4 * i + 2] = acc[4 * i + 2] * f + p * vv.z; acc[4 * i + 3] = acc[4 * i + 3] * f + p * vv.w;
+        }
+        mm = mn;
+    }
+    *m = mm;
+    *l = ll;
+}
+
+/* The warp's lanes merged to a common max M (at least `floor`, e.g. the sink): returns the lane's rescale
+ * factor f = exp(m - M) (0 for a lane that saw no key) and sets *M and *L = sum over lanes of l * f. */
+static __device__ __forceinline__ float warp_merge(float m, float l, float floor, float *M, float *L) {
+    float mx = fmaxf(m, floor);
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float f = m == -INFINITY ? 0.0f : expf(m - mx);
+    float sum = l * f;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    *M = mx;
+    *L = sum;
+    return f;
+}
+
 __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *q, const gptoss_kv kv,
                                                                    const uint16_t *sinks, int T, int pos0,
                                                                    int n_heads, int n_kv, int window, float *out) {
@@ -23,47 +78,12 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
     const int kvh = h / (n_heads / n_kv);
     const int pos = pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    const float scale = 0.125f; /* 1/sqrt(64) */
-
-    float qv[GPTOSS_HEAD_DIM];
-    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
-#pragma unroll
-    for (int i = 0; i < D / 4; i++) {
-        float4 v = q4[i];
-        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
-    }
-    float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
-#pragma unroll
-    for (int d = 0; d < D; d++) acc[d] = 0.0f;
-    for (int j = lo + lane; j <= pos; j += 32) {
-        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, 0, j) + (size_t)kvh * D);
-        float s = 0.0f;
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            float4 kv = k4[i];
-            s = fmaf(qv[4 * i], kv.x, s); s = fmaf(qv[4 * i + 1], kv.y, s);
-            s = fmaf(qv[4 * i + 2], kv.z, s); s = fmaf(qv[4 * i + 3], kv.w, s);
-        }
-        s *= scale;
-        const float mn = fmaxf(m, s);
-        const float f = expf(m - mn), p = expf(s - mn);
-        l = l * f + p;
-        const float4 *v4 = (const float4 *)(gptoss_kv_v(kv, 0, j) + (size_t)kvh * D);
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            float4 vv = v4[i];
-            acc[4 * i] = acc[4 * i] * f + p * vv.x; acc[4 * i + 1] = acc[4 * i + 1] * f + p * vv.y;
-            acc[4 * i + 2] = acc[4 * i + 2] * f + p * vv.z; acc[4 * i + 3] = acc[4 * i + 3] * f + p * vv.w;
-        }
-        m = mn;
-    }
+    float m, l, acc[GPTOSS_HEAD_DIM];
+    attend_keys(q + (size_t)t * n_heads * D + (size_t)h * D, kv, 0, kvh, lo + lane, pos, 32, &m, &l, acc);
     /* Merge the lanes: common max including the sink, then rescale and sum. */
     const float sink = gptoss_bf16_to_f32(sinks[h]);
-    float M = fmaxf(m, sink);
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    const float f = m == -INFINITY ? 0.0f : expf(m - M);
-    float L = l * f;
-    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    float M, L;
+    const float f = warp_merge(m, l, sink, &M, &L);
     L += expf(sink - M);
     float mine0 = 0.0f, mine1 = 0.0f; /* this lane writes dims lane and lane+32 */
 #pragma unroll
@@ -95,44 +115,12 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     const int trow = pos_dev ? t : 0;
     const int pos = pos_dev ? pos_dev[t] : pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    float qv[GPTOSS_HEAD_DIM];
-    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
-#pragma unroll
-    for (int i = 0; i < D / 4; i++) {
-        float4 v = q4[i];
-        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
-    }
-    float m = -INFINITY, l = 0.0f, acc[GPTOSS_HEAD_DIM];
-#pragma unroll
-    for (int d = 0; d < D; d++) acc[d] = 0.0f;
-    for (int j = lo + warp * 32 + lane; j <= pos; j += ATT_SPLIT * 32) {
-        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, trow, j) + (size_t)kvh * D);
-        float sc = 0.0f;
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            float4 kv = k4[i];
-            sc = fmaf(qv[4 * i], kv.x, sc); sc = fmaf(qv[4 * i + 1], kv.y, sc);
-            sc = fmaf(qv[4 * i + 2], kv.z, sc); sc = fmaf(qv[4 * i + 3], kv.w, sc);
-        }
-        sc *= 0.125f;
-        const float mn = fmaxf(m, sc);
-        const float f = expf(m - mn), p = expf(sc - mn);
-        l = l * f + p;
-        const float4 *v4 = (const float4 *)(gptoss_kv_v(kv, trow, j) + (size_t)kvh * D);
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            float4 vv = v4[i];
-            acc[4 * i] = acc[4 * i] * f + p * vv.x; acc[4 * i + 1] = acc[4 * i + 1] * f + p * vv.y;
-            acc[4 * i + 2] = acc[4 * i + 2] * f + p * vv.z; acc[4 * i + 3] = acc[4 * i + 3] * f + p * vv.w;
-        }
-        m = mn;
-    }
+    float m, l, acc[GPTOSS_HEAD_DIM];
+    attend_keys(q + (size_t)t * n_heads * D + (size_t)h * D, kv, trow, kvh, lo + warp * 32 + lane, pos, ATT_SPLIT * 32,
+                &m, &l, acc);
     /* Warp state: common max of the lanes (no sink yet), rescaled sums. */
-    float M = m;
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    const float f = m == -INFINITY ? 0.0f : expf(m - M);
-    float L = l * f;
-    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    float M, L;
+    const float f = warp_merge(m, l, -INFINITY, &M, &L);
 #pragma unroll
     for (int d = 0; d < D; d++) {
         float v = acc[d] * f;

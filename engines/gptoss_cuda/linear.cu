@@ -8,10 +8,11 @@
  * serves all T tokens from it, then reduces across the warp. The two paths sum in different orders, so
  * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tile.h"
 
-#define LIN_BM 64 /* tokens per tile */
-#define LIN_BN 64 /* outputs per tile */
-#define LIN_BK 32
+#define LIN_BM GPTOSS_TILE /* tokens per tile */
+#define LIN_BN GPTOSS_TILE /* outputs per tile */
+#define LIN_BK GPTOSS_TILE_K
 
 __global__ void __launch_bounds__(256) linear_kernel(const float *x, int ldx, const uint16_t *W, const uint16_t *b,
                                                      int T, int K, int N, float *y, int ldy, int accumulate) {
@@ -29,18 +30,7 @@ __global__ void __launch_bounds__(256) linear_kernel(const float *x, int ldx, co
             ws[kk][r] = (n < N && k < K) ? gptoss_bf16_to_f32(W[(size_t)n * K + k]) : 0.0f;
         }
         __syncthreads();
-#pragma unroll 8
-        for (int kk = 0; kk < LIN_BK; kk++) {
-            float xv[4], wv[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) xv[i] = xs[kk][ty + 16 * i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) wv[j] = ws[kk][tx + 16 * j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(xv[i], wv[j], acc[i][j]);
-        }
+        gptoss_tile_fma(xs, ws, tx, ty, acc);
         __syncthreads();
     }
 #pragma unroll

@@ -1,6 +1,7 @@
 /* moe.cu — router top-4 + softmax, grouping tokens by expert, the MXFP4 expert matmuls, the clamped
  * SwiGLU and the weighted gather of the 4 expert outputs (see kernels.h). */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tile.h"
 
 /* One thread per token: 4 passes of argmax with strict '>' (ties go to the lower id), then a softmax
  * over the 4 chosen logits only. */
@@ -86,8 +87,8 @@ cudaError_t gptoss_moe_route(const int32_t *ids, int T, int E, int32_t *counts, 
 /* Grouped MXFP4 tile matmul, the same 64x64 tiling as linear.cu with K slices of exactly one MXFP4
  * block (32 values). blockIdx.z = expert; blocks past the expert's row count exit at once. The weight
  * tile is decoded exactly (fp4 value times a power of two) into shared memory. */
-#define MX_BM 64
-#define MX_BN 64
+#define MX_BM GPTOSS_TILE
+#define MX_BN GPTOSS_TILE
 
 __constant__ float c_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
@@ -135,18 +136,7 @@ __global__ void __launch_bounds__(256) mxfp4_grouped_kernel(const float *x, int 
             }
         }
         __syncthreads();
-#pragma unroll 8
-        for (int kk = 0; kk < 32; kk++) {
-            float xv[4], wv[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) xv[i] = xs[kk][ty + 16 * i];
-#pragma unroll
-            for (int j = 0; j < 4; j++) wv[j] = ws[kk][tx + 16 * j];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++) acc[i][j] = fmaf(xv[i], wv[j], acc[i][j]);
-        }
+        gptoss_tile_fma(xs, ws, tx, ty, acc);
         __syncthreads();
     }
 #pragma unroll
