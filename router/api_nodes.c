@@ -128,10 +128,13 @@ static void h_health(llmr_http_request *req, void *user) {
     } else if (rc) {
         llmr_http_reply_error(req, 500, NULL, "internal_error", NULL, NULL, "%s", err);
     } else {
-        /* The registered ids ride along, so a heartbeat doubles as a poll for the node. */
+        /* The registered ids ride along, so a heartbeat doubles as a poll for the node. When the registry
+         * cannot be read the list is left out, never sent empty: nodes prune what the list lacks. */
         json_t *ids = router_registry_ids(ctx->db, err, sizeof err);
-        llmr_http_reply_json(req, 200, json_pack("{s:b, s:i, s:o}", "ok", 1, "heartbeat_interval_s",
-                                                 ctx->cfg.heartbeat_interval_s, "models", ids ? ids : json_array()));
+        json_t *reply = json_pack("{s:b, s:i}", "ok", 1, "heartbeat_interval_s", ctx->cfg.heartbeat_interval_s);
+        if (ids) json_object_set_new(reply, "models", ids);
+        else log_warn("heartbeat reply without the model list: reading the registry failed: %s", err);
+        llmr_http_reply_json(req, 200, reply);
     }
 }
 
@@ -206,7 +209,12 @@ void router_sync_push(router_ctx *ctx, const char *event, const char *model) {
     if (!n) { free(targets); return; }
     char err[512];
     json_t *ids = router_registry_ids(ctx->db, err, sizeof err);
-    json_t *msg = json_pack("{s:s, s:o}", "event", event, "models", ids ? ids : json_array());
+    if (!ids) { /* an empty list would make nodes prune every model: they catch up by polling instead */
+        log_warn("not pushing the %s notice to nodes: reading the registry failed: %s", event, err);
+        free(targets);
+        return;
+    }
+    json_t *msg = json_pack("{s:s, s:o}", "event", event, "models", ids);
     if (model && msg) json_object_set_new(msg, "model", json_string(model));
     push_job *j = calloc(1, sizeof *j);
     char *body = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
