@@ -18,6 +18,7 @@
 #include "node/generate.h"
 #include "node/manifest.h"
 #include "node/model_storage.h"
+#include "node/prune.h"
 #include "node/workers.h"
 
 typedef struct job {
@@ -39,6 +40,7 @@ struct llmr_sync {
     json_t *retry;         /* ids named by "registered" notices: retried when failed */
     job *jobs;
     llmr_workers *workers;
+    llmr_pruner *pruner;   /* NULL with --keep-deleted-models */
     int poll_refused_logged;
 };
 
@@ -156,7 +158,7 @@ static void run_job(void *arg) {
                           .low_speed_time_s = 60, .user_agent = "llmr-node/0.1"};
     llmr_httpc *http = llmr_httpc_create(&co);
     llmr_dl_opts o = {.client = http, .model_dir = dir, .label = j->id, .cancel = &j->cancel,
-                      .progress = on_progress, .progress_user = j};
+                      .progress = on_progress, .progress_user = j, .streams = n->cfg.download_streams};
     llmr_dl_report rep;
     llmr_dl_status st;
     if (!http) { SET(j, LLMR_MODEL_FAILED, "out of memory"); goto out; }
@@ -298,11 +300,15 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
     for (long i = 0; i < nv; i++) {
         if (list_has(list, views[i].id)) continue;
         cancel_job(s, views[i].id);
-        llmr_node_engines_unload(n->engines, views[i].id);
+        llmr_node_engines_unload(n->engines, views[i].id); /* open sessions drain first */
         llmr_generate_forget(n->generate, views[i].id);
         llmr_models_remove(n->models, views[i].id);
-        log_info("model %s is no longer registered at the router: forgotten (its files stay in %s)", views[i].id,
-                 n->cfg.models_dir);
+        if (s->pruner && llmr_pruner_add(s->pruner, views[i].id) == 0)
+            log_info("model %s is no longer registered at the router: forgotten, its files in %s/%s will be removed",
+                     views[i].id, n->cfg.models_dir, views[i].id);
+        else
+            log_info("model %s is no longer registered at the router: forgotten (its files stay in %s/%s%s)", views[i].id,
+                     n->cfg.models_dir, views[i].id, s->pruner ? ": out of memory" : ", --keep-deleted-models");
     }
     free(views);
     size_t i;
@@ -310,6 +316,7 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
     json_array_foreach(list, i, v) {
         const char *id = json_string_value(v);
         llmr_model_view mv;
+        if (s->pruner) llmr_pruner_cancel(s->pruner, id); /* registered again before its files went: kept */
         if (llmr_models_add(n->models, id, NULL) == 1) log_info("model %s: new at the router", id);
         if (llmr_models_get(n->models, id, &mv) != 0) continue;
         int again = (mv.state == LLMR_MODEL_FAILED && (retry_failed || (retry && list_has(retry, id)))) ||
@@ -359,10 +366,28 @@ static void *sync_main(void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
+        /* While deletions wait (for a cancelled download to stop, for sessions to end) the thread
+         * looks at them every 200 ms; the poll keeps its own schedule. */
+        int pruning = s->pruner && llmr_pruner_pending(s->pruner) > 0;
+        struct timespec until = next;
+        if (pruning) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += 200 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+            if (until.tv_sec > next.tv_sec || (until.tv_sec == next.tv_sec && until.tv_nsec > next.tv_nsec)) until = next;
+        }
         while (!s->wake && !s->stopping) {
-            if (pthread_cond_timedwait(&s->cv, &s->mu, &next) == ETIMEDOUT) break;
+            if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) break;
         }
         if (s->stopping) break;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!s->wake && (now.tv_sec < next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec < next.tv_nsec))) {
+            pthread_mutex_unlock(&s->mu);
+            if (s->pruner) llmr_pruner_run(s->pruner); /* only a prune tick: the poll is not due */
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
         json_t *pushed = s->pushed, *retry = s->retry;
         int retry_failed = s->retry_failed, after_reg = s->after_reg;
         s->pushed = NULL;
@@ -374,6 +399,7 @@ static void *sync_main(void *arg) {
             if (list) reconcile(s, list, retry, retry_failed, after_reg);
             json_decref(list);
         }
+        if (s->pruner) llmr_pruner_run(s->pruner);
         json_decref(pushed);
         json_decref(retry);
         clock_gettime(CLOCK_MONOTONIC, &next);
@@ -382,6 +408,22 @@ static void *sync_main(void *arg) {
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* ---- pruning hooks ------------------------------------------------------------------------------ */
+
+static int prune_is_registered(void *user, const char *id) {
+    llmr_sync *s = user;
+    llmr_model_view mv;
+    return llmr_models_get(s->n->models, id, &mv) == 0;
+}
+
+static int prune_busy(void *user, const char *id, char *why, size_t ws) {
+    llmr_sync *s = user;
+    if (has_job(s, id)) { snprintf(why, ws, "its cancelled download or load has stopped"); return 1; }
+    unsigned sessions = llmr_node_engines_sessions(s->n->engines, id);
+    if (sessions) { snprintf(why, ws, "its %u in-flight request(s) finish", sessions); return 1; }
+    return 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------------- */
@@ -396,6 +438,12 @@ llmr_sync *llmr_sync_create(llmr_node *n, char *err, size_t es) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    llmr_prune_hooks hooks = {.is_registered = prune_is_registered, .busy = prune_busy, .user = s};
+    if (!n->cfg.keep_deleted_models && !(s->pruner = llmr_pruner_create(n->cfg.models_dir, &hooks))) {
+        snprintf(err, es, "out of memory");
+        llmr_sync_destroy(s);
+        return NULL;
+    }
     int nw = n->cfg.max_parallel_downloads > 0 ? n->cfg.max_parallel_downloads : 2;
     if (!(s->workers = llmr_workers_create(nw > 64 ? 64 : nw))) {
         snprintf(err, es, "cannot start %d download worker(s)", nw);
@@ -424,6 +472,7 @@ void llmr_sync_destroy(llmr_sync *s) {
     for (job *j = s->jobs; j; j = j->next) atomic_store(&j->cancel, 1);
     pthread_mutex_unlock(&s->mu);
     llmr_workers_destroy(s->workers);
+    llmr_pruner_destroy(s->pruner);
     json_decref(s->pushed);
     json_decref(s->retry);
     pthread_cond_destroy(&s->cv);
@@ -443,6 +492,15 @@ void llmr_sync_notice(llmr_sync *s, const char *event, const char *model, json_t
     s->wake = 1;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+json_t *llmr_sync_deleting_json(llmr_sync *s) {
+    return s && s->pruner ? llmr_pruner_pending_json(s->pruner) : json_array();
+}
+
+void llmr_sync_prune_stats(llmr_sync *s, llmr_prune_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (s && s->pruner) llmr_pruner_stats(s->pruner, out);
 }
 
 void llmr_sync_wake(llmr_sync *s, int after_registration) {

@@ -1,0 +1,170 @@
+/* prune.c — see prune.h. The queue is a short list of ids; a run copies it, decides for each id
+ * without the lock (the hooks take other locks: the model table, the sync jobs, the EngineHost),
+ * then takes the decided ids off the queue. */
+#include "node/prune.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "node/model_storage.h"
+
+typedef struct item {
+    char *id;
+    int waiting_logged;          /* "waiting for ..." said once per id, not at every run */
+    struct item *next;
+} item;
+
+struct llmr_pruner {
+    pthread_mutex_t mu;
+    char *models_dir;
+    llmr_prune_hooks hooks;
+    item *queue;
+    llmr_prune_stats stats;
+};
+
+llmr_pruner *llmr_pruner_create(const char *models_dir, const llmr_prune_hooks *hooks) {
+    if (!models_dir || !hooks || !hooks->is_registered || !hooks->busy) return NULL;
+    llmr_pruner *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    if (!(p->models_dir = strdup(models_dir))) { free(p); return NULL; }
+    p->hooks = *hooks;
+    pthread_mutex_init(&p->mu, NULL);
+    return p;
+}
+
+void llmr_pruner_destroy(llmr_pruner *p) {
+    if (!p) return;
+    for (item *it = p->queue, *next; it; it = next) {
+        next = it->next;
+        log_warn("model %s: node stopping before its files were removed: %s/%s stays", it->id, p->models_dir, it->id);
+        free(it->id);
+        free(it);
+    }
+    pthread_mutex_destroy(&p->mu);
+    free(p->models_dir);
+    free(p);
+}
+
+static item **find_locked(llmr_pruner *p, const char *id) {
+    item **pp = &p->queue;
+    while (*pp && strcmp((*pp)->id, id) != 0) pp = &(*pp)->next;
+    return pp;
+}
+
+int llmr_pruner_add(llmr_pruner *p, const char *id) {
+    pthread_mutex_lock(&p->mu);
+    item **pp = find_locked(p, id);
+    int rc = 0;
+    if (!*pp) {
+        item *it = calloc(1, sizeof *it);
+        if (it && (it->id = strdup(id))) *pp = it; /* appended: deletions run in the order asked */
+        else { free(it); rc = -1; }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+/* Unlinks and frees id's item; 1 when it was there. Lock held. */
+static int drop_locked(llmr_pruner *p, const char *id) {
+    item **pp = find_locked(p, id), *it = *pp;
+    if (!it) return 0;
+    *pp = it->next;
+    free(it->id);
+    free(it);
+    return 1;
+}
+
+int llmr_pruner_cancel(llmr_pruner *p, const char *id) {
+    pthread_mutex_lock(&p->mu);
+    int was = drop_locked(p, id);
+    pthread_mutex_unlock(&p->mu);
+    return was;
+}
+
+size_t llmr_pruner_pending(llmr_pruner *p) {
+    size_t n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (item *it = p->queue; it; it = it->next) n++;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+json_t *llmr_pruner_pending_json(llmr_pruner *p) {
+    json_t *a = json_array();
+    if (!a) return NULL;
+    pthread_mutex_lock(&p->mu);
+    for (item *it = p->queue; it; it = it->next) json_array_append_new(a, json_string(it->id));
+    pthread_mutex_unlock(&p->mu);
+    return a;
+}
+
+void llmr_pruner_stats(llmr_pruner *p, llmr_prune_stats *out) {
+    pthread_mutex_lock(&p->mu);
+    *out = p->stats;
+    pthread_mutex_unlock(&p->mu);
+}
+
+typedef enum { WAIT, KEEP, REMOVED, FAILED } verdict;
+
+/* Decides and acts for one id, without the lock. */
+static verdict prune_one(llmr_pruner *p, const char *id, int waiting_logged, llmr_storage_removal *rm) {
+    char why[512] = "", err[1024];
+    if (p->hooks.is_registered(p->hooks.user, id)) {
+        log_info("model %s is registered again: its files in %s/%s are kept", id, p->models_dir, id);
+        return KEEP;
+    }
+    if (p->hooks.busy(p->hooks.user, id, why, sizeof why)) {
+        if (!waiting_logged) log_info("model %s: deleting its files once %s", id, why);
+        return WAIT;
+    }
+    llmr_storage_status st = llmr_storage_remove(p->models_dir, id, rm, err, sizeof err);
+    if (st != LLMR_STORAGE_OK) {
+        log_error("model %s: files not fully removed (%llu bytes in %zu file(s) freed): %s", id,
+                  (unsigned long long)rm->bytes, rm->files, err);
+        return FAILED;
+    }
+    if (rm->files || rm->dirs)
+        log_info("model %s deleted at the router: removed %s/%s (%zu file(s), %zu folder(s)), %llu bytes (%.2f GiB) freed", id,
+                 p->models_dir, id, rm->files, rm->dirs, (unsigned long long)rm->bytes, (double)rm->bytes / (1 << 30));
+    else log_info("model %s deleted at the router: no files in %s/%s to remove", id, p->models_dir, id);
+    return REMOVED;
+}
+
+size_t llmr_pruner_run(llmr_pruner *p) {
+    /* A copy of the queue's ids, so the hooks run without our lock. */
+    pthread_mutex_lock(&p->mu);
+    size_t n = 0;
+    for (item *it = p->queue; it; it = it->next) n++;
+    char **ids = calloc(n ? n : 1, sizeof *ids);
+    int *logged = calloc(n ? n : 1, sizeof *logged);
+    size_t k = 0;
+    for (item *it = p->queue; ids && logged && it; it = it->next, k++) {
+        ids[k] = strdup(it->id);
+        logged[k] = it->waiting_logged;
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (size_t i = 0; ids && logged && i < n; i++) {
+        if (!ids[i]) continue;
+        llmr_storage_removal rm = {0, 0, 0};
+        verdict v = prune_one(p, ids[i], logged[i], &rm);
+        pthread_mutex_lock(&p->mu);
+        item *it = *find_locked(p, ids[i]);
+        if (v == WAIT) {
+            if (it) it->waiting_logged = 1;
+        } else if (it) {
+            drop_locked(p, ids[i]);
+            p->stats.bytes_freed += rm.bytes;
+            if (v == KEEP) p->stats.kept++;
+            else if (v == REMOVED) p->stats.models_removed++;
+            else p->stats.failures++;
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    for (size_t i = 0; ids && i < n; i++) free(ids[i]);
+    free(ids);
+    free(logged);
+    return llmr_pruner_pending(p);
+}
