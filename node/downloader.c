@@ -112,7 +112,7 @@ struct slot {
     uint64_t file_start;      /* bytes the file had when its transfer began */
     double rate;              /* the transfer's recent rate (0 between transfers) */
     int oversize;             /* the server sent more than the manifest's size */
-    const atomic_int *stop;   /* a sibling failed: abort this transfer (may be NULL) */
+    const atomic_int *stop;   /* the run stops (cancel, or a sibling failed): abort (may be NULL) */
 };
 
 /* Sums the streams and reports; called with p->mu held. */
@@ -179,8 +179,11 @@ static llmr_dl_status fetch_one(const llmr_dl_opts *o, slot *sl, const char *des
     char why[1024], first[1024] = "";
     for (int attempt = 0; attempt < 2; attempt++) {
         sl->oversize = 0;
+        /* The run's stop flag, not only the caller's cancel: a stream waiting out a retry backoff
+         * wakes at once when a sibling fails or the caller cancels. */
         llmr_httpc_download_opts dopts = {.expected_size = (int64_t)f->size, .expected_sha256 = f->sha256,
-                                          .progress = on_progress, .progress_user = sl, .cancel = o->cancel};
+                                          .progress = on_progress, .progress_user = sl,
+                                          .cancel = sl->stop ? sl->stop : o->cancel};
         llmr_httpc_download_result res;
         llmr_httpc_status st = llmr_httpc_download(o->client, f->url, dest, &dopts, &res, why, sizeof why);
         if (st == LLMR_HTTPC_OK) {
@@ -228,10 +231,12 @@ typedef struct fetch_run {
     const llmr_manifest_file *files;
     size_t *todo, n_todo, next;  /* indexes of the files to fetch; the next one to take */
     llmr_dl_report *rep;
-    atomic_int stop;             /* a required file failed: the other streams stop */
+    atomic_int stop;             /* a required file failed, or the caller cancelled: every stream stops */
     llmr_dl_status st;           /* the first failure, with its message */
     char err[1536];
     int active;                  /* streams with a file in flight */
+    int running;                 /* stream threads not yet finished */
+    pthread_cond_t done;         /* signalled as each stream thread finishes */
 } fetch_run;
 
 /* Fetches todo files one after another until none is left or the run stops. */
@@ -288,7 +293,26 @@ typedef struct stream_arg { fetch_run *r; slot *sl; } stream_arg;
 static void *stream_main(void *arg) {
     stream_arg *a = arg;
     stream_loop(a->r, a->sl);
+    pthread_mutex_lock(&a->r->p.mu);
+    a->r->running--;
+    pthread_cond_signal(&a->r->done);
+    pthread_mutex_unlock(&a->r->p.mu);
     return NULL;
+}
+
+/* The caller's thread supervises: it copies the caller's cancel flag into the run's stop flag
+ * (which every transfer and backoff watches) every 100 ms until the streams are done. */
+static void supervise(fetch_run *r) {
+    pthread_mutex_lock(&r->p.mu);
+    while (r->running > 0) {
+        if (cancelled(r->p.o)) atomic_store(&r->stop, 1);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+        pthread_cond_timedwait(&r->done, &r->p.mu, &until);
+    }
+    pthread_mutex_unlock(&r->p.mu);
 }
 
 llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *files, size_t n, llmr_dl_report *rep_out,
@@ -339,16 +363,23 @@ llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *o, const llmr_manifest_file *fi
     r.p.slots = slots;
     r.p.n_slots = n_streams;
     pthread_mutex_init(&r.p.mu, NULL);
-    /* The caller's thread is stream 0; the others get threads of their own (fewer if that fails). */
+    pthread_cond_init(&r.done, NULL);
+    /* Each stream is a thread of its own (fewer if creating one fails); the caller supervises. */
     size_t started = 0;
     for (size_t i = 0; i < n_streams; i++) {
         slots[i] = (slot){.p = &r.p, .stop = &r.stop};
         args[i] = (stream_arg){&r, &slots[i]};
     }
-    for (size_t i = 1; i < n_streams; i++, started++)
-        if (pthread_create(&th[i], NULL, stream_main, &args[i]) != 0) break;
-    if (n_streams) stream_loop(&r, &slots[0]);
-    for (size_t i = 1; i <= started; i++) pthread_join(th[i], NULL);
+    pthread_mutex_lock(&r.p.mu);
+    for (; started < n_streams; started++) {
+        if (pthread_create(&th[started], NULL, stream_main, &args[started]) != 0) break;
+        r.running++;
+    }
+    pthread_mutex_unlock(&r.p.mu);
+    if (n_streams && !started) stream_loop(&r, &slots[0]); /* no thread at all: fetch here, in order */
+    supervise(&r);
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+    pthread_cond_destroy(&r.done);
     if (r.st == LLMR_DL_OK) {
         pthread_mutex_lock(&r.p.mu);
         report_locked(&r.p, 1);

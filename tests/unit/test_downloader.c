@@ -1,7 +1,9 @@
 /* Unit tests for node/downloader.c against a scripted HTTP server (tests/unit/scripted_server.h)
  * that serves files with Range support and injects the faults a hub can show: corrupted bytes (once
  * or always), a connection dropped mid-file, 404s, a body longer than announced. */
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/sha256.h"
@@ -50,6 +52,8 @@ static void handler(tsrv *s, int fd, const ts_req *r) {
     } else if (strncmp(r->path, "/slow", 5) == 0) {
         usleep(30000); /* keeps a transfer in flight while the other streams start theirs */
         serve(fd, r, content_a, FILE_LEN, 0, 0);
+    } else if (strcmp(r->path, "/busy") == 0) {
+        ts_reply(fd, 503, NULL, "busy", 4); /* retried with backoff */
     } else ts_reply(fd, 404, NULL, "not found", 9);
 }
 
@@ -422,6 +426,46 @@ START_TEST(test_streams_bounds_and_cancel) {
 }
 END_TEST
 
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *raise_later(void *arg) {
+    usleep(300000);
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
+START_TEST(test_streams_stop_wakes_backoff) {
+    /* A stream sleeping out a 5 s retry backoff (503) wakes at once when a sibling's required file
+     * fails, and when the caller cancels: neither waits for the backoff. */
+    llmr_httpc_opts co = {.retries = 3, .backoff_ms = 5000, .backoff_max_ms = 5000, .low_speed_time_s = 5};
+    llmr_httpc *slow_retry = llmr_httpc_create(&co);
+    llmr_manifest_file f[2] = {mf("busy.safetensors", "/busy", content_a, FILE_LEN, 0),
+                               mf("missing.json", "/missing", content_b, sizeof content_b, 0)};
+    llmr_dl_opts o = opts();
+    o.client = slow_retry;
+    o.streams = 2;
+    char err[1024] = "";
+    double t0 = mono_s();
+    ck_assert_int_eq(llmr_dl_fetch(&o, f, 2, NULL, err, sizeof err), LLMR_DL_EFETCH);
+    ck_assert_msg(strstr(err, "missing.json") && strstr(err, "404"), "%s", err);
+    ck_assert_msg(mono_s() - t0 < 2.0, "took %.1f s", mono_s() - t0);
+    atomic_int cancel = 0;
+    pthread_t th;
+    o.cancel = &cancel;
+    t0 = mono_s();
+    pthread_create(&th, NULL, raise_later, &cancel);
+    ck_assert_int_eq(llmr_dl_fetch(&o, f, 1, NULL, err, sizeof err), LLMR_DL_ECANCELLED);
+    pthread_join(th, NULL);
+    ck_assert_msg(mono_s() - t0 < 2.0, "cancel took %.1f s", mono_s() - t0);
+    llmr_httpc_destroy(slow_retry);
+    free(f[0].url); free(f[1].url);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("downloader");
     TCase *tc = tcase_create("fetch");
@@ -442,6 +486,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_streams_resume_partials);
     tcase_add_test(tc, test_streams_refetch_and_failure_named);
     tcase_add_test(tc, test_streams_bounds_and_cancel);
+    tcase_add_test(tc, test_streams_stop_wakes_backoff);
     suite_add_tcase(s, tc);
     return s;
 }
