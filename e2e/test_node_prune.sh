@@ -5,7 +5,9 @@
 #      files until the generation ends (never pulls weights from under it), then removes the folder
 #      and logs the bytes freed (/metrics counts them);
 #   2. a model deleted mid-download: the download is cancelled and its .partial files removed;
-#   3. with --keep-deleted-models the node forgets the model but its files stay.
+#   3. with --keep-deleted-models the node forgets the model but its files stay;
+#   4. restarted without the flag, the node removes the folders it made (STATE_DIR/owned-models.json)
+#      for models the router no longer lists: what was deleted while it was down or kept goes then.
 source "$(dirname "$0")/node_lib.sh"
 need_bins
 setup_engines
@@ -101,4 +103,18 @@ grep -q "model $REPO is no longer registered at the router: forgotten (its files
   fail "no log line saying the files stay"
 curl -s "$NODE/metrics" | grep -q '^llmr_node_models_pruned_total 0$' || fail "the keeping node counts a prune"
 ok "--keep-deleted-models: forgotten, every file kept"
+
+# --- 4. restarted without --keep-deleted-models ----------------------------------------------------
+jq -e --arg id "$REPO" '.models | index($id) != null' "$T/node/state/owned-models.json" >/dev/null ||
+  fail "the ledger does not list $REPO: $(cat "$T/node/state/owned-models.json")"
+stop_pid "$NODE_PID"
+mv "$T/node.log" "$T/node-keeping.log"
+mkdir -p "$T/node/models/operator/own" && echo mine >"$T/node/models/operator/own/notes.txt"
+start_node
+wait_for 15 no_dir || fail "$DIR, deleted at the router before the restart, was not removed"
+grep -q "model $REPO is no longer registered at the router (deleted while this node was down?)" "$T/node.log" ||
+  fail "no log line for the folder left from before the restart"
+[ -f "$T/node/models/operator/own/notes.txt" ] || fail "a folder the node did not create was touched"
+jq -e '.models == []' "$T/node/state/owned-models.json" >/dev/null || fail "ledger not emptied: $(cat "$T/node/state/owned-models.json")"
+ok "restarted without the flag: the kept folder is removed, the operator's own folder untouched"
 echo PASS

@@ -3,12 +3,15 @@
  * then takes the decided ids off the queue. */
 #include "node/prune.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
+#include "common/path_safety.h"
 #include "node/model_storage.h"
 
 typedef struct item {
@@ -23,7 +26,11 @@ struct llmr_pruner {
     llmr_prune_hooks hooks;
     item *queue;
     llmr_prune_stats stats;
+    char *ledger_path;           /* NULL: no ledger */
+    json_t *owned;               /* array of ids (the ledger's content) */
 };
+
+static long owned_index(json_t *owned, const char *id);
 
 llmr_pruner *llmr_pruner_create(const char *models_dir, const llmr_prune_hooks *hooks) {
     if (!models_dir || !hooks || !hooks->is_registered || !hooks->busy) return NULL;
@@ -39,13 +46,123 @@ void llmr_pruner_destroy(llmr_pruner *p) {
     if (!p) return;
     for (item *it = p->queue, *next; it; it = next) {
         next = it->next;
-        log_warn("model %s: node stopping before its files were removed: %s/%s stays", it->id, p->models_dir, it->id);
+        int owned = p->ledger_path && owned_index(p->owned, it->id) >= 0;
+        log_warn("model %s: node stopping before its files were removed: %s/%s %s", it->id, p->models_dir, it->id,
+                 owned ? "is removed after the next start" : "stays");
         free(it->id);
         free(it);
     }
     pthread_mutex_destroy(&p->mu);
     free(p->models_dir);
+    free(p->ledger_path);
+    json_decref(p->owned);
     free(p);
+}
+
+/* ---- the ledger ----------------------------------------------------------------------------------- */
+
+static long owned_index(json_t *owned, const char *id) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(owned, i, v) if (strcmp(json_string_value(v), id) == 0) return (long)i;
+    return -1;
+}
+
+/* Writes the ledger atomically (temporary file, then rename). Lock held. */
+static int ledger_write_locked(llmr_pruner *p) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", p->ledger_path);
+    json_t *doc = json_pack("{sO}", "models", p->owned);
+    int rc = doc && json_dump_file(doc, tmp, JSON_INDENT(1)) == 0 && rename(tmp, p->ledger_path) == 0 ? 0 : -1;
+    if (rc != 0) {
+        log_error("cannot write %s: %s (folders of deleted models may be left behind after a restart)", p->ledger_path,
+                  strerror(errno));
+        unlink(tmp);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+int llmr_pruner_open_ledger(llmr_pruner *p, const char *path, char *err, size_t es) {
+    json_t *owned = json_array();
+    char *copy = strdup(path);
+    if (!owned || !copy) { json_decref(owned); free(copy); snprintf(err, es, "out of memory"); return -1; }
+    json_error_t je;
+    json_t *doc = json_load_file(path, 0, &je);
+    if (!doc && access(path, F_OK) == 0) {
+        snprintf(err, es, "%s: not valid JSON: %s (line %d)", path, je.text, je.line);
+        json_decref(owned); free(copy);
+        return -1;
+    }
+    json_t *models = json_object_get(doc, "models");
+    if (doc && !json_is_array(models)) {
+        snprintf(err, es, "%s: no \"models\" array", path);
+        json_decref(doc); json_decref(owned); free(copy);
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    char why[256];
+    json_array_foreach(models, i, v) /* only ids that could name a folder under models_dir */
+        if (json_is_string(v) && llmr_path_is_safe(json_string_value(v), why, sizeof why) &&
+            owned_index(owned, json_string_value(v)) < 0)
+            json_array_append(owned, v);
+    json_decref(doc);
+    pthread_mutex_lock(&p->mu);
+    free(p->ledger_path);
+    json_decref(p->owned);
+    p->ledger_path = copy;
+    p->owned = owned;
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+int llmr_pruner_own(llmr_pruner *p, const char *id) {
+    int rc = 0;
+    pthread_mutex_lock(&p->mu);
+    if (p->ledger_path && owned_index(p->owned, id) < 0) {
+        json_array_append_new(p->owned, json_string(id));
+        rc = ledger_write_locked(p);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+int llmr_pruner_owns(llmr_pruner *p, const char *id) {
+    pthread_mutex_lock(&p->mu);
+    int owns = p->ledger_path && owned_index(p->owned, id) >= 0;
+    pthread_mutex_unlock(&p->mu);
+    return owns;
+}
+
+/* Drops id from the ledger once its folder is gone. Lock held. */
+static void disown_locked(llmr_pruner *p, const char *id) {
+    long i = p->ledger_path ? owned_index(p->owned, id) : -1;
+    if (i < 0) return;
+    json_array_remove(p->owned, (size_t)i);
+    ledger_write_locked(p);
+}
+
+size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed) {
+    json_t *ids = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->owned) ids = json_deep_copy(p->owned);
+    pthread_mutex_unlock(&p->mu);
+    size_t i, n = 0;
+    json_t *v;
+    json_array_foreach(ids, i, v) {
+        const char *id = json_string_value(v);
+        size_t k;
+        json_t *w;
+        int found = 0;
+        json_array_foreach(listed, k, w) if (json_is_string(w) && strcmp(json_string_value(w), id) == 0) found = 1;
+        if (found) continue;
+        log_info("model %s is no longer registered at the router (deleted while this node was down?): its files in "
+                 "%s/%s will be removed", id, p->models_dir, id);
+        if (llmr_pruner_add(p, id) == 0) n++;
+    }
+    json_decref(ids);
+    return n;
 }
 
 static item **find_locked(llmr_pruner *p, const char *id) {
@@ -156,6 +273,7 @@ size_t llmr_pruner_run(llmr_pruner *p) {
             if (it) it->waiting_logged = 1;
         } else if (it) {
             drop_locked(p, ids[i]);
+            if (v == REMOVED) disown_locked(p, ids[i]);
             p->stats.bytes_freed += rm.bytes;
             if (v == KEEP) p->stats.kept++;
             else if (v == REMOVED) p->stats.models_removed++;

@@ -12,7 +12,13 @@
  *   - otherwise the folder (complete files and .partial ones alike) and the parents it leaves empty
  *     are removed, and one log line says what and how many bytes were freed.
  * A removal that fails is logged with the path and cause and not retried (the files stay for the
- * operator). Queued deletions are not persisted: a node stopped before they ran keeps the files.
+ * operator).
+ *
+ * The ledger (STATE_DIR/owned-models.json, {"models": [ids]}) lists the folders this node created:
+ * an id is added when its download starts and dropped when its folder is removed. At the first model
+ * list after a start, owned ids the router no longer lists are queued (llmr_pruner_queue_orphans):
+ * a model deleted while the node was down, or whose deletion was still waiting when it stopped, is
+ * removed then. Folders the node did not create are never looked at.
  *
  * Thread-safety: every function locks the queue; the hooks are called without the lock held. */
 #ifndef LLMR_NODE_PRUNE_H
@@ -45,6 +51,17 @@ typedef struct llmr_pruner llmr_pruner; /* opaque, thread-safe */
 llmr_pruner *llmr_pruner_create(const char *models_dir, const llmr_prune_hooks *hooks);
 /* Frees the queue; queued deletions are dropped (their files stay). Accepts NULL. */
 void llmr_pruner_destroy(llmr_pruner *p);
+
+/* Loads the ledger at path (a missing file is an empty ledger) and keeps it there from now on.
+ * 0, or -1 with the file and cause in err (the pruner then works without one). */
+int llmr_pruner_open_ledger(llmr_pruner *p, const char *path, char *err, size_t err_size);
+/* Records that this node creates id's folder (written at once when new). 0, or -1 when it could not
+ * be written (logged). Without a ledger: 0, nothing done. */
+int llmr_pruner_own(llmr_pruner *p, const char *id);
+/* 1 when the ledger lists id. */
+int llmr_pruner_owns(llmr_pruner *p, const char *id);
+/* Queues every owned id that `listed` (a JSON array of id strings, borrowed) lacks. Returns how many. */
+size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed);
 
 /* Queues id's folder for deletion (a no-op when already queued). 0, or -1 when out of memory. */
 int llmr_pruner_add(llmr_pruner *p, const char *id);

@@ -40,7 +40,9 @@ struct llmr_sync {
     json_t *retry;         /* ids named by "registered" notices: retried when failed */
     job *jobs;
     llmr_workers *workers;
-    llmr_pruner *pruner;   /* NULL with --keep-deleted-models */
+    llmr_pruner *pruner;   /* deletions of deleted models' folders, and the ledger of folders we made */
+    int keep;              /* --keep-deleted-models: nothing is ever queued for deletion */
+    int orphans_checked;   /* the first list after start was compared with the ledger */
     int poll_refused_logged;
 };
 
@@ -286,6 +288,7 @@ static void start_model(llmr_sync *s, const char *id) {
     j->s = s;
     j->mf = mf;
     snprintf(j->id, sizeof j->id, "%s", id);
+    llmr_pruner_own(s->pruner, id); /* before the first byte: a crash mid-download still leaves it listed */
     pthread_mutex_lock(&s->mu);
     j->next = s->jobs;
     s->jobs = j;
@@ -303,20 +306,25 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
         llmr_node_engines_unload(n->engines, views[i].id); /* open sessions drain first */
         llmr_generate_forget(n->generate, views[i].id);
         llmr_models_remove(n->models, views[i].id);
-        if (s->pruner && llmr_pruner_add(s->pruner, views[i].id) == 0)
+        if (!s->keep && llmr_pruner_add(s->pruner, views[i].id) == 0)
             log_info("model %s is no longer registered at the router: forgotten, its files in %s/%s will be removed",
                      views[i].id, n->cfg.models_dir, views[i].id);
         else
             log_info("model %s is no longer registered at the router: forgotten (its files stay in %s/%s%s)", views[i].id,
-                     n->cfg.models_dir, views[i].id, s->pruner ? ": out of memory" : ", --keep-deleted-models");
+                     n->cfg.models_dir, views[i].id, s->keep ? ", --keep-deleted-models" : ": out of memory");
     }
     free(views);
+    /* Once per start: folders this node made for models the router dropped while it was down. */
+    if (!s->orphans_checked) {
+        s->orphans_checked = 1;
+        if (!s->keep) llmr_pruner_queue_orphans(s->pruner, list);
+    }
     size_t i;
     json_t *v;
     json_array_foreach(list, i, v) {
         const char *id = json_string_value(v);
         llmr_model_view mv;
-        if (s->pruner) llmr_pruner_cancel(s->pruner, id); /* registered again before its files went: kept */
+        llmr_pruner_cancel(s->pruner, id); /* registered again before its files went: kept */
         if (llmr_models_add(n->models, id, NULL) == 1) log_info("model %s: new at the router", id);
         if (llmr_models_get(n->models, id, &mv) != 0) continue;
         int again = (mv.state == LLMR_MODEL_FAILED && (retry_failed || (retry && list_has(retry, id)))) ||
@@ -368,7 +376,7 @@ static void *sync_main(void *arg) {
     while (!s->stopping) {
         /* While deletions wait (for a cancelled download to stop, for sessions to end) the thread
          * looks at them every 200 ms; the poll keeps its own schedule. */
-        int pruning = s->pruner && llmr_pruner_pending(s->pruner) > 0;
+        int pruning = llmr_pruner_pending(s->pruner) > 0;
         struct timespec until = next;
         if (pruning) {
             clock_gettime(CLOCK_MONOTONIC, &until);
@@ -384,7 +392,7 @@ static void *sync_main(void *arg) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (!s->wake && (now.tv_sec < next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec < next.tv_nsec))) {
             pthread_mutex_unlock(&s->mu);
-            if (s->pruner) llmr_pruner_run(s->pruner); /* only a prune tick: the poll is not due */
+            llmr_pruner_run(s->pruner); /* only a prune tick: the poll is not due */
             pthread_mutex_lock(&s->mu);
             continue;
         }
@@ -399,7 +407,7 @@ static void *sync_main(void *arg) {
             if (list) reconcile(s, list, retry, retry_failed, after_reg);
             json_decref(list);
         }
-        if (s->pruner) llmr_pruner_run(s->pruner);
+        llmr_pruner_run(s->pruner);
         json_decref(pushed);
         json_decref(retry);
         clock_gettime(CLOCK_MONOTONIC, &next);
@@ -439,11 +447,16 @@ llmr_sync *llmr_sync_create(llmr_node *n, char *err, size_t es) {
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
     llmr_prune_hooks hooks = {.is_registered = prune_is_registered, .busy = prune_busy, .user = s};
-    if (!n->cfg.keep_deleted_models && !(s->pruner = llmr_pruner_create(n->cfg.models_dir, &hooks))) {
+    s->keep = n->cfg.keep_deleted_models;
+    if (!(s->pruner = llmr_pruner_create(n->cfg.models_dir, &hooks))) {
         snprintf(err, es, "out of memory");
         llmr_sync_destroy(s);
         return NULL;
     }
+    char ledger[4200], why[4400];
+    snprintf(ledger, sizeof ledger, "%s/owned-models.json", n->cfg.state_dir ? n->cfg.state_dir : ".");
+    if (llmr_pruner_open_ledger(s->pruner, ledger, why, sizeof why) != 0)
+        log_warn("%s: folders of models deleted while this node is down will not be removed", why);
     int nw = n->cfg.max_parallel_downloads > 0 ? n->cfg.max_parallel_downloads : 2;
     if (!(s->workers = llmr_workers_create(nw > 64 ? 64 : nw))) {
         snprintf(err, es, "cannot start %d download worker(s)", nw);
@@ -497,6 +510,7 @@ void llmr_sync_notice(llmr_sync *s, const char *event, const char *model, json_t
 json_t *llmr_sync_deleting_json(llmr_sync *s) {
     return s && s->pruner ? llmr_pruner_pending_json(s->pruner) : json_array();
 }
+
 
 void llmr_sync_prune_stats(llmr_sync *s, llmr_prune_stats *out) {
     memset(out, 0, sizeof *out);

@@ -209,6 +209,66 @@ START_TEST(test_pruner_keeps_reregistered) {
 }
 END_TEST
 
+START_TEST(test_pruner_ledger) {
+    /* The folders a node made survive a restart in the ledger; the first list after the start
+     * queues those the router no longer lists, and a removal takes them off the ledger. */
+    char p[8600], ledger[8600], err[512] = "";
+    P(ledger, "%s/owned-models.json", base);
+    put(P(p, "%s/org/kept/config.json", models), 5);
+    put(P(p, "%s/org/dropped/model.safetensors.partial", models), 77);
+    put(P(p, "%s/org/not-ours/config.json", models), 5); /* never in the ledger: never touched */
+    registered = 0; busy_left = 0;
+    llmr_prune_hooks h = {is_reg, busy, NULL};
+    llmr_pruner *pr = llmr_pruner_create(models, &h);
+    ck_assert_int_eq(llmr_pruner_own(pr, "org/kept"), 0); /* no ledger yet: nothing recorded */
+    ck_assert_int_eq(llmr_pruner_owns(pr, "org/kept"), 0);
+    ck_assert_msg(llmr_pruner_open_ledger(pr, ledger, err, sizeof err) == 0, "%s", err); /* missing file: empty */
+    ck_assert_int_eq(llmr_pruner_own(pr, "org/kept"), 0);
+    ck_assert_int_eq(llmr_pruner_own(pr, "org/dropped"), 0);
+    ck_assert_int_eq(llmr_pruner_own(pr, "org/dropped"), 0);
+    llmr_pruner_destroy(pr);
+    json_t *doc = json_load_file(ledger, 0, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "models")), 2);
+    json_decref(doc);
+
+    /* "Restart": a new pruner reads the ledger back; the router lists org/kept only. */
+    pr = llmr_pruner_create(models, &h);
+    ck_assert_int_eq(llmr_pruner_open_ledger(pr, ledger, err, sizeof err), 0);
+    ck_assert(llmr_pruner_owns(pr, "org/kept") && llmr_pruner_owns(pr, "org/dropped"));
+    json_t *listed = json_pack("[ss]", "org/kept", "org/not-ours");
+    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed), 1);
+    json_decref(listed);
+    ck_assert_uint_eq(llmr_pruner_run(pr), 0);
+    ck_assert(!there(P(p, "%s/org/dropped", models)));
+    ck_assert(there(P(p, "%s/org/kept/config.json", models)));
+    ck_assert(there(P(p, "%s/org/not-ours/config.json", models)));
+    ck_assert(!llmr_pruner_owns(pr, "org/dropped"));
+    doc = json_load_file(ledger, 0, NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(doc, "models")), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(doc, "models"), 0)), "org/kept");
+    json_decref(doc);
+    llmr_pruner_destroy(pr);
+
+    /* A ledger that is not ours to trust: unsafe ids are dropped, a corrupt file is an error. */
+    FILE *f = fopen(ledger, "w");
+    fputs("{\"models\": [\"../../etc\", \"/abs\", 7, \"org/kept\"]}", f);
+    fclose(f);
+    pr = llmr_pruner_create(models, &h);
+    ck_assert_int_eq(llmr_pruner_open_ledger(pr, ledger, err, sizeof err), 0);
+    listed = json_array();
+    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed), 1); /* org/kept only */
+    json_decref(listed);
+    llmr_pruner_destroy(pr);
+    f = fopen(ledger, "w");
+    fputs("{not json", f);
+    fclose(f);
+    pr = llmr_pruner_create(models, &h);
+    ck_assert_int_eq(llmr_pruner_open_ledger(pr, ledger, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "owned-models.json") && strstr(err, "not valid JSON"), "%s", err);
+    llmr_pruner_destroy(pr);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("node_prune");
     TCase *tc = tcase_create("remove");
@@ -219,6 +279,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_remove_reports_what_it_cannot);
     tcase_add_test(tc, test_pruner_waits_then_removes);
     tcase_add_test(tc, test_pruner_keeps_reregistered);
+    tcase_add_test(tc, test_pruner_ledger);
     suite_add_tcase(s, tc);
     return s;
 }
