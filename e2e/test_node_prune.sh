@@ -110,7 +110,10 @@ jq -e --arg id "$REPO" '.models | index($id) != null' "$T/node/state/owned-model
 stop_pid "$NODE_PID"
 mv "$T/node.log" "$T/node-keeping.log"
 mkdir -p "$T/node/models/operator/own" && echo mine >"$T/node/models/operator/own/notes.txt"
-start_node
+start_node --prune-grace 2
+wait_for 15 grep -q "model $REPO: removing its files in 2 s unless the router lists it again" "$T/node.log" ||
+  fail "the left-over folder did not get its grace period"
+[ -d "$DIR" ] || fail "$DIR removed before its grace period ended"
 wait_for 15 no_dir || fail "$DIR, deleted at the router before the restart, was not removed"
 grep -q "model $REPO is no longer registered at the router (deleted while this node was down?)" "$T/node.log" ||
   fail "no log line for the folder left from before the restart"

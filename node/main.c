@@ -115,6 +115,9 @@ int main(int argc, char **argv) {
         {"keep-deleted-models", "LLMR_KEEP_DELETED_MODELS", LLMR_OPT_BOOL, "0",
          "keep the files of models deleted at the router (default: remove them from --models-dir)",
          &n->cfg.keep_deleted_models},
+        {"prune-grace", "LLMR_PRUNE_GRACE", LLMR_OPT_INT, "60",
+         "seconds a model missing from the router's list (not deleted by name) keeps its files, in case it comes back",
+         &n->cfg.prune_grace_s},
         {"join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
          "the router's node join key (its --node-join-key), sent when registering", &join_key},
         {"trace-dir", "LLMR_NODE_TRACE_DIR", LLMR_OPT_STRING, NULL,
@@ -129,9 +132,9 @@ int main(int argc, char **argv) {
     llmr_log_init("node", level, log_json);
     if (n->cfg.heartbeat_interval_s < 0 || n->cfg.sync_interval_s < 0 || n->cfg.max_concurrency < 1 || n->cfg.max_context < 0 ||
         n->cfg.max_parallel_downloads < 1 || n->cfg.max_parallel_downloads > 64 || n->cfg.download_streams < 1 ||
-        n->cfg.download_streams > LLMR_DL_STREAMS_MAX) {
+        n->cfg.download_streams > LLMR_DL_STREAMS_MAX || n->cfg.prune_grace_s < 0) {
         fprintf(stderr, "llmr-node: --heartbeat-interval/--sync-interval must be >= 0, --max-concurrency >= 1, "
-                        "--max-context >= 0, --max-parallel-downloads 1..64, --download-streams 1..%d\n", LLMR_DL_STREAMS_MAX);
+                        "--max-context >= 0, --max-parallel-downloads 1..64, --download-streams 1..%d, --prune-grace >= 0\n", LLMR_DL_STREAMS_MAX);
         return 2;
     }
     if (ensure_dir("models-dir", n->cfg.models_dir) || ensure_dir("state-dir", n->cfg.state_dir)) return 2;

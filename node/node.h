@@ -46,6 +46,8 @@ typedef struct llmr_node_config {
     int max_parallel_downloads;    /* --max-parallel-downloads */
     int download_streams;          /* --download-streams: files of one model fetched at once (1..16) */
     int keep_deleted_models;       /* --keep-deleted-models: never delete the files of deleted models */
+    int prune_grace_s;             /* --prune-grace: seconds a model missing from a list waits before its
+                                      files go (a "deleted" notice naming it: at once) */
 } llmr_node_config;
 
 typedef struct llmr_sync llmr_sync;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -16,7 +17,8 @@
 
 typedef struct item {
     char *id;
-    int waiting_logged;          /* "waiting for ..." said once per id, not at every run */
+    int waiting_logged;          /* bits: GRACE_LOGGED, BUSY_LOGGED (each said once, not every run) */
+    double not_before;           /* monotonic seconds: the grace period ends */
     struct item *next;
 } item;
 
@@ -143,7 +145,7 @@ static void disown_locked(llmr_pruner *p, const char *id) {
     ledger_write_locked(p);
 }
 
-size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed) {
+size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed, double delay_s) {
     json_t *ids = NULL;
     pthread_mutex_lock(&p->mu);
     if (p->owned) ids = json_deep_copy(p->owned);
@@ -159,7 +161,7 @@ size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed) {
         if (found) continue;
         log_info("model %s is no longer registered at the router (deleted while this node was down?): its files in "
                  "%s/%s will be removed", id, p->models_dir, id);
-        if (llmr_pruner_add(p, id) == 0) n++;
+        if (llmr_pruner_add(p, id, delay_s) == 0) n++;
     }
     json_decref(ids);
     return n;
@@ -171,14 +173,23 @@ static item **find_locked(llmr_pruner *p, const char *id) {
     return pp;
 }
 
-int llmr_pruner_add(llmr_pruner *p, const char *id) {
+static double mono_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int llmr_pruner_add(llmr_pruner *p, const char *id, double delay_s) {
+    double at = mono_now() + (delay_s > 0 ? delay_s : 0);
     pthread_mutex_lock(&p->mu);
     item **pp = find_locked(p, id);
     int rc = 0;
     if (!*pp) {
         item *it = calloc(1, sizeof *it);
-        if (it && (it->id = strdup(id))) *pp = it; /* appended: deletions run in the order asked */
+        if (it && (it->id = strdup(id))) { it->not_before = at; *pp = it; } /* appended: run in the order asked */
         else { free(it); rc = -1; }
+    } else if (at < (*pp)->not_before) {
+        (*pp)->not_before = at;
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -192,6 +203,14 @@ static int drop_locked(llmr_pruner *p, const char *id) {
     free(it->id);
     free(it);
     return 1;
+}
+
+int llmr_pruner_expedite(llmr_pruner *p, const char *id) {
+    pthread_mutex_lock(&p->mu);
+    item *it = *find_locked(p, id);
+    if (it) it->not_before = 0;
+    pthread_mutex_unlock(&p->mu);
+    return it != NULL;
 }
 
 int llmr_pruner_cancel(llmr_pruner *p, const char *id) {
@@ -225,16 +244,26 @@ void llmr_pruner_stats(llmr_pruner *p, llmr_prune_stats *out) {
 }
 
 typedef enum { WAIT, KEEP, REMOVED, FAILED } verdict;
+#define GRACE_LOGGED 1
+#define BUSY_LOGGED 2
 
 /* Decides and acts for one id, without the lock. */
-static verdict prune_one(llmr_pruner *p, const char *id, int waiting_logged, llmr_storage_removal *rm) {
+static verdict prune_one(llmr_pruner *p, const char *id, int *logged, double not_before, llmr_storage_removal *rm) {
     char why[512] = "", err[1024];
     if (p->hooks.is_registered(p->hooks.user, id)) {
         log_info("model %s is registered again: its files in %s/%s are kept", id, p->models_dir, id);
         return KEEP;
     }
+    double left = not_before - mono_now();
+    if (left > 0) {
+        if (!(*logged & GRACE_LOGGED))
+            log_info("model %s: removing its files in %.0f s unless the router lists it again", id, left);
+        *logged |= GRACE_LOGGED;
+        return WAIT;
+    }
     if (p->hooks.busy(p->hooks.user, id, why, sizeof why)) {
-        if (!waiting_logged) log_info("model %s: deleting its files once %s", id, why);
+        if (!(*logged & BUSY_LOGGED)) log_info("model %s: deleting its files once %s", id, why);
+        *logged |= BUSY_LOGGED;
         return WAIT;
     }
     llmr_storage_status st = llmr_storage_remove(p->models_dir, id, rm, err, sizeof err);
@@ -257,20 +286,22 @@ size_t llmr_pruner_run(llmr_pruner *p) {
     for (item *it = p->queue; it; it = it->next) n++;
     char **ids = calloc(n ? n : 1, sizeof *ids);
     int *logged = calloc(n ? n : 1, sizeof *logged);
+    double *not_before = calloc(n ? n : 1, sizeof *not_before);
     size_t k = 0;
-    for (item *it = p->queue; ids && logged && it; it = it->next, k++) {
+    for (item *it = p->queue; ids && logged && not_before && it; it = it->next, k++) {
         ids[k] = strdup(it->id);
         logged[k] = it->waiting_logged;
+        not_before[k] = it->not_before;
     }
     pthread_mutex_unlock(&p->mu);
-    for (size_t i = 0; ids && logged && i < n; i++) {
+    for (size_t i = 0; ids && logged && not_before && i < n; i++) {
         if (!ids[i]) continue;
         llmr_storage_removal rm = {0, 0, 0};
-        verdict v = prune_one(p, ids[i], logged[i], &rm);
+        verdict v = prune_one(p, ids[i], &logged[i], not_before[i], &rm);
         pthread_mutex_lock(&p->mu);
         item *it = *find_locked(p, ids[i]);
         if (v == WAIT) {
-            if (it) it->waiting_logged = 1;
+            if (it) it->waiting_logged = logged[i];
         } else if (it) {
             drop_locked(p, ids[i]);
             if (v == REMOVED) disown_locked(p, ids[i]);
@@ -284,5 +315,6 @@ size_t llmr_pruner_run(llmr_pruner *p) {
     for (size_t i = 0; ids && i < n; i++) free(ids[i]);
     free(ids);
     free(logged);
+    free(not_before);
     return llmr_pruner_pending(p);
 }

@@ -6,6 +6,7 @@
  * --models-dir, never through a symbolic link) once nothing can still touch it:
  *   - registered again meanwhile (is_registered): the files are kept, the entry dropped (a
  *     re-registration re-verifies them instead of downloading them again);
+ *   - its grace period not over yet (see llmr_pruner_add): it waits;
  *   - busy (a pipeline job still winding down after its cancel, so a download's .partial files are
  *     not written to while removed; or sessions still open on the model, so weights are never pulled
  *     from under a running generate): it waits, and is looked at again at the next run;
@@ -60,11 +61,17 @@ int llmr_pruner_open_ledger(llmr_pruner *p, const char *path, char *err, size_t 
 int llmr_pruner_own(llmr_pruner *p, const char *id);
 /* 1 when the ledger lists id. */
 int llmr_pruner_owns(llmr_pruner *p, const char *id);
-/* Queues every owned id that `listed` (a JSON array of id strings, borrowed) lacks. Returns how many. */
-size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed);
+/* Queues (with delay_s, as llmr_pruner_add) every owned id that `listed` (a JSON array of id strings,
+ * borrowed) lacks. Returns how many. */
+size_t llmr_pruner_queue_orphans(llmr_pruner *p, json_t *listed, double delay_s);
 
-/* Queues id's folder for deletion (a no-op when already queued). 0, or -1 when out of memory. */
-int llmr_pruner_add(llmr_pruner *p, const char *id);
+/* Queues id's folder for deletion, not before delay_s seconds from now (a grace period for a model
+ * that merely went missing from a list: it may come back at the next one). Queuing an id already
+ * queued keeps the earlier of the two deadlines. 0, or -1 when out of memory. */
+int llmr_pruner_add(llmr_pruner *p, const char *id, double delay_s);
+/* Ends id's grace period now when it is queued (a "deleted" notice named it after it had gone
+ * missing from a list). 1 when it was queued, else 0 (nothing is queued). */
+int llmr_pruner_expedite(llmr_pruner *p, const char *id);
 /* Drops id from the queue (it was registered again). 1 when it was queued, else 0. */
 int llmr_pruner_cancel(llmr_pruner *p, const char *id);
 /* Ids waiting for deletion. */

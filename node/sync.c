@@ -38,6 +38,7 @@ struct llmr_sync {
     int wake, after_reg, stopping, retry_failed;
     json_t *pushed;        /* latest pushed list, owned; NULL when none waiting */
     json_t *retry;         /* ids named by "registered" notices: retried when failed */
+    json_t *deleted;       /* ids named by "deleted" notices: their files go without a grace period */
     job *jobs;
     llmr_workers *workers;
     llmr_pruner *pruner;   /* deletions of deleted models' folders, and the ledger of folders we made */
@@ -296,7 +297,13 @@ static void start_model(llmr_sync *s, const char *id) {
     if (llmr_workers_submit(s->workers, run_job, discard_job, j) != 0) job_unlist(j);
 }
 
-static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_failed, int after_reg) {
+/* A model merely missing from a list (a poll, a heartbeat answer, another model's notice) waits
+ * --prune-grace seconds before its files go: a router answering with a short list by mistake (a
+ * registry read that failed) must not cost every node its downloads. A "deleted" notice naming it is
+ * acted on at once. */
+static double prune_grace(const llmr_sync *s) { return s->n->cfg.prune_grace_s; }
+
+static void reconcile(llmr_sync *s, json_t *list, json_t *retry, json_t *deleted, int retry_failed, int after_reg) {
     llmr_node *n = s->n;
     llmr_model_view *views;
     long nv = llmr_models_snapshot(n->models, &views);
@@ -306,7 +313,8 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
         llmr_node_engines_unload(n->engines, views[i].id); /* open sessions drain first */
         llmr_generate_forget(n->generate, views[i].id);
         llmr_models_remove(n->models, views[i].id);
-        if (!s->keep && llmr_pruner_add(s->pruner, views[i].id) == 0)
+        double grace = deleted && list_has(deleted, views[i].id) ? 0 : prune_grace(s);
+        if (!s->keep && llmr_pruner_add(s->pruner, views[i].id, grace) == 0)
             log_info("model %s is no longer registered at the router: forgotten, its files in %s/%s will be removed",
                      views[i].id, n->cfg.models_dir, views[i].id);
         else
@@ -314,10 +322,16 @@ static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_faile
                      n->cfg.models_dir, views[i].id, s->keep ? ", --keep-deleted-models" : ": out of memory");
     }
     free(views);
+    /* A model that went missing from an earlier list (a heartbeat answer can beat the push) and is
+     * now named by a "deleted" notice: no grace any more. */
+    size_t di;
+    json_t *dv;
+    json_array_foreach(deleted, di, dv)
+        if (!list_has(list, json_string_value(dv))) llmr_pruner_expedite(s->pruner, json_string_value(dv));
     /* Once per start: folders this node made for models the router dropped while it was down. */
     if (!s->orphans_checked) {
         s->orphans_checked = 1;
-        if (!s->keep) llmr_pruner_queue_orphans(s->pruner, list);
+        if (!s->keep) llmr_pruner_queue_orphans(s->pruner, list, prune_grace(s));
     }
     size_t i;
     json_t *v;
@@ -396,20 +410,22 @@ static void *sync_main(void *arg) {
             pthread_mutex_lock(&s->mu);
             continue;
         }
-        json_t *pushed = s->pushed, *retry = s->retry;
+        json_t *pushed = s->pushed, *retry = s->retry, *deleted = s->deleted;
         int retry_failed = s->retry_failed, after_reg = s->after_reg;
         s->pushed = NULL;
         s->retry = NULL;
+        s->deleted = NULL;
         s->wake = s->retry_failed = s->after_reg = 0;
         pthread_mutex_unlock(&s->mu);
         if (llmr_router_client_registered(s->n->router)) {
             json_t *list = pushed ? json_incref(pushed) : poll_list(s);
-            if (list) reconcile(s, list, retry, retry_failed, after_reg);
+            if (list) reconcile(s, list, retry, deleted, retry_failed, after_reg);
             json_decref(list);
         }
         llmr_pruner_run(s->pruner);
         json_decref(pushed);
         json_decref(retry);
+        json_decref(deleted);
         clock_gettime(CLOCK_MONOTONIC, &next);
         next.tv_sec += interval_s(s);
         pthread_mutex_lock(&s->mu);
@@ -488,6 +504,7 @@ void llmr_sync_destroy(llmr_sync *s) {
     llmr_pruner_destroy(s->pruner);
     json_decref(s->pushed);
     json_decref(s->retry);
+    json_decref(s->deleted);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -501,6 +518,10 @@ void llmr_sync_notice(llmr_sync *s, const char *event, const char *model, json_t
     if (event && strcmp(event, "registered") == 0 && model) {
         if (!s->retry) s->retry = json_array();
         json_array_append_new(s->retry, json_string(model));
+    }
+    if (event && strcmp(event, "deleted") == 0 && model) {
+        if (!s->deleted) s->deleted = json_array();
+        json_array_append_new(s->deleted, json_string(model));
     }
     s->wake = 1;
     pthread_cond_signal(&s->cv);

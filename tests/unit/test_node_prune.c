@@ -149,8 +149,8 @@ START_TEST(test_pruner_waits_then_removes) {
     llmr_prune_hooks h = {is_reg, busy, NULL};
     llmr_pruner *pr = llmr_pruner_create(models, &h);
     ck_assert_ptr_nonnull(pr);
-    ck_assert_int_eq(llmr_pruner_add(pr, "org/a"), 0);
-    ck_assert_int_eq(llmr_pruner_add(pr, "org/a"), 0); /* once only */
+    ck_assert_int_eq(llmr_pruner_add(pr, "org/a", 0), 0);
+    ck_assert_int_eq(llmr_pruner_add(pr, "org/a", 0), 0); /* once only */
     ck_assert_uint_eq(llmr_pruner_pending(pr), 1);
     json_t *j = llmr_pruner_pending_json(pr);
     ck_assert_str_eq(json_string_value(json_array_get(j, 0)), "org/a");
@@ -178,7 +178,7 @@ START_TEST(test_pruner_keeps_reregistered) {
     registered = 1; busy_left = 0;
     llmr_prune_hooks h = {is_reg, busy, NULL};
     llmr_pruner *pr = llmr_pruner_create(models, &h);
-    llmr_pruner_add(pr, "m");
+    llmr_pruner_add(pr, "m", 0);
     ck_assert_uint_eq(llmr_pruner_run(pr), 0);
     ck_assert(there(P(p, "%s/m/config.json", models)));
     llmr_prune_stats st;
@@ -186,26 +186,56 @@ START_TEST(test_pruner_keeps_reregistered) {
     ck_assert_uint_eq(st.kept, 1);
     ck_assert_uint_eq(st.models_removed, 0);
     /* cancel: taken off the queue before any run */
-    llmr_pruner_add(pr, "n");
+    llmr_pruner_add(pr, "n", 0);
     ck_assert_int_eq(llmr_pruner_cancel(pr, "n"), 1);
     ck_assert_int_eq(llmr_pruner_cancel(pr, "n"), 0);
     registered = 0;
     ck_assert_uint_eq(llmr_pruner_run(pr), 0);
     ck_assert(there(P(p, "%s/n/config.json", models)));
     /* A failure (unsafe id) is counted, logged and not retried. */
-    llmr_pruner_add(pr, "../outside");
+    llmr_pruner_add(pr, "../outside", 0);
     ck_assert_uint_eq(llmr_pruner_run(pr), 0);
     llmr_pruner_stats(pr, &st);
     ck_assert_uint_eq(st.failures, 1);
     ck_assert(there(outside));
     /* Queued deletions dropped at destroy leave the files. */
-    llmr_pruner_add(pr, "n");
+    llmr_pruner_add(pr, "n", 0);
     llmr_pruner_destroy(pr);
     ck_assert(there(P(p, "%s/n/config.json", models)));
     ck_assert_ptr_null(llmr_pruner_create(NULL, &h));
     llmr_prune_hooks bad = {NULL, busy, NULL};
     ck_assert_ptr_null(llmr_pruner_create(models, &bad));
     llmr_pruner_destroy(NULL);
+}
+END_TEST
+
+START_TEST(test_pruner_grace) {
+    /* A model that merely went missing from a list keeps its files for the grace period; a
+     * "deleted" notice (expedite, or a second add without delay) ends it. */
+    char p[8600];
+    put(P(p, "%s/g/config.json", models), 3);
+    put(P(p, "%s/h/config.json", models), 3);
+    registered = 0; busy_left = 0;
+    llmr_prune_hooks h = {is_reg, busy, NULL};
+    llmr_pruner *pr = llmr_pruner_create(models, &h);
+    ck_assert_int_eq(llmr_pruner_add(pr, "g", 0.3), 0);
+    ck_assert_uint_eq(llmr_pruner_run(pr), 1);
+    ck_assert(there(P(p, "%s/g/config.json", models)));
+    usleep(350000);
+    ck_assert_uint_eq(llmr_pruner_run(pr), 0);
+    ck_assert(!there(P(p, "%s/g", models)));
+    ck_assert_int_eq(llmr_pruner_add(pr, "h", 60), 0);
+    ck_assert_uint_eq(llmr_pruner_run(pr), 1);
+    ck_assert_int_eq(llmr_pruner_expedite(pr, "h"), 1);
+    ck_assert_int_eq(llmr_pruner_expedite(pr, "never-queued"), 0);
+    ck_assert_uint_eq(llmr_pruner_run(pr), 0);
+    ck_assert(!there(P(p, "%s/h", models)));
+    put(P(p, "%s/h/config.json", models), 3);
+    llmr_pruner_add(pr, "h", 60);
+    llmr_pruner_add(pr, "h", 0); /* the earlier deadline wins */
+    ck_assert_uint_eq(llmr_pruner_run(pr), 0);
+    ck_assert(!there(P(p, "%s/h", models)));
+    llmr_pruner_destroy(pr);
 }
 END_TEST
 
@@ -236,7 +266,7 @@ START_TEST(test_pruner_ledger) {
     ck_assert_int_eq(llmr_pruner_open_ledger(pr, ledger, err, sizeof err), 0);
     ck_assert(llmr_pruner_owns(pr, "org/kept") && llmr_pruner_owns(pr, "org/dropped"));
     json_t *listed = json_pack("[ss]", "org/kept", "org/not-ours");
-    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed), 1);
+    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed, 0), 1);
     json_decref(listed);
     ck_assert_uint_eq(llmr_pruner_run(pr), 0);
     ck_assert(!there(P(p, "%s/org/dropped", models)));
@@ -256,7 +286,7 @@ START_TEST(test_pruner_ledger) {
     pr = llmr_pruner_create(models, &h);
     ck_assert_int_eq(llmr_pruner_open_ledger(pr, ledger, err, sizeof err), 0);
     listed = json_array();
-    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed), 1); /* org/kept only */
+    ck_assert_uint_eq(llmr_pruner_queue_orphans(pr, listed, 0), 1); /* org/kept only */
     json_decref(listed);
     llmr_pruner_destroy(pr);
     f = fopen(ledger, "w");
@@ -279,6 +309,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_remove_reports_what_it_cannot);
     tcase_add_test(tc, test_pruner_waits_then_removes);
     tcase_add_test(tc, test_pruner_keeps_reregistered);
+    tcase_add_test(tc, test_pruner_grace);
     tcase_add_test(tc, test_pruner_ledger);
     suite_add_tcase(s, tc);
     return s;
