@@ -101,7 +101,8 @@ sleep 1
 diff "$T/before.sums" "$T/after.sums" >/dev/null || fail "files changed despite --keep-deleted-models"
 grep -q "model $REPO is no longer registered at the router: forgotten (its files stay in $DIR, --keep-deleted-models)" "$T/node.log" ||
   fail "no log line saying the files stay"
-curl -s "$NODE/metrics" | grep -q '^llmr_node_models_pruned_total 0$' || fail "the keeping node counts a prune"
+curl -s "$NODE/metrics" >"$T/metrics-keep.txt" # (not piped into grep -q: pipefail would see curl's SIGPIPE)
+grep -q '^llmr_node_models_pruned_total 0$' "$T/metrics-keep.txt" || fail "the keeping node counts a prune: $(grep pruned "$T/metrics-keep.txt")"
 ok "--keep-deleted-models: forgotten, every file kept"
 
 # --- 4. restarted without --keep-deleted-models ----------------------------------------------------
