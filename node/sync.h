@@ -16,7 +16,8 @@
  *  -> loading (EngineHost) -> ready,  or failed(reason) / unsupported(reason) at any step.
  * Models no longer in the list are cancelled, unloaded (open sessions drain first) and forgotten;
  * then node/prune.h deletes their folder under --models-dir (partial downloads included) once their
- * job has stopped and no session is open on them. The folders the node creates are recorded in
+ * job has stopped and no session is open on them: at once when a "deleted" notice named the model,
+ * after --prune-grace seconds when it merely went missing from a list (it may come back). The folders the node creates are recorded in
  * STATE_DIR/owned-models.json: the first list after a start also queues owned models the router
  * dropped while the node was down. With --keep-deleted-models the files stay on disk, so a
  * re-registration does not download them again (the ledger is still kept up to date). A failed model is retried when the router
