@@ -47,6 +47,13 @@ static void rm_at(rm_ctx *c, int dfd, const char *name, const char *path, int de
     if (depth >= MAX_DEPTH) { rm_fail(c, path, "folders nested too deep"); return; }
     int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) { rm_fail(c, path, strerror(errno)); return; }
+    /* What was opened is what is listed: checked again on the descriptor (a folder swapped for a
+     * mount point between the lstat and the open). */
+    if (fstat(fd, &sb) != 0 || sb.st_dev != c->dev) {
+        rm_fail(c, path, "on another file system (a mount point): not removed");
+        close(fd);
+        return;
+    }
     DIR *d = fdopendir(fd);
     if (!d) { rm_fail(c, path, strerror(errno)); close(fd); return; }
     struct dirent *de;
