@@ -4,6 +4,7 @@
 # NAME.partial holds part of it, the hub comes back healthy on the same port, the node is started
 # again: it must resume from the partial (Range), not start over, and end with the hub's exact bytes.
 # The restarted node also keeps its node id (state dir) and re-verifies the files already on disk.
+# Both runs fetch 4 files of the model at once (--download-streams 4): resume works per stream.
 source "$(dirname "$0")/node_lib.sh"
 need_bins
 setup_engines
@@ -11,8 +12,9 @@ make_model
 S5=model-00005-of-00005.safetensors
 start_hub "drop:$REPO/$S5"
 start_router
-start_node
+start_node --download-streams 4
 wait_for 15 grep -q "registered with" "$T/node.log" || fail "the node did not register"
+grep -q "(4 download stream(s) per model" "$T/node.log" || fail "the node does not run 4 download streams"
 ID1=$(jq -r .node_id "$T/node/state/node.json")
 register_model "$REPO"
 [ "$REG_STATUS" = 201 ] || fail "registration answered $REG_STATUS"
@@ -37,7 +39,7 @@ ok "node killed with $N of $FULL bytes of $S5 in the partial"
 stop_pid "$HUB_PID"
 start_hub "" "$HUB_PORT"
 mv "$T/node.log" "$T/node-first.log"
-start_node
+start_node --download-streams 4
 wait_for 90 state_is "$REPO" ready || fail "not ready after the restart: $(router_state "$REPO") $(router_reason "$REPO")"
 grep -q "$REPO: $S5 resumed at byte $N" "$T/node.log" || fail "the download did not resume at byte $N: $(grep resumed "$T/node.log")"
 cmp "$T/hub/$REPO/$S5" "$T/node/models/$REPO/$S5" || fail "$S5 is not byte-identical after the resume"

@@ -87,6 +87,15 @@ char *llmr_node_metrics_text(llmr_node *n, size_t *len_out) {
     COUNTER("llmr_node_download_failures_total", "Model downloads that failed.", downloads_failed);
     COUNTER("llmr_node_verify_failures_total", "Files that failed sha256/size verification.", verify_failures);
 #undef COUNTER
+    llmr_prune_stats ps;
+    llmr_sync_prune_stats(n->sync, &ps);
+    fprintf(f, "# HELP llmr_node_models_pruned_total Folders of deleted models removed from --models-dir.\n"
+               "# TYPE llmr_node_models_pruned_total counter\nllmr_node_models_pruned_total %llu\n"
+               "# HELP llmr_node_pruned_bytes_total Bytes freed by removing deleted models.\n"
+               "# TYPE llmr_node_pruned_bytes_total counter\nllmr_node_pruned_bytes_total %llu\n"
+               "# HELP llmr_node_prune_failures_total Removals of deleted models that failed.\n"
+               "# TYPE llmr_node_prune_failures_total counter\nllmr_node_prune_failures_total %llu\n",
+            (unsigned long long)ps.models_removed, (unsigned long long)ps.bytes_freed, (unsigned long long)ps.failures);
     fprintf(f, "# HELP llmr_node_gpus GPUs found.\n# TYPE llmr_node_gpus gauge\nllmr_node_gpus %zu\n",
             llmr_gpu_inventory_count(n->gpus));
     fprintf(f, "# HELP llmr_node_active_requests Inference requests in flight.\n# TYPE llmr_node_active_requests gauge\n"

@@ -13,6 +13,12 @@
  * Progress (bytes done/total over all files, recent rate, ETA, current file) goes to a callback and,
  * every few seconds, to the log as "percent, MB/s, ETA".
  *
+ * Up to opts->streams files of one call are fetched at once (the node's --download-streams, default
+ * 4), each on a thread of its own with its own transfer: every guarantee above holds per file (its
+ * own .partial, Range resume, hash, refetch). Progress sums the bytes of every file in flight. The
+ * first required file that fails stops the others (their .partial files stay, so a later call
+ * resumes them) and its message is the one returned; optional failures never stop anything.
+ *
  * Files already complete on disk (NAME exists) are not fetched: llmr_dl_verify hashes them later (the
  * node's "verifying" state). Thread-safety: independent calls may run on different threads (the node
  * runs one model per worker thread, --max-parallel-downloads workers). */
@@ -50,7 +56,11 @@ typedef struct llmr_dl_opts {
     llmr_dl_progress_fn progress;  /* optional */
     void *progress_user;
     int log_interval_ms;           /* progress log period; 0 = 5000, < 0 = never */
+    int streams;                   /* files fetched at once, 1..LLMR_DL_STREAMS_MAX; 0 = LLMR_DL_STREAMS_DEFAULT */
 } llmr_dl_opts;
+
+#define LLMR_DL_STREAMS_DEFAULT 4
+#define LLMR_DL_STREAMS_MAX 16
 
 /* What a fetch did. */
 typedef struct llmr_dl_report {
@@ -59,6 +69,7 @@ typedef struct llmr_dl_report {
     size_t optional_failed;     /* optional files skipped after a failure */
     size_t refetched;           /* files fetched a second time after a mismatch */
     uint64_t bytes_fetched;
+    int peak_streams;           /* most files that were in flight at the same time */
     char warnings[1024];        /* "; "-separated, e.g. "optional artifact metal/model.bin skipped: HTTP 404" */
 } llmr_dl_report;
 
@@ -69,8 +80,9 @@ uint64_t llmr_dl_bytes_needed(const char *model_dir, const llmr_manifest_file *f
  * "not enough disk space in DIR: need N bytes (X GiB) for LABEL, F bytes (Y GiB) free" in err. */
 int llmr_dl_space_check(const char *dir, uint64_t needed, const char *label, char *err, size_t err_size);
 
-/* Fetches the files that are not yet complete in opts->model_dir (see above). Returns OK, or the
- * cause with a message naming the file (and for ENOSPACE both byte counts). rep may be NULL. */
+/* Fetches the files that are not yet complete in opts->model_dir (see above), up to opts->streams at
+ * once. Returns OK, or the cause with a message naming the file (and for ENOSPACE both byte counts);
+ * EINVAL when streams is out of range. rep may be NULL. */
 llmr_dl_status llmr_dl_fetch(const llmr_dl_opts *opts, const llmr_manifest_file *files, size_t n, llmr_dl_report *rep,
                              char *err, size_t err_size);
 

@@ -266,6 +266,24 @@ void llmr_node_engines_unload(llmr_node_engines *e, const char *model_id) {
 #endif
 }
 
+unsigned llmr_node_engines_sessions(llmr_node_engines *e, const char *model_id) {
+#if HAVE_ENGINE_HOST
+    if (!e->host) return 0;
+    llmr_host_model_info *info = NULL;
+    size_t n = 0;
+    unsigned sessions = 0;
+    if (llmr_engine_host_models(e->host, &info, &n) != 0) return 1; /* unknown: assume busy, ask again later */
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(info[i].model_id, model_id) == 0) sessions += info[i].sessions;
+    free(info);
+    return sessions;
+#else
+    (void)e;
+    (void)model_id;
+    return 0;
+#endif
+}
+
 void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models) {
 #if HAVE_ENGINE_HOST
     if (!e->host) return;

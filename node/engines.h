@@ -69,6 +69,10 @@ llmr_engine_status llmr_node_engines_load(llmr_node_engines *e, const llmr_stora
 /* Forgets a model (its files stay). */
 void llmr_node_engines_unload(llmr_node_engines *e, const char *model_id);
 
+/* Sessions open on a model (all its instances, draining ones included); 0 when the EngineHost does
+ * not know it. The pruner waits for 0 before deleting a model's files. */
+unsigned llmr_node_engines_sessions(llmr_node_engines *e, const char *model_id);
+
 /* Refreshes each model's "loaded" flag in the table from the EngineHost (an LRU unload clears it;
  * the next session loads the model again, so the model stays ready). */
 void llmr_node_engines_sync_loaded(llmr_node_engines *e, llmr_models *models);

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "node/api.h"
+#include "node/downloader.h"
 #include "node/generate.h"
 #include "node/heartbeat.h"
 #include "node/node.h"
@@ -109,6 +110,14 @@ int main(int argc, char **argv) {
          "longest sequence (prompt + output tokens) a request may hold; 0 = the engine's default", &n->cfg.max_context},
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
+        {"download-streams", "LLMR_DOWNLOAD_STREAMS", LLMR_OPT_INT, "4",
+         "files of one model downloaded at once (1..16)", &n->cfg.download_streams},
+        {"keep-deleted-models", "LLMR_KEEP_DELETED_MODELS", LLMR_OPT_BOOL, "0",
+         "keep the files of models deleted at the router (default: remove them from --models-dir)",
+         &n->cfg.keep_deleted_models},
+        {"prune-grace", "LLMR_PRUNE_GRACE", LLMR_OPT_INT, "60",
+         "seconds a model missing from the router's list (not deleted by name) keeps its files, in case it comes back",
+         &n->cfg.prune_grace_s},
         {"join-key", "LLMR_NODE_JOIN_KEY", LLMR_OPT_STRING, NULL,
          "the router's node join key (its --node-join-key), sent when registering", &join_key},
         {"trace-dir", "LLMR_NODE_TRACE_DIR", LLMR_OPT_STRING, NULL,
@@ -122,9 +131,10 @@ int main(int argc, char **argv) {
     if (level < 0) { fprintf(stderr, "llmr-node: --log-level: unknown level '%s'\n", log_level); return 2; }
     llmr_log_init("node", level, log_json);
     if (n->cfg.heartbeat_interval_s < 0 || n->cfg.sync_interval_s < 0 || n->cfg.max_concurrency < 1 || n->cfg.max_context < 0 ||
-        n->cfg.max_parallel_downloads < 1 || n->cfg.max_parallel_downloads > 64) {
+        n->cfg.max_parallel_downloads < 1 || n->cfg.max_parallel_downloads > 64 || n->cfg.download_streams < 1 ||
+        n->cfg.download_streams > LLMR_DL_STREAMS_MAX || n->cfg.prune_grace_s < 0) {
         fprintf(stderr, "llmr-node: --heartbeat-interval/--sync-interval must be >= 0, --max-concurrency >= 1, "
-                        "--max-context >= 0, --max-parallel-downloads 1..64\n");
+                        "--max-context >= 0, --max-parallel-downloads 1..64, --download-streams 1..%d, --prune-grace >= 0\n", LLMR_DL_STREAMS_MAX);
         return 2;
     }
     if (ensure_dir("models-dir", n->cfg.models_dir) || ensure_dir("state-dir", n->cfg.state_dir)) return 2;
@@ -175,8 +185,9 @@ int main(int argc, char **argv) {
         goto out;
     }
     llmr_loop_handle_signals(n->loop, on_term, NULL, n);
-    log_info("listening on %s (port %d), advertised as %s:%d; router %s; models in %s", n->cfg.listen, n->port,
-             n->address, n->port, n->cfg.router_url, n->cfg.models_dir);
+    log_info("listening on %s (port %d), advertised as %s:%d; router %s; models in %s (%d download stream(s) per "
+             "model; files of deleted models %s)", n->cfg.listen, n->port, n->address, n->port, n->cfg.router_url,
+             n->cfg.models_dir, n->cfg.download_streams, n->cfg.keep_deleted_models ? "kept" : "removed");
     rc = llmr_loop_run(n->loop) == 0 ? 0 : 1;
 out:
     atomic_store(&n->stop, 1);

@@ -29,6 +29,7 @@ const char *llmr_storage_strerror(llmr_storage_status st) {
     case LLMR_STORAGE_EMISSING_SHARD: return "shard missing";
     case LLMR_STORAGE_EINCONSISTENT: return "shards inconsistent with the index";
     case LLMR_STORAGE_EAMBIGUOUS: return "several weight files and no index";
+    case LLMR_STORAGE_EIO: return "file could not be removed";
     }
     return "unknown status";
 }

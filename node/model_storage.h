@@ -18,6 +18,7 @@
 #define LLMR_NODE_MODEL_STORAGE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "llmr_engine.h"
 
@@ -31,6 +32,7 @@ typedef enum llmr_storage_status {
     LLMR_STORAGE_EMISSING_SHARD,  /* shards named by the index are absent */
     LLMR_STORAGE_EINCONSISTENT,   /* a shard's header disagrees with the index, or is malformed */
     LLMR_STORAGE_EAMBIGUOUS,      /* several weight files and no index */
+    LLMR_STORAGE_EIO,             /* a file or folder could not be removed, or a link was refused */
 } llmr_storage_status;
 
 /* A static description of a status ("shard missing", ...). Never NULL. */
@@ -68,6 +70,27 @@ llmr_storage_status llmr_storage_validate(const char *model_dir, const char *id,
 
 /* Frees a description. Accepts NULL. */
 void llmr_storage_model_free(llmr_storage_model *m);
+
+/* What llmr_storage_remove deleted. */
+typedef struct llmr_storage_removal {
+    uint64_t bytes;   /* sizes of the regular files removed (.partial files included) */
+    size_t files;     /* entries other than folders removed (symbolic links count, as links) */
+    size_t dirs;      /* folders removed (the snapshot's, and parents id left empty) */
+} llmr_storage_removal;
+
+/* Deletes models_dir/<id>: a model's snapshot, complete or partly downloaded, and then the parent
+ * folders of id that it leaves empty (models_dir/org for "org/name"), never models_dir itself.
+ * Safe by construction, for a folder the node owns but an operator may have touched:
+ *   - id must be a safe relative path (common/path_safety.h: no "..", no absolute path);
+ *   - each folder is opened relative to its parent with O_NOFOLLOW, so a symbolic link anywhere
+ *     (the snapshot folder itself, a file or folder inside it) is removed as a link, never followed;
+ *     a link among id's parents ("org" -> elsewhere) is refused and nothing is removed;
+ *   - a folder on another file system than models_dir (a mount point inside) is refused.
+ * Nothing outside models_dir is ever touched. Returns OK (also when the folder does not exist:
+ * *out all zero), EINVAL for a bad argument or id, EIO naming the path and the cause when something
+ * could not be removed (what could be is removed; *out counts it). out may be NULL. */
+llmr_storage_status llmr_storage_remove(const char *models_dir, const char *id, llmr_storage_removal *out, char *err,
+                                        size_t err_size);
 
 /* The runtime id for a config.json architecture: "gptoss" for GptOssForCausalLM, else "unknown". */
 const char *llmr_storage_runtime_for(const char *architecture);

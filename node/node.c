@@ -40,6 +40,8 @@ json_t *llmr_node_status_json(llmr_node *n) {
     json_object_set_new(o, "engines", llmr_node_engines_json(n->engines));
     json_object_set_new(o, "active_requests", json_integer(atomic_load(&n->active_requests)));
     json_object_set_new(o, "models", llmr_models_json(n->models));
+    json_object_set_new(o, "deleting", llmr_sync_deleting_json(n->sync));
+    json_object_set_new(o, "keep_deleted_models", json_boolean(n->cfg.keep_deleted_models));
     return o;
 }
 

@@ -8,6 +8,8 @@
  *   heartbeat       POST /v0/health every --heartbeat-interval seconds; re-registers on 401;
  *   sync            the router's model list (push POST /v0/sync + poll every --sync-interval s),
  *                   manifests, and one pipeline job per model on the download workers;
+ *   prune           deletes the files of models the router no longer lists (unless
+ *                   --keep-deleted-models), once their jobs and sessions are gone;
  *   downloader      verified resumable downloads (.partial + Range, sha256 before rename);
  *   model_storage   snapshot validation and the ModelDescriptor;
  *   models          the per-model state machine the heartbeat reports;
@@ -42,6 +44,10 @@ typedef struct llmr_node_config {
     int max_concurrency;           /* --max-concurrency (also the sessions engines plan KV memory for) */
     int max_context;               /* --max-context: 0 = the engine's default */
     int max_parallel_downloads;    /* --max-parallel-downloads */
+    int download_streams;          /* --download-streams: files of one model fetched at once (1..16) */
+    int keep_deleted_models;       /* --keep-deleted-models: never delete the files of deleted models */
+    int prune_grace_s;             /* --prune-grace: seconds a model missing from a list waits before its
+                                      files go (a "deleted" notice naming it: at once) */
 } llmr_node_config;
 
 typedef struct llmr_sync llmr_sync;

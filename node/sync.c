@@ -18,6 +18,7 @@
 #include "node/generate.h"
 #include "node/manifest.h"
 #include "node/model_storage.h"
+#include "node/prune.h"
 #include "node/workers.h"
 
 typedef struct job {
@@ -37,8 +38,12 @@ struct llmr_sync {
     int wake, after_reg, stopping, retry_failed;
     json_t *pushed;        /* latest pushed list, owned; NULL when none waiting */
     json_t *retry;         /* ids named by "registered" notices: retried when failed */
+    json_t *deleted;       /* ids named by "deleted" notices: their files go without a grace period */
     job *jobs;
     llmr_workers *workers;
+    llmr_pruner *pruner;   /* deletions of deleted models' folders, and the ledger of folders we made */
+    int keep;              /* --keep-deleted-models: nothing is ever queued for deletion */
+    int orphans_checked;   /* the first list after start was compared with the ledger */
     int poll_refused_logged;
 };
 
@@ -156,7 +161,7 @@ static void run_job(void *arg) {
                           .low_speed_time_s = 60, .user_agent = "llmr-node/0.1"};
     llmr_httpc *http = llmr_httpc_create(&co);
     llmr_dl_opts o = {.client = http, .model_dir = dir, .label = j->id, .cancel = &j->cancel,
-                      .progress = on_progress, .progress_user = j};
+                      .progress = on_progress, .progress_user = j, .streams = n->cfg.download_streams};
     llmr_dl_report rep;
     llmr_dl_status st;
     if (!http) { SET(j, LLMR_MODEL_FAILED, "out of memory"); goto out; }
@@ -284,6 +289,7 @@ static void start_model(llmr_sync *s, const char *id) {
     j->s = s;
     j->mf = mf;
     snprintf(j->id, sizeof j->id, "%s", id);
+    llmr_pruner_own(s->pruner, id); /* before the first byte: a crash mid-download still leaves it listed */
     pthread_mutex_lock(&s->mu);
     j->next = s->jobs;
     s->jobs = j;
@@ -291,25 +297,48 @@ static void start_model(llmr_sync *s, const char *id) {
     if (llmr_workers_submit(s->workers, run_job, discard_job, j) != 0) job_unlist(j);
 }
 
-static void reconcile(llmr_sync *s, json_t *list, json_t *retry, int retry_failed, int after_reg) {
+/* A model merely missing from a list (a poll, a heartbeat answer, another model's notice) waits
+ * --prune-grace seconds before its files go: a router answering with a short list by mistake (a
+ * registry read that failed) must not cost every node its downloads. A "deleted" notice naming it is
+ * acted on at once. */
+static double prune_grace(const llmr_sync *s) { return s->n->cfg.prune_grace_s; }
+
+static void reconcile(llmr_sync *s, json_t *list, json_t *retry, json_t *deleted, int retry_failed, int after_reg) {
     llmr_node *n = s->n;
     llmr_model_view *views;
     long nv = llmr_models_snapshot(n->models, &views);
     for (long i = 0; i < nv; i++) {
         if (list_has(list, views[i].id)) continue;
         cancel_job(s, views[i].id);
-        llmr_node_engines_unload(n->engines, views[i].id);
+        llmr_node_engines_unload(n->engines, views[i].id); /* open sessions drain first */
         llmr_generate_forget(n->generate, views[i].id);
         llmr_models_remove(n->models, views[i].id);
-        log_info("model %s is no longer registered at the router: forgotten (its files stay in %s)", views[i].id,
-                 n->cfg.models_dir);
+        double grace = deleted && list_has(deleted, views[i].id) ? 0 : prune_grace(s);
+        if (!s->keep && llmr_pruner_add(s->pruner, views[i].id, grace) == 0)
+            log_info("model %s is no longer registered at the router: forgotten, its files in %s/%s will be removed",
+                     views[i].id, n->cfg.models_dir, views[i].id);
+        else
+            log_info("model %s is no longer registered at the router: forgotten (its files stay in %s/%s%s)", views[i].id,
+                     n->cfg.models_dir, views[i].id, s->keep ? ", --keep-deleted-models" : ": out of memory");
     }
     free(views);
+    /* A model that went missing from an earlier list (a heartbeat answer can beat the push) and is
+     * now named by a "deleted" notice: no grace any more. */
+    size_t di;
+    json_t *dv;
+    json_array_foreach(deleted, di, dv)
+        if (!list_has(list, json_string_value(dv))) llmr_pruner_expedite(s->pruner, json_string_value(dv));
+    /* Once per start: folders this node made for models the router dropped while it was down. */
+    if (!s->orphans_checked) {
+        s->orphans_checked = 1;
+        if (!s->keep) llmr_pruner_queue_orphans(s->pruner, list, prune_grace(s));
+    }
     size_t i;
     json_t *v;
     json_array_foreach(list, i, v) {
         const char *id = json_string_value(v);
         llmr_model_view mv;
+        llmr_pruner_cancel(s->pruner, id); /* registered again before its files went: kept */
         if (llmr_models_add(n->models, id, NULL) == 1) log_info("model %s: new at the router", id);
         if (llmr_models_get(n->models, id, &mv) != 0) continue;
         int again = (mv.state == LLMR_MODEL_FAILED && (retry_failed || (retry && list_has(retry, id)))) ||
@@ -359,29 +388,66 @@ static void *sync_main(void *arg) {
     clock_gettime(CLOCK_MONOTONIC, &next);
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
+        /* While deletions wait (for a cancelled download to stop, for sessions to end) the thread
+         * looks at them every 200 ms; the poll keeps its own schedule. */
+        int pruning = llmr_pruner_pending(s->pruner) > 0;
+        struct timespec until = next;
+        if (pruning) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += 200 * 1000000L;
+            if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+            if (until.tv_sec > next.tv_sec || (until.tv_sec == next.tv_sec && until.tv_nsec > next.tv_nsec)) until = next;
+        }
         while (!s->wake && !s->stopping) {
-            if (pthread_cond_timedwait(&s->cv, &s->mu, &next) == ETIMEDOUT) break;
+            if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) break;
         }
         if (s->stopping) break;
-        json_t *pushed = s->pushed, *retry = s->retry;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!s->wake && (now.tv_sec < next.tv_sec || (now.tv_sec == next.tv_sec && now.tv_nsec < next.tv_nsec))) {
+            pthread_mutex_unlock(&s->mu);
+            llmr_pruner_run(s->pruner); /* only a prune tick: the poll is not due */
+            pthread_mutex_lock(&s->mu);
+            continue;
+        }
+        json_t *pushed = s->pushed, *retry = s->retry, *deleted = s->deleted;
         int retry_failed = s->retry_failed, after_reg = s->after_reg;
         s->pushed = NULL;
         s->retry = NULL;
+        s->deleted = NULL;
         s->wake = s->retry_failed = s->after_reg = 0;
         pthread_mutex_unlock(&s->mu);
         if (llmr_router_client_registered(s->n->router)) {
             json_t *list = pushed ? json_incref(pushed) : poll_list(s);
-            if (list) reconcile(s, list, retry, retry_failed, after_reg);
+            if (list) reconcile(s, list, retry, deleted, retry_failed, after_reg);
             json_decref(list);
         }
+        llmr_pruner_run(s->pruner);
         json_decref(pushed);
         json_decref(retry);
+        json_decref(deleted);
         clock_gettime(CLOCK_MONOTONIC, &next);
         next.tv_sec += interval_s(s);
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* ---- pruning hooks ------------------------------------------------------------------------------ */
+
+static int prune_is_registered(void *user, const char *id) {
+    llmr_sync *s = user;
+    llmr_model_view mv;
+    return llmr_models_get(s->n->models, id, &mv) == 0;
+}
+
+static int prune_busy(void *user, const char *id, char *why, size_t ws) {
+    llmr_sync *s = user;
+    if (has_job(s, id)) { snprintf(why, ws, "its cancelled download or load has stopped"); return 1; }
+    unsigned sessions = llmr_node_engines_sessions(s->n->engines, id);
+    if (sessions) { snprintf(why, ws, "its %u in-flight request(s) finish", sessions); return 1; }
+    return 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------------- */
@@ -396,6 +462,17 @@ llmr_sync *llmr_sync_create(llmr_node *n, char *err, size_t es) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
     pthread_condattr_destroy(&ca);
+    llmr_prune_hooks hooks = {.is_registered = prune_is_registered, .busy = prune_busy, .user = s};
+    s->keep = n->cfg.keep_deleted_models;
+    if (!(s->pruner = llmr_pruner_create(n->cfg.models_dir, &hooks))) {
+        snprintf(err, es, "out of memory");
+        llmr_sync_destroy(s);
+        return NULL;
+    }
+    char ledger[4200], why[4400];
+    snprintf(ledger, sizeof ledger, "%s/owned-models.json", n->cfg.state_dir ? n->cfg.state_dir : ".");
+    if (llmr_pruner_open_ledger(s->pruner, ledger, why, sizeof why) != 0)
+        log_warn("%s: folders of models deleted while this node is down will not be removed", why);
     int nw = n->cfg.max_parallel_downloads > 0 ? n->cfg.max_parallel_downloads : 2;
     if (!(s->workers = llmr_workers_create(nw > 64 ? 64 : nw))) {
         snprintf(err, es, "cannot start %d download worker(s)", nw);
@@ -424,8 +501,10 @@ void llmr_sync_destroy(llmr_sync *s) {
     for (job *j = s->jobs; j; j = j->next) atomic_store(&j->cancel, 1);
     pthread_mutex_unlock(&s->mu);
     llmr_workers_destroy(s->workers);
+    llmr_pruner_destroy(s->pruner);
     json_decref(s->pushed);
     json_decref(s->retry);
+    json_decref(s->deleted);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
     free(s);
@@ -440,9 +519,23 @@ void llmr_sync_notice(llmr_sync *s, const char *event, const char *model, json_t
         if (!s->retry) s->retry = json_array();
         json_array_append_new(s->retry, json_string(model));
     }
+    if (event && strcmp(event, "deleted") == 0 && model) {
+        if (!s->deleted) s->deleted = json_array();
+        json_array_append_new(s->deleted, json_string(model));
+    }
     s->wake = 1;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
+}
+
+json_t *llmr_sync_deleting_json(llmr_sync *s) {
+    return s && s->pruner ? llmr_pruner_pending_json(s->pruner) : json_array();
+}
+
+
+void llmr_sync_prune_stats(llmr_sync *s, llmr_prune_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (s && s->pruner) llmr_pruner_stats(s->pruner, out);
 }
 
 void llmr_sync_wake(llmr_sync *s, int after_registration) {

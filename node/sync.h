@@ -14,8 +14,13 @@
  *  -> verifying (sha256 of files that were already on disk; a mismatch deletes the file and fetches
  *     it once more; then ModelStorage validation; then the engine choice from config.json)
  *  -> loading (EngineHost) -> ready,  or failed(reason) / unsupported(reason) at any step.
- * Models no longer in the list are cancelled, unloaded and forgotten (their files stay on disk so a
- * re-registration does not download them again). A failed model is retried when the router
+ * Models no longer in the list are cancelled, unloaded (open sessions drain first) and forgotten;
+ * then node/prune.h deletes their folder under --models-dir (partial downloads included) once their
+ * job has stopped and no session is open on them: at once when a "deleted" notice named the model,
+ * after --prune-grace seconds when it merely went missing from a list (it may come back). The folders the node creates are recorded in
+ * STATE_DIR/owned-models.json: the first list after a start also queues owned models the router
+ * dropped while the node was down. With --keep-deleted-models the files stay on disk, so a
+ * re-registration does not download them again (the ledger is still kept up to date). A failed model is retried when the router
  * registers it again or sends a "resync"; unsupported models are re-examined after every
  * registration (the router's allow_cpu_engines may have changed).
  *
@@ -27,6 +32,7 @@
 #include <stddef.h>
 
 #include "node/node.h"
+#include "node/prune.h"
 
 /* Starts the sync thread and the download workers. NULL with the cause in err. */
 llmr_sync *llmr_sync_create(llmr_node *node, char *err, size_t err_size);
@@ -36,6 +42,12 @@ void llmr_sync_destroy(llmr_sync *s);
 /* A push from the router (already authenticated and schema-checked by the API): event is
  * "registered", "deleted" or "resync"; model may be NULL; models (borrowed) is the full list. */
 void llmr_sync_notice(llmr_sync *s, const char *event, const char *model, json_t *models);
+
+/* Models whose files wait for deletion, as a JSON array of ids (new reference; [] with
+ * --keep-deleted-models). */
+json_t *llmr_sync_deleting_json(llmr_sync *s);
+/* What pruning did so far (all zero with --keep-deleted-models or a NULL s). */
+void llmr_sync_prune_stats(llmr_sync *s, llmr_prune_stats *out);
 
 /* Asks for a poll now; after_registration also re-examines unsupported models. */
 void llmr_sync_wake(llmr_sync *s, int after_registration);

@@ -1,7 +1,9 @@
 /* Unit tests for node/downloader.c against a scripted HTTP server (tests/unit/scripted_server.h)
  * that serves files with Range support and injects the faults a hub can show: corrupted bytes (once
  * or always), a connection dropped mid-file, 404s, a body longer than announced. */
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/sha256.h"
@@ -47,6 +49,11 @@ static void handler(tsrv *s, int fd, const ts_req *r) {
     } else if (strcmp(r->path, "/long") == 0) {
         ts_printf(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"); /* no length: read to close */
         ts_write(fd, content_a, FILE_LEN);
+    } else if (strncmp(r->path, "/slow", 5) == 0) {
+        usleep(30000); /* keeps a transfer in flight while the other streams start theirs */
+        serve(fd, r, content_a, FILE_LEN, 0, 0);
+    } else if (strcmp(r->path, "/busy") == 0) {
+        ts_reply(fd, 503, NULL, "busy", 4); /* retried with backoff */
     } else ts_reply(fd, 404, NULL, "not found", 9);
 }
 
@@ -293,6 +300,172 @@ START_TEST(test_bad_input) {
 }
 END_TEST
 
+
+/* --- several files at once (--download-streams) ---------------------------------------------- */
+
+START_TEST(test_streams_fetch_all) {
+    llmr_manifest_file f[5] = {mf("model-00001-of-00004.safetensors", "/slow1", content_a, FILE_LEN, 0),
+                               mf("model-00002-of-00004.safetensors", "/slow2", content_a, FILE_LEN, 0),
+                               mf("model-00003-of-00004.safetensors", "/slow3", content_a, FILE_LEN, 0),
+                               mf("model-00004-of-00004.safetensors", "/a", content_a, FILE_LEN, 0),
+                               mf("sub/tokenizer.json", "/b", content_b, sizeof content_b, 0)};
+    llmr_dl_opts o = opts();
+    o.streams = 4;
+    llmr_dl_report rep;
+    char err[1024] = "";
+    ck_assert_msg(llmr_dl_fetch(&o, f, 5, &rep, err, sizeof err) == LLMR_DL_OK, "%s", err);
+    for (int i = 0; i < 4; i++) ck_assert(same_as(f[i].name, content_a, FILE_LEN));
+    ck_assert(same_as("sub/tokenizer.json", content_b, sizeof content_b));
+    ck_assert_uint_eq(rep.fetched, 5);
+    ck_assert_uint_eq(rep.bytes_fetched, 4 * FILE_LEN + sizeof content_b);
+    ck_assert_int_ge(rep.peak_streams, 2); /* the slow files were in flight together */
+    ck_assert_int_le(rep.peak_streams, 4);
+    ck_assert_uint_eq(last.bytes_done, 4 * FILE_LEN + sizeof content_b); /* summed over the streams */
+    ck_assert_uint_eq(last.bytes_total, 4 * FILE_LEN + sizeof content_b);
+    ck_assert_int_eq(ts_count(srv), 5);
+    for (int i = 0; i < 5; i++) free(f[i].url);
+}
+END_TEST
+
+START_TEST(test_streams_one_at_a_time) {
+    llmr_manifest_file f[3] = {mf("s1.safetensors", "/slow1", content_a, FILE_LEN, 0),
+                               mf("s2.safetensors", "/slow2", content_a, FILE_LEN, 0),
+                               mf("s3.safetensors", "/slow3", content_a, FILE_LEN, 0)};
+    llmr_dl_opts o = opts();
+    o.streams = 1;
+    llmr_dl_report rep;
+    char err[1024] = "";
+    ck_assert_msg(llmr_dl_fetch(&o, f, 3, &rep, err, sizeof err) == LLMR_DL_OK, "%s", err);
+    ck_assert_int_eq(rep.peak_streams, 1);
+    ck_assert_uint_eq(rep.fetched, 3);
+    for (int i = 0; i < 3; i++) free(f[i].url);
+}
+END_TEST
+
+static void write_partial(const char *name, size_t n) {
+    char path[4096], cmd[4200];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/%s.partial", dir, name);
+    FILE *p = fopen(path, "wb");
+    ck_assert_ptr_nonnull(p);
+    fwrite(content_a, 1, n, p);
+    fclose(p);
+}
+
+START_TEST(test_streams_resume_partials) {
+    /* What a node killed during a parallel download leaves: several .partial files at once. Each
+     * resumes with its own Range; a transfer dropped midway resumes too; all end byte-identical. */
+    write_partial("p1.safetensors", 1000);
+    write_partial("p2.safetensors", 200000);
+    llmr_manifest_file f[4] = {mf("p1.safetensors", "/a", content_a, FILE_LEN, 0),
+                               mf("p2.safetensors", "/a", content_a, FILE_LEN, 0),
+                               mf("p3.safetensors", "/drop", content_a, FILE_LEN, 0),
+                               mf("p4.json", "/b", content_b, sizeof content_b, 0)};
+    ck_assert_uint_eq(llmr_dl_bytes_needed(dir, f, 4), 3 * (uint64_t)FILE_LEN - 201000 + sizeof content_b);
+    llmr_dl_opts o = opts();
+    o.streams = 3;
+    llmr_dl_report rep;
+    char err[1024] = "";
+    ck_assert_msg(llmr_dl_fetch(&o, f, 4, &rep, err, sizeof err) == LLMR_DL_OK, "%s", err);
+    for (int i = 0; i < 3; i++) ck_assert(same_as(f[i].name, content_a, FILE_LEN));
+    ck_assert(same_as("p4.json", content_b, sizeof content_b));
+    ck_assert_uint_eq(rep.bytes_fetched, 3 * (uint64_t)FILE_LEN - 201000 + sizeof content_b);
+    int r1000 = 0, r200000 = 0, r100000 = 0;
+    for (int i = 0; i < ts_count(srv); i++) {
+        char range[64];
+        if (!ts_header(ts_request(srv, i), "Range", range, sizeof range)) continue;
+        r1000 += strcmp(range, "bytes=1000-") == 0;
+        r200000 += strcmp(range, "bytes=200000-") == 0;
+        r100000 += strcmp(range, "bytes=100000-") == 0; /* /drop cut at a third */
+    }
+    ck_assert_int_eq(r1000, 1);
+    ck_assert_int_eq(r200000, 1);
+    ck_assert_int_eq(r100000, 1);
+    ck_assert(!exists("p1.safetensors.partial") && !exists("p2.safetensors.partial") && !exists("p3.safetensors.partial"));
+    for (int i = 0; i < 4; i++) free(f[i].url);
+}
+END_TEST
+
+START_TEST(test_streams_refetch_and_failure_named) {
+    /* A mismatch is refetched on its own stream; a file bad twice fails the call, named, while the
+     * other streams stop (a later call resumes them). */
+    llmr_manifest_file f[3] = {mf("good.safetensors", "/a", content_a, FILE_LEN, 0),
+                               mf("once.safetensors", "/corrupt-once", content_a, FILE_LEN, 0),
+                               mf("bad.safetensors", "/corrupt", content_a, FILE_LEN, 0)};
+    llmr_dl_opts o = opts();
+    o.streams = 3;
+    llmr_dl_report rep;
+    char err[1024] = "";
+    ck_assert_int_eq(llmr_dl_fetch(&o, f, 3, &rep, err, sizeof err), LLMR_DL_EVERIFY);
+    ck_assert_msg(strstr(err, "bad.safetensors") && strstr(err, "twice"), "%s", err);
+    ck_assert(!exists("bad.safetensors"));
+    f[2].url = (free(f[2].url), strdup(ts_url(srv, "/a")));
+    ck_assert_msg(llmr_dl_fetch(&o, f, 3, &rep, err, sizeof err) == LLMR_DL_OK, "%s", err);
+    for (int i = 0; i < 3; i++) ck_assert(same_as(f[i].name, content_a, FILE_LEN));
+    ck_assert_int_ge(corrupt_served, 1);
+    for (int i = 0; i < 3; i++) free(f[i].url);
+}
+END_TEST
+
+START_TEST(test_streams_bounds_and_cancel) {
+    llmr_manifest_file f = mf("model.safetensors", "/a", content_a, FILE_LEN, 0);
+    llmr_dl_opts o = opts();
+    char err[1024] = "";
+    o.streams = LLMR_DL_STREAMS_MAX + 1;
+    ck_assert_int_eq(llmr_dl_fetch(&o, &f, 1, NULL, err, sizeof err), LLMR_DL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "out of range 1..16"));
+    o.streams = -1;
+    ck_assert_int_eq(llmr_dl_fetch(&o, &f, 1, NULL, err, sizeof err), LLMR_DL_EINVAL);
+    atomic_int cancel = 1;
+    o.streams = 8;
+    o.cancel = &cancel;
+    ck_assert_int_eq(llmr_dl_fetch(&o, &f, 1, NULL, err, sizeof err), LLMR_DL_ECANCELLED);
+    ck_assert_int_eq(ts_count(srv), 0);
+    free(f.url);
+}
+END_TEST
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void *raise_later(void *arg) {
+    usleep(300000);
+    atomic_store((atomic_int *)arg, 1);
+    return NULL;
+}
+
+START_TEST(test_streams_stop_wakes_backoff) {
+    /* A stream sleeping out a 5 s retry backoff (503) wakes at once when a sibling's required file
+     * fails, and when the caller cancels: neither waits for the backoff. */
+    llmr_httpc_opts co = {.retries = 3, .backoff_ms = 5000, .backoff_max_ms = 5000, .low_speed_time_s = 5};
+    llmr_httpc *slow_retry = llmr_httpc_create(&co);
+    llmr_manifest_file f[2] = {mf("busy.safetensors", "/busy", content_a, FILE_LEN, 0),
+                               mf("missing.json", "/missing", content_b, sizeof content_b, 0)};
+    llmr_dl_opts o = opts();
+    o.client = slow_retry;
+    o.streams = 2;
+    char err[1024] = "";
+    double t0 = mono_s();
+    ck_assert_int_eq(llmr_dl_fetch(&o, f, 2, NULL, err, sizeof err), LLMR_DL_EFETCH);
+    ck_assert_msg(strstr(err, "missing.json") && strstr(err, "404"), "%s", err);
+    ck_assert_msg(mono_s() - t0 < 2.0, "took %.1f s", mono_s() - t0);
+    atomic_int cancel = 0;
+    pthread_t th;
+    o.cancel = &cancel;
+    t0 = mono_s();
+    pthread_create(&th, NULL, raise_later, &cancel);
+    ck_assert_int_eq(llmr_dl_fetch(&o, f, 1, NULL, err, sizeof err), LLMR_DL_ECANCELLED);
+    pthread_join(th, NULL);
+    ck_assert_msg(mono_s() - t0 < 2.0, "cancel took %.1f s", mono_s() - t0);
+    llmr_httpc_destroy(slow_retry);
+    free(f[0].url); free(f[1].url);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("downloader");
     TCase *tc = tcase_create("fetch");
@@ -308,6 +481,12 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_space_check_names_bytes);
     tcase_add_test(tc, test_verify_on_disk);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_streams_fetch_all);
+    tcase_add_test(tc, test_streams_one_at_a_time);
+    tcase_add_test(tc, test_streams_resume_partials);
+    tcase_add_test(tc, test_streams_refetch_and_failure_named);
+    tcase_add_test(tc, test_streams_bounds_and_cancel);
+    tcase_add_test(tc, test_streams_stop_wakes_backoff);
     suite_add_tcase(s, tc);
     return s;
 }
