@@ -164,7 +164,7 @@ void gptoss_sample_use_fast_greedy(int on);
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
 
-/* ---- decode-step variants for CUDA graph replay (model.cu captures one decode step per session).
+/* ---- decode-step variants for CUDA graph replay (forward.cu captures one decode step per session).
  * What changes from step to step must not be a launch argument of a captured kernel, so the position
  * of the single new token is read from device memory (*pos, int32) at run time. Same numerics as the
  * T = 1 launchers above. The KV launchers take B rows (continuous batching): row b is its own

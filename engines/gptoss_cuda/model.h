@@ -10,7 +10,7 @@
  * pages as it grows, returning them when freed. A session that cannot get a page fails its generate
  * with OOM_VRAM naming pages needed and free.
  *
- * Forward (model.cu): per chunk of up to GPTOSS_CHUNK tokens, embed, then per layer RMSNorm -> QKV
+ * Forward (forward.cu): per chunk of up to GPTOSS_CHUNK tokens, embed, then per layer RMSNorm -> QKV
  * (+bias) -> RoPE -> K,V into the session's pages -> attention with sinks -> o_proj (+bias, residual) ->
  * RMSNorm -> router -> top-4 -> grouped MXFP4 gate_up -> SwiGLU -> grouped MXFP4 down -> weighted
  * gather (residual); final RMSNorm and lm_head for the rows that need logits.

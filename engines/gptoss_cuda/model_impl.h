@@ -1,0 +1,189 @@
+/* model_impl.h — what the three parts of the gpt-oss model share (not an interface: only they include it).
+ *
+ *   model.cu      the tensor plan, weight streaming, load/free, sessions and their KV pages;
+ *   forward.cu    the forward pass of a chunk (prefill, debug eval), the batch-1 decode step as a CUDA
+ *                 graph, and the per-kernel profiles (LLMR_GPTOSS_PROFILE, LLMR_GPTOSS_PREFILL_PROFILE);
+ *   scheduler.cu  continuous batching: the engine thread, batched decode steps, generate.
+ * The structs below are the whole state; the functions declared at the end are the only calls one part
+ * makes into another. */
+#ifndef GPTOSS_CUDA_MODEL_IMPL_H
+#define GPTOSS_CUDA_MODEL_IMPL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engines/gptoss_cuda/model.h"
+extern "C" {
+#include "common/checkpoint.h"
+#include "common/kv_pages.h"
+}
+#include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tc.h"
+
+static inline llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline llmr_engine_status fail(llmr_engine_status st, char *err, size_t es, const char *fmt, ...) {
+    if (err && es) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, es, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+/* A failed CUDA call becomes INTERNAL (OOM_VRAM for an allocation) naming the step. */
+#define CUDA_TRY(call, what)                                                                                    \
+    do {                                                                                                        \
+        cudaError_t e_ = (call);                                                                                \
+        if (e_ != cudaSuccess)                                                                                  \
+            return fail(e_ == cudaErrorMemoryAllocation ? LLMR_ENGINE_OOM_VRAM : LLMR_ENGINE_INTERNAL, err, es, \
+                        "CUDA error in %s: %s", (what), cudaGetErrorString(e_));                               \
+    } while (0)
+
+static inline uint64_t align256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
+
+#define GPTOSS_MAX_BATCH 64 /* rows of one batched decode step (more running requests wait to be admitted) */
+
+struct gen_req;
+
+typedef struct layer_weights {
+    const uint16_t *attn_norm, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b, *sinks;
+    const uint16_t *mlp_norm, *router_w, *router_b, *gu_bias, *dn_bias;
+    const uint8_t *gu_blocks, *gu_scales, *dn_blocks, *dn_scales;
+} layer_weights;
+
+
+struct gptoss_model {
+    gptoss_config cfg;
+    int device;
+    cudaStream_t stream;
+    pthread_mutex_t mu;
+    const llmr_host_api *host;
+    uint32_t max_context, max_sessions;
+    void *arena;
+    uint64_t arena_bytes, work_bytes;
+    layer_weights layers[GPTOSS_MAX_LAYERS];
+    const uint16_t *embed, *norm, *lm_head;
+    float *inv_freq, attn_factor;
+    /* workspace for one chunk of `chunk` tokens (see prefill_settings) */
+    int chunk;
+    void *work;
+    float *x, *h, *q, *o, *rl, *rw, *gu, *act, *dn, *sample_work;
+    int32_t *ids, *counts, *offsets, *pair_token, *pair_of, *tok, *sample_out;
+    /* decode-step graph (see decode_step): the new token's K/V before they enter the cache, the
+     * step's position, the sampled token copied back through pinned memory with one event */
+    float *kn, *vn;
+    int32_t *pos;
+    /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
+     * group table and the router's block counter (0 between launches) */
+    float *hsw, *att_part;
+    int32_t *grp, *ctr;
+    int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
+    int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
+    int32_t *tok_host; /* pinned, 1 */
+    cudaEvent_t tok_ev;
+    int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
+    struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
+    /* prefill on tensor cores (tc.h): cuBLAS handle and scratch in the workspace; off when use_tc = 0 */
+    int batch_tc;        /* batched decode steps of >= GPTOSS_TC_MIN_T rows use gptoss_tc_linear (LLMR_GPTOSS_BATCH_TC) */
+    int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
+    gptoss_tc tc;
+    void *cublas_ws;
+    cudaEvent_t *pf_ev; /* LLMR_GPTOSS_PREFILL_PROFILE=1: 6 per layer + 1, timing each T > 1 forward */
+    /* paged KV cache (kernels.h gptoss_kv): one pool for every session, sized at load */
+    float *kv_pool;
+    uint64_t kv_pool_bytes, page_floats; /* page_floats: floats per page (all layers, K and V) */
+    uint32_t max_pages;                  /* block-table entries of a max_context session */
+    llmr_kv_pages *pages;                /* which page belongs to whom */
+    /* continuous batching (see "scheduler" below): one engine thread owns the stream */
+    float *blogits;           /* [GPTOSS_MAX_BATCH, vocab]: the batched step's distributions */
+    int32_t *bstage_dev;      /* [tok MAXB | pos MAXB | tables MAXB x max_pages] of a batched step */
+    int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
+    int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
+    pthread_t sched;
+    int sched_started, stopping;
+    pthread_mutex_t q_mu;     /* the request queue and every request's shared fields */
+    pthread_cond_t q_cv;      /* the engine thread waits here for work */
+    pthread_cond_t ack_cv;    /* callers signal here when their callbacks have consumed tokens */
+    struct gen_req *q_head, *q_tail;
+    /* engine thread only */
+    struct gen_req *rows[GPTOSS_MAX_BATCH];
+    int n_rows;
+    struct gen_req *pf_head, *pf_tail; /* admitted, being prefilled (one chunk per iteration) */
+    int n_pf;
+    /* accounting */
+    uint64_t session_bytes; /* held by live sessions (logits, counts, block tables; KV is in the pool) */
+    uint32_t active_sessions;
+    uint64_t tokens_generated;
+};
+
+struct gptoss_session {
+    gptoss_model *m;
+    uint32_t max_ctx, n_ctx;
+    int have_logits;
+    llmr_kv_table tab;  /* block table, host copy (pages taken as the session grows) */
+    int32_t *tab_dev;   /* device copy, tab.cap entries at a fixed address (the decode graph binds it) */
+    uint32_t tab_synced; /* entries already copied to tab_dev */
+    float *logits;      /* [vocab]: the distribution after the last evaluated token */
+    int32_t *counts;    /* [vocab]: generated-token counts for the penalties */
+    cudaGraphExec_t graph; /* one decode step bound to this session's cache and logits (lazy) */
+    uint64_t bytes;
+    volatile int cancel;
+};
+
+static inline void mlog(const gptoss_model *m, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline void mlog(const gptoss_model *m, int level, const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (m && m->host && m->host->log) m->host->log(m->host->host, level, line);
+    else fprintf(stderr, "gptoss_cuda: %s\n", line);
+}
+
+static inline int cancelled(gptoss_session *s) { return __atomic_load_n(&s->cancel, __ATOMIC_ACQUIRE); }
+
+/* What a debug-eval forward copies out (gptoss_session_eval_debug). */
+typedef struct debug_out {
+    float *hidden, *router, *logits; /* see gptoss_session_eval_debug; NULL = not wanted */
+    const int32_t *force_topk;       /* [layers, n_total, 4] or NULL */
+    float *logits_dev;               /* [chunk, vocab] device scratch when logits are wanted */
+    size_t n_total, row0;            /* rows of the whole request, first row of this chunk */
+} debug_out;
+
+/* ---- model.cu */
+/* This session's KV view of layer l (its block table, the model's pool). */
+gptoss_kv gptoss_layer_kv(const gptoss_session *s, int l);
+/* Takes pages until the session can hold `tokens` positions; OOM_VRAM names pages needed and free. */
+llmr_engine_status gptoss_ensure_pages(gptoss_session *s, uint64_t tokens, char *err, size_t es);
+
+/* ---- forward.cu */
+struct step_prof;
+struct step_prof *gptoss_prof_create(int layers); /* NULL unless LLMR_GPTOSS_PROFILE=1 */
+void gptoss_prof_report(const struct step_prof *p);
+void gptoss_prof_free(struct step_prof *p);
+cudaError_t gptoss_prof_begin(struct step_prof *p, cudaStream_t st);       /* before a timed sequence */
+cudaError_t gptoss_prof_mark_sample(struct step_prof *p, cudaStream_t st); /* after the sampling launches */
+cudaError_t gptoss_prof_collect(struct step_prof *p, int is_sample);       /* waits, adds, resets */
+void gptoss_prefill_profile_create(gptoss_model *m); /* LLMR_GPTOSS_PREFILL_PROFILE=1 */
+void gptoss_prefill_profile_free(gptoss_model *m);
+/* Evaluates T (<= m->chunk) tokens at the session's end; the distribution lands in s->logits. */
+llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int T, debug_out *dbg, char *err, size_t es);
+/* n tokens in chunks of m->chunk. */
+llmr_engine_status gptoss_eval_tokens(gptoss_session *s, const int32_t *tokens, size_t n, debug_out *dbg, char *err,
+                                      size_t es);
+/* Room and vocabulary checks of n new tokens (UNSUPPORTED naming the bad token or the limit). */
+llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *tokens, size_t n, char *err, size_t es);
+/* Appends the token in m->tok at position n_ctx through the session's decode graph (asynchronous). */
+llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);
+
+/* ---- scheduler.cu */
+int gptoss_sched_start(gptoss_model *m); /* 0, or -1 when the engine thread cannot start */
+void gptoss_sched_stop(gptoss_model *m);  /* fails queued requests, joins the thread; idempotent */
+
+#endif

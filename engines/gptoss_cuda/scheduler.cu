@@ -1,0 +1,493 @@
+/* scheduler.cu — continuous batching: the engine thread, batched decode steps, generate (model_impl.h). */
+#include "engines/gptoss_cuda/model_impl.h"
+
+/* ---------------------------------------------------------------- scheduler (continuous batching)
+ *
+ * One engine thread per model owns the stream. generate() validates its request, queues it and waits;
+ * tokens come back through the request's own array and the caller runs on_token on its own thread
+ * (ABI). Each scheduler iteration:
+ *   1. admits queued requests (up to GPTOSS_MAX_BATCH rows in flight) and prefills the first admitted
+ *      one: one GPTOSS_INTERLEAVE_CHUNK-token slice when other rows are decoding (so they keep flowing),
+ *      its whole prompt in chunks of the prefill chunk size when nothing else runs;
+ *   2. waits until every running row's caller has consumed the tokens it was handed (the callback of
+ *      token t runs while the GPU evaluates t, and its "stop" must be known before t+1 is handed out);
+ *   3. finishes rows that are done (stop id / max_tokens after their last token was evaluated, a callback
+ *      stop, cancel, a full context), samples one token for every other row with that row's own
+ *      parameters and RNG (B launches, one host wait for all B ids), hands the tokens out;
+ *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged);
+ *      several -> one batched step (batched_step: B rows, each at its own position through its own
+ *      block table; launches, no graph).
+ * A row's token stream depends only on its own logits and RNG, so a seed gives the same tokens whatever
+ * the batch up to fp32 summation order (the batched linear kernels sum in another order than the T = 1
+ * GEMV: ~1e-6 relative, which flips a token only at a near-tie). The debug eval path takes the same
+ * model mutex as an iteration, so it is serialised with the scheduler. */
+
+typedef struct gen_req {
+    gptoss_session *s;
+    const llmr_generate_request *in;
+    float *logits_out;
+    struct gen_req *next;
+    /* engine thread only */
+    size_t prefilled;
+    gptoss_sample_args a;
+    uint64_t rng;
+    int penalties, finishing; /* finishing: its last token is being evaluated; then it ends */
+    llmr_finish_reason finish_pending;
+    const float *logits; /* this row's next distribution: s->logits or a row of m->blogits */
+    /* shared with the caller, under m->q_mu */
+    int32_t *toks;
+    uint32_t cap, n_emitted, n_acked;
+    int cb_stop, done;
+    pthread_cond_t cv;
+    llmr_engine_status st;
+    llmr_generate_result res;
+    char err[512];
+} gen_req;
+
+static uint64_t splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Hands r back to its caller (engine thread; r's GPU work must be complete). */
+static void req_done(gptoss_model *m, gen_req *r, llmr_engine_status st, llmr_finish_reason fin, const char *msg) {
+    pthread_mutex_lock(&m->q_mu);
+    r->st = st;
+    r->res.finish = st == LLMR_ENGINE_CANCELLED ? LLMR_FINISH_CANCELLED : fin;
+    if (r->cb_stop && st == LLMR_ENGINE_OK) r->res.finish = LLMR_FINISH_STOP;
+    r->res.n_context = r->s->n_ctx;
+    if (msg && st != LLMR_ENGINE_OK) snprintf(r->err, sizeof r->err, "%s", msg);
+    r->done = 1;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&m->q_mu);
+}
+
+/* Fails every running row (a CUDA error in a step concerns all of them). */
+static void fail_all(gptoss_model *m, llmr_engine_status st, const char *msg) {
+    cudaStreamSynchronize(m->stream);
+    for (int i = 0; i < m->n_rows; i++) req_done(m, m->rows[i], st, LLMR_FINISH_LENGTH, msg);
+    m->n_rows = 0;
+}
+
+/* Prefill work for the first admitted request; moves it to the running rows when its prompt is in. */
+static void sched_prefill(gptoss_model *m) {
+    gen_req *r = m->pf_head;
+    if (!r) return;
+    gptoss_session *s = r->s;
+    char err[512] = "";
+    const size_t n = r->in->n_tokens;
+    llmr_engine_status st = LLMR_ENGINE_OK;
+    do { /* one chunk when rows are decoding, else the whole prompt */
+        if (cancelled(s)) { st = fail(LLMR_ENGINE_CANCELLED, err, sizeof err, "cancelled during prefill"); break; }
+        if (r->prefilled >= n) break;
+        /* While rows decode, a prompt goes in slices of GPTOSS_INTERLEAVE_CHUNK so their next tokens wait
+         * for one slice (tens of ms) rather than a whole chunk; alone, it takes the full chunk. */
+        const size_t cap = m->n_rows ? (m->chunk < GPTOSS_INTERLEAVE_CHUNK ? m->chunk : GPTOSS_INTERLEAVE_CHUNK) : m->chunk;
+        const int T = (int)(n - r->prefilled < cap ? n - r->prefilled : cap);
+        st = gptoss_forward(s, r->in->tokens + r->prefilled, T, NULL, err, sizeof err);
+        if (st == LLMR_ENGINE_OK) r->prefilled += (size_t)T;
+    } while (st == LLMR_ENGINE_OK && m->n_rows == 0 && r->prefilled < n);
+    if (st == LLMR_ENGINE_OK && r->prefilled < n) return; /* more chunks next iteration */
+    m->pf_head = r->next;
+    if (!m->pf_head) m->pf_tail = NULL;
+    m->n_pf--;
+    r->next = NULL;
+    if (st != LLMR_ENGINE_OK) { req_done(m, r, st, LLMR_FINISH_LENGTH, err); return; }
+    const int V = m->cfg.vocab_size;
+    cudaError_t e = cudaSuccess;
+    if (r->logits_out) e = cudaMemcpyAsync(r->logits_out, s->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, m->stream);
+    if (e == cudaSuccess && r->penalties) e = cudaMemsetAsync(s->counts, 0, (size_t)V * sizeof(int32_t), m->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess) {
+        snprintf(err, sizeof err, "CUDA error after prefill: %s", cudaGetErrorString(e));
+        req_done(m, r, LLMR_ENGINE_INTERNAL, LLMR_FINISH_LENGTH, err);
+        return;
+    }
+    r->logits = s->logits;
+    if (r->in->max_tokens == 0) { req_done(m, r, LLMR_ENGINE_OK, LLMR_FINISH_LENGTH, NULL); return; }
+    m->rows[m->n_rows++] = r;
+}
+
+/* A linear over n rows in groups of at most m->batch_rows rows: with T <= 4 gptoss_linear takes its
+ * GEMVs, which stream W once per group near the copy bandwidth; its T > 4 tile kernel (written for
+ * prefill) is far slower for a few rows (a one-launch 8-row step took ~110 ms, docs/performance.md). */
+static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
+                                 int K, int N, float *y, int ldy, int accumulate) {
+    /* Enough rows to pay for tensor cores: one cuBLAS GEMM over every row (the weights read once, not
+     * once per group), as the prefill does. A shape beyond the scratch falls back to the row groups. */
+    if (m->use_tc && m->batch_tc && n >= GPTOSS_TC_MIN_T) {
+        cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
+        if (e != cudaErrorInvalidValue) return e;
+    }
+    for (int g = 0; g < n; g += m->batch_rows) {
+        const int r = n - g < m->batch_rows ? n - g : m->batch_rows;
+        cudaError_t e = gptoss_linear(x + (size_t)g * ldx, ldx, W, b, r, K, N, y + (size_t)g * ldy, ldy, accumulate,
+                                      m->stream);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+
+/* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
+ * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
+ * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
+ * tables); the bf16 linears run in row groups (linear_groups); the MoE block is decode2's fused
+ * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens), or with
+ * LLMR_GPTOSS_FUSED=0 the per-op kernels over all n rows. */
+static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
+              "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
+
+static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
+                                int n, float *logits) {
+    const gptoss_config *c = &m->cfg;
+    cudaStream_t st = m->stream;
+    const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
+    const int QD = NH * D, KVD = NKV * D, E = c->num_experts, I = c->intermediate_size, V = c->vocab_size;
+    const float eps = c->rms_norm_eps;
+    cudaError_t e;
+#define K_(call)                                   \
+    do {                                           \
+        if ((e = (call)) != cudaSuccess) return e; \
+    } while (0)
+    K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
+    gptoss_kv kv;
+    kv.pool = m->kv_pool;
+    kv.table = d_tab;
+    kv.max_pages = (int)m->max_pages;
+    kv.kvd = KVD;
+    kv.page_floats = (long long)m->page_floats;
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * KVD;
+        K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
+        K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
+        K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
+        K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
+        K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
+        K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
+        K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o,
+                               st));
+        K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
+        if (m->fused) {
+            K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
+                                        m->grp, m->rl, m->ctr, st));
+            K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                         c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
+            continue;
+        }
+        K_(gptoss_rmsnorm(m->x, w->mlp_norm, n, H, eps, m->h, st));
+        K_(gptoss_linear(m->h, H, w->router_w, w->router_b, n, H, E, m->rl, E, 0, st));
+        K_(gptoss_router_topk(m->rl, n, E, m->ids, m->rw, st));
+        K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+        K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
+                                n, H, 2 * I, m->gu, st));
+        K_(gptoss_swiglu(m->gu, n * GPTOSS_TOPK, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+        K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, n, I,
+                                H, m->dn, st));
+        K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+    }
+    K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
+    K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0));
+#undef K_
+    return cudaSuccess;
+}
+
+/* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of rows[b]'s session at its n_ctx,
+ * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
+static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
+    const int MP = (int)m->max_pages;
+    int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
+    for (int b = 0; b < B; b++) {
+        const gptoss_session *s = rows[b]->s;
+        h_tok[b] = toks[b];
+        h_pos[b] = (int32_t)s->n_ctx;
+        memcpy(h_tab + (size_t)b * MP, s->tab.pages, (size_t)s->tab.n * sizeof(int32_t));
+    }
+    int32_t *d_tok = m->bstage_dev, *d_pos = d_tok + GPTOSS_MAX_BATCH, *d_tab = d_pos + GPTOSS_MAX_BATCH;
+    /* The host stage is rewritten only after the next step's host wait, so one async copy suffices. */
+    cudaError_t e = cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
+                                    cudaMemcpyHostToDevice, m->stream);
+    if (e == cudaSuccess) e = batched_rows(m, d_tok, d_pos, d_tab, B, m->blogits);
+    return e;
+}
+
+/* Ends rows that are done before sampling; returns how many rows remain to sample (compacted first in
+ * m->rows). Finished rows whose last distribution sits in m->blogits get it copied to their session
+ * (a next turn with no new tokens samples from s->logits). */
+static int sched_retire(gptoss_model *m) {
+    gen_req *fin[GPTOSS_MAX_BATCH];
+    llmr_engine_status fst[GPTOSS_MAX_BATCH];
+    llmr_finish_reason frs[GPTOSS_MAX_BATCH];
+    int nf = 0, keep = 0;
+    const int V = m->cfg.vocab_size;
+    for (int i = 0; i < m->n_rows; i++) {
+        gen_req *r = m->rows[i];
+        gptoss_session *s = r->s;
+        llmr_engine_status st = LLMR_ENGINE_OK;
+        llmr_finish_reason fr = LLMR_FINISH_LENGTH;
+        int end = 1;
+        if (r->finishing) fr = r->finish_pending;
+        else if (r->cb_stop) fr = LLMR_FINISH_STOP;
+        else if (cancelled(s)) st = LLMR_ENGINE_CANCELLED;
+        else if (s->n_ctx >= s->max_ctx) fr = LLMR_FINISH_LENGTH; /* context full */
+        else end = 0;
+        if (!end) { m->rows[keep++] = r; continue; }
+        if (r->logits != s->logits) /* ordered before the next batched step overwrites m->blogits */
+            cudaMemcpyAsync(s->logits, r->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToDevice, m->stream);
+        fin[nf] = r; fst[nf] = st; frs[nf] = fr; nf++;
+    }
+    m->n_rows = keep;
+    if (nf) {
+        cudaError_t e = cudaStreamSynchronize(m->stream);
+        for (int i = 0; i < nf; i++) {
+            if (e != cudaSuccess) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "CUDA error in the decode step: %s", cudaGetErrorString(e));
+                req_done(m, fin[i], LLMR_ENGINE_INTERNAL, LLMR_FINISH_LENGTH, msg);
+            } else {
+                req_done(m, fin[i], fst[i], frs[i], fst[i] == LLMR_ENGINE_CANCELLED ? "cancelled" : NULL);
+            }
+        }
+        if (e != cudaSuccess) fail_all(m, LLMR_ENGINE_INTERNAL, "CUDA error in the decode step");
+    }
+    return keep;
+}
+
+/* One decode step over the running rows (see the section comment, steps 2-4). */
+static void sched_decode(gptoss_model *m) {
+    const int V = m->cfg.vocab_size;
+    char err[512];
+    /* 2: every handed-out token consumed (its callback's stop is known) */
+    pthread_mutex_lock(&m->q_mu);
+    for (int i = 0; i < m->n_rows; i++)
+        while (m->rows[i]->n_acked < m->rows[i]->n_emitted) pthread_cond_wait(&m->ack_cv, &m->q_mu);
+    pthread_mutex_unlock(&m->q_mu);
+    /* 3: retire, sample, hand out */
+    const int B = sched_retire(m);
+    if (B == 0) return;
+    cudaError_t e = m->prof ? gptoss_prof_begin(m->prof, m->stream) : cudaSuccess; /* LLMR_GPTOSS_PROFILE=1 */
+    for (int b = 0; b < B && e == cudaSuccess; b++) {
+        gen_req *r = m->rows[b];
+        r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
+        e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b, m->stream);
+        if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
+    }
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(m->tok_host, m->tok, (size_t)B * sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream);
+    if (e == cudaSuccess) e = cudaEventRecord(m->tok_ev, m->stream);
+    if (e == cudaSuccess && m->prof) e = gptoss_prof_mark_sample(m->prof, m->stream);
+    if (e == cudaSuccess) e = cudaEventSynchronize(m->tok_ev);
+    if (e == cudaSuccess && m->prof) e = gptoss_prof_collect(m->prof, 1);
+    if (e != cudaSuccess) {
+        snprintf(err, sizeof err, "CUDA error in sampling: %s", cudaGetErrorString(e));
+        fail_all(m, LLMR_ENGINE_INTERNAL, err);
+        return;
+    }
+    int32_t toks[GPTOSS_MAX_BATCH];
+    uint64_t handed = 0;
+    pthread_mutex_lock(&m->q_mu);
+    for (int b = 0; b < B; b++) {
+        gen_req *r = m->rows[b];
+        const int32_t tok = m->tok_host[b];
+        toks[b] = tok;
+        if (tok < 0 || tok >= V || r->n_emitted >= r->cap) { /* a sampler bug: never hand it out or evaluate it */
+            toks[b] = -1;
+            r->finishing = 1;
+            r->finish_pending = LLMR_FINISH_LENGTH;
+            continue;
+        }
+        r->toks[r->n_emitted++] = tok;
+        r->res.n_generated++;
+        handed++;
+        pthread_cond_signal(&r->cv);
+        for (size_t k = 0; k < r->in->n_stop_ids; k++)
+            if (r->in->stop_ids[k] == tok) { r->finishing = 1; r->finish_pending = LLMR_FINISH_STOP; }
+        if (!r->finishing && r->res.n_generated >= r->in->max_tokens) {
+            r->finishing = 1;
+            r->finish_pending = LLMR_FINISH_LENGTH;
+        }
+    }
+    pthread_mutex_unlock(&m->q_mu);
+    __atomic_add_fetch(&m->tokens_generated, handed, __ATOMIC_RELAXED);
+    /* 4: evaluate every handed-out token (so the session holds it), each row's pages first */
+    gen_req *ev[GPTOSS_MAX_BATCH];
+    int32_t evt[GPTOSS_MAX_BATCH];
+    int nev = 0, first_b = -1, keep = 0;
+    for (int b = 0; b < B; b++) {
+        gen_req *r = m->rows[b];
+        gptoss_session *s = r->s;
+        llmr_engine_status st = LLMR_ENGINE_OK;
+        if (toks[b] < 0 || toks[b] >= V || (st = gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, sizeof err)) != LLMR_ENGINE_OK) {
+            /* Not evaluated: its distribution moves to the session before the next batched step
+             * overwrites m->blogits. A row out of KV pages ends now with the pool's message. */
+            if (r->logits != s->logits) {
+                cudaMemcpyAsync(s->logits, r->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToDevice, m->stream);
+                r->logits = s->logits;
+            }
+            if (st == LLMR_ENGINE_OK) { m->rows[keep++] = r; continue; } /* retired next iteration */
+            cudaStreamSynchronize(m->stream);
+            req_done(m, r, st, LLMR_FINISH_LENGTH, err);
+            continue;
+        }
+        m->rows[keep++] = r;
+        if (first_b < 0) first_b = b;
+        ev[nev] = r;
+        evt[nev++] = toks[b];
+    }
+    m->n_rows = keep;
+    if (nev == 0) return;
+    if (nev == 1) { /* the batch-1 path: the session's CUDA graph, exactly as a lone generate */
+        gptoss_session *s = ev[0]->s;
+        llmr_engine_status st;
+        if (first_b != 0 && (e = gptoss_set_i32(m->tok, evt[0], m->stream)) != cudaSuccess) {
+            snprintf(err, sizeof err, "CUDA error setting the decode token: %s", cudaGetErrorString(e));
+            fail_all(m, LLMR_ENGINE_INTERNAL, err);
+            return;
+        }
+        st = m->use_graph ? gptoss_decode_step(s, err, sizeof err) : gptoss_forward(s, &evt[0], 1, NULL, err, sizeof err);
+        if (st != LLMR_ENGINE_OK) { fail_all(m, st, err); return; }
+        ev[0]->logits = s->logits;
+        return;
+    }
+    e = batched_step(m, ev, evt, nev);
+    if (e != cudaSuccess) {
+        snprintf(err, sizeof err, "CUDA error in the batched decode step (%d rows): %s", nev, cudaGetErrorString(e));
+        fail_all(m, LLMR_ENGINE_INTERNAL, err);
+        return;
+    }
+    for (int b = 0; b < nev; b++) {
+        ev[b]->s->n_ctx++;
+        ev[b]->s->have_logits = 1;
+        ev[b]->logits = m->blogits + (size_t)b * V;
+    }
+}
+
+static void *sched_main(void *arg) {
+    gptoss_model *m = (gptoss_model *)arg;
+    cudaSetDevice(m->device);
+    pthread_mutex_lock(&m->q_mu);
+    for (;;) {
+        while (!m->stopping && !m->q_head && m->n_rows == 0 && m->n_pf == 0) pthread_cond_wait(&m->q_cv, &m->q_mu);
+        if (m->stopping) break;
+        while (m->q_head && m->n_rows + m->n_pf < GPTOSS_MAX_BATCH) { /* admit */
+            gen_req *r = m->q_head;
+            m->q_head = r->next;
+            if (!m->q_head) m->q_tail = NULL;
+            r->next = NULL;
+            if (m->pf_tail) m->pf_tail->next = r; else m->pf_head = r;
+            m->pf_tail = r;
+            m->n_pf++;
+        }
+        pthread_mutex_unlock(&m->q_mu);
+        pthread_mutex_lock(&m->mu); /* the GPU: shared with the debug eval path */
+        sched_prefill(m);
+        if (m->n_rows) sched_decode(m);
+        pthread_mutex_unlock(&m->mu);
+        pthread_mutex_lock(&m->q_mu);
+    }
+    pthread_mutex_unlock(&m->q_mu);
+    return NULL;
+}
+
+int gptoss_sched_start(gptoss_model *m) {
+    if (pthread_create(&m->sched, NULL, sched_main, m)) return -1;
+    m->sched_started = 1;
+    return 0;
+}
+
+/* Unload: no generate runs any more (ABI), so the thread is idle or about to be. */
+void gptoss_sched_stop(gptoss_model *m) {
+    if (!m->sched_started) return;
+    pthread_mutex_lock(&m->q_mu);
+    m->stopping = 1;
+    pthread_cond_signal(&m->q_cv);
+    pthread_mutex_unlock(&m->q_mu);
+    pthread_join(m->sched, NULL);
+    m->sched_started = 0;
+}
+
+/* ---------------------------------------------------------------- generate */
+
+/* Checks what can be checked before queueing (the session is this caller's alone during generate). */
+static llmr_engine_status generate_check(gptoss_session *s, const llmr_generate_request *req, float *logits_out,
+                                         char *err, size_t es) {
+    llmr_engine_status st = gptoss_check_tokens(s, req->tokens, req->n_tokens, err, es);
+    if (st != LLMR_ENGINE_OK) return st;
+    if (req->n_tokens == 0 && !s->have_logits && (req->max_tokens > 0 || logits_out))
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "the session is empty and the request has no tokens");
+    if (req->n_stop_ids && !req->stop_ids) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "n_stop_ids without stop_ids");
+    return LLMR_ENGINE_OK;
+}
+
+llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generate_request *req, llmr_token_cb cb,
+                                           void *user, llmr_generate_result *res_out, char *err, size_t es) {
+    gptoss_model *m = s->m;
+    gen_req r;
+    memset(&r, 0, sizeof r);
+    r.res.struct_size = sizeof r.res;
+    r.s = s;
+    r.in = req;
+    r.logits_out = LLMR_HAS_FIELD(req, llmr_generate_request, logits_out) ? req->logits_out : NULL;
+    __atomic_store_n(&s->cancel, 0, __ATOMIC_RELEASE);
+    llmr_engine_status st = generate_check(s, req, r.logits_out, err, es);
+    r.res.n_prompt = (uint32_t)req->n_tokens;
+    /* At most one token per free position after the prompt (each handed-out token is evaluated). */
+    const uint64_t room = (uint64_t)s->max_ctx - s->n_ctx - req->n_tokens;
+    r.cap = (uint32_t)(req->max_tokens < room ? req->max_tokens : room);
+    if (st == LLMR_ENGINE_OK && r.cap && !(r.toks = (int32_t *)malloc((size_t)r.cap * sizeof(int32_t))))
+        st = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory for %u generated tokens", r.cap);
+    if (st != LLMR_ENGINE_OK) {
+        r.res.n_context = s->n_ctx;
+        goto out;
+    }
+    {
+        const llmr_sampling_params *sp = &req->sampling;
+        r.penalties = sp->frequency_penalty != 0.0f || sp->presence_penalty != 0.0f;
+        r.rng = sp->seed ^ 0x6a09e667f3bcc909ull;
+        r.a.temperature = sp->temperature;
+        r.a.top_k = sp->top_k;
+        r.a.top_p = sp->top_p;
+        r.a.min_p = sp->min_p;
+        r.a.frequency_penalty = sp->frequency_penalty;
+        r.a.presence_penalty = sp->presence_penalty;
+    }
+    r.res.finish = LLMR_FINISH_LENGTH;
+    pthread_cond_init(&r.cv, NULL);
+    pthread_mutex_lock(&m->q_mu);
+    if (m->q_tail) m->q_tail->next = &r; else m->q_head = &r;
+    m->q_tail = &r;
+    pthread_cond_signal(&m->q_cv);
+    /* Hand tokens to on_token on this thread, outside the lock; acknowledge each batch so the engine
+     * thread knows whether a callback asked to stop before it hands out the next token. */
+    for (;;) {
+        while (!r.done && r.n_acked == r.n_emitted) pthread_cond_wait(&r.cv, &m->q_mu);
+        const uint32_t from = r.n_acked, to = r.n_emitted;
+        const int done = r.done;
+        pthread_mutex_unlock(&m->q_mu);
+        int stop = 0;
+        for (uint32_t i = from; i < to; i++)
+            if (cb && !stop && cb(user, r.toks[i])) stop = 1;
+        pthread_mutex_lock(&m->q_mu);
+        if (stop) r.cb_stop = 1;
+        r.n_acked = to;
+        pthread_cond_broadcast(&m->ack_cv);
+        if (done && r.n_acked == r.n_emitted) break;
+    }
+    pthread_mutex_unlock(&m->q_mu);
+    pthread_cond_destroy(&r.cv);
+    st = r.st;
+    if (st != LLMR_ENGINE_OK) fail(st, err, es, "%s", r.err);
+    if (r.cb_stop && st == LLMR_ENGINE_OK) r.res.finish = LLMR_FINISH_STOP;
+out:
+    free(r.toks);
+    if (res_out) {
+        uint32_t sz = res_out->struct_size && res_out->struct_size < sizeof r.res ? res_out->struct_size : (uint32_t)sizeof r.res;
+        r.res.struct_size = sz;
+        memcpy(res_out, &r.res, sz);
+    }
+    return st;
+}
