@@ -1,19 +1,17 @@
 #!/usr/bin/env python3
-"""transformers_baseline.py -- Hugging Face transformers on the same gpt-oss checkpoint, for side-by-side
-figures next to bench/decode, bench/throughput and bench/prefill (issue 10 asks for the comparison in the
-same bench call).
+"""transformers_baseline.py -- Hugging Face transformers decoding the same gpt-oss checkpoint, for side-by-side
+figures next to bench/decode and bench/throughput (issue 10 asks for the comparison in the same bench call;
+the prefill comparison is bench/prefill/hf_prefill.py, which bench/prefill/run.sh runs).
 
 usage:
   transformers_baseline.py --model DIR [--batches 1,8,32] [--prompt 128] [--tokens 64]
-                           [--prefill 1024,4096] [--attn eager|sdpa] [--device cuda]
+                           [--attn eager|sdpa] [--device cuda]
 
 Loads the checkpoint with transformers 5.x offline in bf16, MXFP4 experts dequantized by transformers
 (Mxfp4Config(dequantize=True)), the attention implementation given (default eager, as in the issue's
-figures) and transformers' default experts implementation. Then:
-  decode   for each batch size B: B deterministic random prompts of --prompt tokens, prefilled, then
-           --tokens greedy steps with the KV cache (a plain loop of model() calls, no early stop);
-           aggregate output tok/s = B * tokens / decode time, per-step p50/p99 latency;
-  prefill  for each length: one forward pass over that many tokens (best of 2), tok/s.
+figures) and transformers' default experts implementation. Then, for each batch size B: B deterministic
+random prompts of --prompt tokens, prefilled, then --tokens greedy steps with the KV cache (a plain loop of
+model() calls, no early stop); aggregate output tok/s = B * tokens / decode time, per-step p50/p99 latency.
 Prints one table; writes nothing else. Exit 0; 3 when torch/transformers are missing (prints SKIP).
 """
 import argparse
@@ -69,18 +67,6 @@ def decode(model, torch, args, B, V):
         B * args.prompt / t_prefill
 
 
-def prefill(model, torch, args, T, V):
-    ids = torch.tensor(prompts(1, T, V, 1000 + T), device=args.device)
-    best = None
-    for _ in range(2):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        model(input_ids=ids, use_cache=False, logits_to_keep=1)
-        torch.cuda.synchronize()
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    return T / best, best * 1e3
-
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
@@ -88,7 +74,6 @@ def main():
     ap.add_argument("--batches", default="1,8,32")
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--prefill", default="1024,4096")
     ap.add_argument("--attn", default="eager", choices=["eager", "sdpa"])
     ap.add_argument("--device", default="cuda")
     args = ap.parse_args()
@@ -112,9 +97,6 @@ def main():
     for B in ints(args.batches):
         tps, p50, p99, ptps = decode(model, torch, args, B, V)
         print(f"{f'decode batch {B} (ctx {args.prompt})':<28}{tps:>10.1f}{p50:>9.2f}{p99:>9.2f}   (prefill {ptps:.0f} tok/s)")
-    for T in ints(args.prefill):
-        tps, ms = prefill(model, torch, args, T, V)
-        print(f"{f'prefill {T} tokens':<28}{tps:>10.0f}{ms:>9.1f}")
     return 0
 
 
