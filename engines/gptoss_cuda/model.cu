@@ -648,17 +648,18 @@ void gptoss_session_cancel(gptoss_session *s) {
 /* ---------------------------------------------------------------- paged KV */
 
 /* Layer l of the pool seen through s's block table (table row 0). */
-gptoss_kv gptoss_layer_kv(const gptoss_session *s, int l) {
-    const gptoss_model *m = s->m;
+gptoss_kv gptoss_model_kv(const gptoss_model *m, const int32_t *table, int max_pages, int l) {
     gptoss_kv kv;
     kv.pool = m->kv_pool;
-    kv.table = s->tab_dev;
-    kv.max_pages = (int)s->tab.cap;
+    kv.table = table;
+    kv.max_pages = max_pages;
     kv.kvd = m->cfg.num_kv_heads * m->cfg.head_dim;
     kv.page_floats = (long long)m->page_floats;
     kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * kv.kvd;
     return kv;
 }
+
+gptoss_kv gptoss_layer_kv(const gptoss_session *s, int l) { return gptoss_model_kv(s->m, s->tab_dev, (int)s->tab.cap, l); }
 
 /* Makes s's block table cover positions [0, tokens): takes pages from the pool and copies the new
  * entries to the device table, ordered on the stream before the kernels that use them (outside any

@@ -157,6 +157,8 @@ typedef struct debug_out {
 } debug_out;
 
 /* ---- model.cu */
+/* The KV view of layer l through block tables at `table` (row stride max_pages) over the model's pool. */
+gptoss_kv gptoss_model_kv(const gptoss_model *m, const int32_t *table, int max_pages, int l);
 /* This session's KV view of layer l (its block table, the model's pool). */
 gptoss_kv gptoss_layer_kv(const gptoss_session *s, int l);
 /* Takes pages until the session can hold `tokens` positions; OOM_VRAM names pages needed and free. */

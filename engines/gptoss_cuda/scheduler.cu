@@ -152,15 +152,9 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         if ((e = (call)) != cudaSuccess) return e; \
     } while (0)
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
-    gptoss_kv kv;
-    kv.pool = m->kv_pool;
-    kv.table = d_tab;
-    kv.max_pages = (int)m->max_pages;
-    kv.kvd = KVD;
-    kv.page_floats = (long long)m->page_floats;
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        kv.layer_off = (long long)l * 2 * GPTOSS_KV_PAGE * KVD;
+        const gptoss_kv kv = gptoss_model_kv(m, d_tab, (int)m->max_pages, l);
         K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
         K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
         K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
