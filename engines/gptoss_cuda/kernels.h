@@ -57,6 +57,14 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
  * before launching. */
 void gptoss_linear_use_gemv1(int on);
 
+/* Selects programmatic dependent launch for the batch-1 decode kernels (gptoss_gemv1, gptoss_qkv_decode,
+ * gptoss_attention_at / gptoss_attention_decode with B = 1, the three gptoss_moe_*_decode with T = 1):
+ * on, each is launched with cudaLaunchAttributeProgrammaticStreamSerialization, prefetches its static
+ * weights into L2 and then waits for the previous kernel (engines/gptoss_cuda/pdl.h states the rules).
+ * Results are bit-identical on or off. Off by default; LLMR_GPTOSS_PDL=1 at model load turns it on.
+ * Process-wide; set it before launching. */
+void gptoss_use_pdl(int on);
+
 /* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
  * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,

@@ -28,6 +28,8 @@
 
 #include <cuda_fp16.h>
 
+#include "engines/gptoss_cuda/pdl.h"
+
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
 /* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
  * per SM) or 4 (x loads shared by 4 rows, 128 registers, 2 blocks per SM); LLMR_GPTOSS_MOE_ROWS picks. */
@@ -61,6 +63,12 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __shared__ int last, last_t;
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
+    { /* PDL (pdl.h): this block's router rows into L2 (static), then wait for x */
+        const int epb = (E + RB - 1) / RB, e0 = rbk * epb, e1 = min(E, e0 + epb);
+        if (e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
+        gptoss_pdl_wait();
+        gptoss_pdl_trigger();
+    }
     const float *xr = x + (size_t)t * H;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
     float ss = 0.0f;
@@ -204,9 +212,10 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
         return cudaErrorInvalidValue;
     int RB = g_router_blocks < E ? g_router_blocks : E;
     if (!router_logits) RB = 1; /* the split needs the scratch */
-    moe_router_decode_kernel<<<dim3((unsigned)T, (unsigned)RB), RT_THREADS, (size_t)H * sizeof(float), s>>>(
-        x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter);
-    return cudaGetLastError();
+    const cudaError_t e = gptoss_launch(moe_router_decode_kernel, dim3((unsigned)T, (unsigned)RB), dim3(RT_THREADS),
+                                        (size_t)H * sizeof(float), s, T == 1 && gptoss_pdl_enabled(), x, norm_w, eps,
+                                        router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ MXFP4 chunk decode */
@@ -314,6 +323,8 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
                                                                           float limit, float *act_sw) {
+    gptoss_pdl_wait(); /* PDL (pdl.h): the groups come from the router just before */
+    gptoss_pdl_trigger();
     const int g = blockIdx.y, GM = T * GPTOSS_TOPK;
     if (g >= groups[0]) return;
     const int e = grp_e(groups)[g], ng = groups[1 + GM + g];
@@ -381,14 +392,16 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
     const dim3 grid((unsigned)gx, (unsigned)G);
-#define GU_LAUNCH(GG, RR)                                                                                   \
-    moe_gate_up_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha, \
-                                                                     limit, act_sw)
+    const int pdl = T == 1 && gptoss_pdl_enabled();
+    cudaError_t e;
+#define GU_LAUNCH(GG, RR)                                                                                          \
+    e = gptoss_launch(moe_gate_up_decode_kernel<GG, RR>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
+                      scales, bias, H, I, alpha, limit, act_sw)
     /* T == 1: one pair per group, a variant with a quarter of the accumulators */
     if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
     else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
 #undef GU_LAUNCH
-    return cudaGetLastError();
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ down + routing weights + residual */
@@ -401,11 +414,24 @@ template <int G, int MD_R>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
-                                                                       int I, int H, float *x) {
+                                                                       int I, int H, float *x, int prefetch) {
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
-    const int GM = T * GPTOSS_TOPK, ngroups = groups[0];
+    const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * DN_ROWS;
+    if (prefetch) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
+                     * final; this block's rows of every group's expert go into L2 before the wait */
+        const int NC = I / 32, nr = min(DN_ROWS, H - n0);
+        const int ng0 = __ldcg(groups); /* L2 reads: no L1 line of an older launch can be seen */
+        for (int g = 0; g < ng0; g++) {
+            const size_t r0 = (size_t)__ldcg(grp_e(groups) + g) * H + n0;
+            gptoss_prefetch_range(blocks + r0 * NC * 16, (size_t)nr * NC * 16, threadIdx.x, blockDim.x);
+            gptoss_prefetch_range(scales + r0 * NC, (size_t)nr * NC, threadIdx.x, blockDim.x);
+        }
+    }
+    gptoss_pdl_wait(); /* the activations come from gate_up just before, x from earlier kernels */
+    gptoss_pdl_trigger();
+    const int ngroups = groups[0];
     const int tasks = (DN_ROWS / MD_R) * ngroups;
     for (int tk = warp; tk < tasks; tk += MD_WARPS) {
         const int rt = tk % (DN_ROWS / MD_R), g = tk / (DN_ROWS / MD_R);
@@ -448,10 +474,14 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const unsigned grid = (unsigned)((H + DN_ROWS - 1) / DN_ROWS);
-#define DN_LAUNCH(GG, RR) \
-    moe_down_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x)
+    /* the prefetch before the wait relies on gate_up being launched with PDL too (pdl.h, rule 3) */
+    const int pdl = T == 1 && gptoss_pdl_enabled();
+    cudaError_t e;
+#define DN_LAUNCH(GG, RR)                                                                                            \
+    e = gptoss_launch(moe_down_decode_kernel<GG, RR>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
+                      blocks, scales, bias, I, H, x, pdl)
     if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
     else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
 #undef DN_LAUNCH
-    return cudaGetLastError();
+    return e != cudaSuccess ? e : cudaGetLastError();
 }

@@ -17,6 +17,7 @@
 #include "engines/gptoss_cuda/linear.cu"
 #include "engines/gptoss_cuda/moe.cu"
 #include "engines/gptoss_cuda/moe_decode.cu"
+#include "engines/gptoss_cuda/pdl.cu"
 #include "engines/gptoss_cuda/qkv_decode.cu"
 #include "engines/gptoss_cuda/rmsnorm.cu"
 #include "engines/gptoss_cuda/rope.cu"
@@ -547,6 +548,27 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     gptoss_moe_router_blocks(1);
     auto out8 = dev_download(dx, (size_t)T * H);
     for (int c : dev_download(dctr, 1 + T)) ctr |= c;
+    /* programmatic dependent launch (pdl.h; used at T = 1): a chain of an o_proj-like GEMV into the
+     * residual, then the MoE block, three times back to back, with and without PDL: bit for bit */
+    std::vector<float> chain[2];
+    {
+        auto ow = randbf((size_t)H * H, 0.02f);
+        uint16_t *dow = dev_upload(ow);
+        float *dtmp = dev_upload(randv((size_t)H, 1.0f));
+        for (int pdl = 0; pdl < 2; pdl++) {
+            CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+            gptoss_use_pdl(pdl);
+            for (int r = 0; r < 3; r++) {
+                for (int t = 0; t < T; t++) CK(gptoss_gemv1(dtmp, dow, drb, H, H, dx + (size_t)t * H, 1, 0));
+                run();
+            }
+            gptoss_use_pdl(0);
+            chain[pdl] = dev_download(dx, (size_t)T * H);
+        }
+        cudaFree(dow);
+        cudaFree(dtmp);
+    }
+    for (int c : dev_download(dctr, 1 + T)) ctr |= c;
 
     /* CPU: rmsnorm, router (double), top-4, softmax, experts with the CPU's ids */
     std::vector<double> ref((size_t)T * H), href((size_t)T * H), wref((size_t)P);
@@ -629,6 +651,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router over 8 blocks per token = 1 block, bit for bit", T, H, I, E);
     check_true(what, !memcmp(out.data(), out8.data(), out.size() * 4) && ctr == 0);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: gemv1 + MoE chain x3 with PDL = without, bit for bit", T, H, I, E);
+    check_true(what, !memcmp(chain[0].data(), chain[1].data(), chain[0].size() * 4) && ctr == 0);
 
     /* the older 8-launch path on the same inputs */
     {
@@ -656,8 +680,9 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             CK(cudaEventCreate(&e0));
             CK(cudaEventCreate(&e1));
             const int reps = 50;
-            for (int which = 0; which < 3; which++) {
+            for (int which = 0; which < 4; which++) {
                 gptoss_moe_decode_rows(which == 2 ? 4 : 2);
+                gptoss_use_pdl(which == 3);
                 for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
                 CK(cudaEventRecord(e0, 0));
                 for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
@@ -667,10 +692,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)", T, ms * 1000.0 / reps,
+                       which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
+                       T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
+            gptoss_use_pdl(0);
             for (int k = 0; k < 4; k++) { /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
                 gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
