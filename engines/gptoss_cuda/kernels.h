@@ -242,6 +242,19 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
                                       float limit, float *act_sw, cudaStream_t stream);
 
+/* The T = 1 MXFP4 GEMVs with the weights streamed through shared memory by cp.async, one warp task
+ * ahead (moe_decode_async.cu; LLMR_GPTOSS_MOE_ASYNC=1): on, gptoss_moe_gate_up_decode and
+ * gptoss_moe_down_decode with T = 1 and 2 rows per warp use them where they apply (K % 64 == 0, K <=
+ * ~2,900, blocks 16-byte and scales 4-byte aligned), bit-identical to the plain kernels. Sets the
+ * kernels' shared-memory opt-in, so call it outside any graph capture. Returns whether it is on. */
+int gptoss_moe_decode_async(int on);
+cudaError_t gptoss_moe_gate_up_decode_async(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
+                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                            float limit, float *act_sw, cudaStream_t stream);
+cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *groups, const float *w, const uint8_t *blocks,
+                                         const uint8_t *scales, const uint16_t *bias, int I, int H, float *x,
+                                         cudaStream_t stream);
+
 /* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
  * same numerics). Process-wide; set it before launching. */
 void gptoss_moe_decode_rows(int r);

@@ -527,6 +527,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
         const char *pd = getenv("LLMR_GPTOSS_PDL"); /* 1: programmatic dependent launch in the decode step */
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
+        const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
+        gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);

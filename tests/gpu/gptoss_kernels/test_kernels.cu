@@ -18,6 +18,7 @@
 #include "engines/gptoss_cuda/moe.cu"
 #include "engines/gptoss_cuda/moe_decode.cu"
 #include "engines/gptoss_cuda/pdl.cu"
+#include "engines/gptoss_cuda/moe_decode_async.cu"
 #include "engines/gptoss_cuda/qkv_decode.cu"
 #include "engines/gptoss_cuda/rmsnorm.cu"
 #include "engines/gptoss_cuda/rope.cu"
@@ -548,6 +549,17 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     gptoss_moe_router_blocks(1);
     auto out8 = dev_download(dx, (size_t)T * H);
     for (int c : dev_download(dctr, 1 + T)) ctr |= c;
+    /* the cp.async MXFP4 kernels (T = 1): the same sums, so bit for bit; alone and with PDL */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    const int async_on = gptoss_moe_decode_async(1);
+    run();
+    auto outa = dev_download(dx, (size_t)T * H);
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_use_pdl(1);
+    run();
+    gptoss_use_pdl(0);
+    gptoss_moe_decode_async(0);
+    auto outap = dev_download(dx, (size_t)T * H);
     /* programmatic dependent launch (pdl.h; used at T = 1): a chain of an o_proj-like GEMV into the
      * residual, then the MoE block, three times back to back, with and without PDL: bit for bit */
     std::vector<float> chain[2];
@@ -651,6 +663,9 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router over 8 blocks per token = 1 block, bit for bit", T, H, I, E);
     check_true(what, !memcmp(out.data(), out8.data(), out.size() * 4) && ctr == 0);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: cp.async MXFP4 kernels (%s) = plain, bit for bit, also with PDL",
+             T, H, I, E, async_on ? "on" : "not available");
+    check_true(what, async_on && !memcmp(out.data(), outa.data(), out.size() * 4) && !memcmp(out.data(), outap.data(), out.size() * 4));
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: gemv1 + MoE chain x3 with PDL = without, bit for bit", T, H, I, E);
     check_true(what, !memcmp(chain[0].data(), chain[1].data(), chain[0].size() * 4) && ctr == 0);
 
@@ -680,9 +695,11 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             CK(cudaEventCreate(&e0));
             CK(cudaEventCreate(&e1));
             const int reps = 50;
-            for (int which = 0; which < 4; which++) {
+            for (int which = 0; which < 6; which++) {
+                if (which >= 4 && T != 1) break;
                 gptoss_moe_decode_rows(which == 2 ? 4 : 2);
-                gptoss_use_pdl(which == 3);
+                gptoss_use_pdl(which == 3 || which == 5);
+                gptoss_moe_decode_async(which >= 4);
                 for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
                 CK(cudaEventRecord(e0, 0));
                 for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
@@ -692,19 +709,21 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
+                       which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
                        T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
             gptoss_use_pdl(0);
-            for (int k = 0; k < 4; k++) { /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
+            for (int k = 0; k < 6; k++) { /* 4, 5: gate_up, down with cp.async (T = 1) */
+                if (k >= 4 && T != 1) break;
+                gptoss_moe_decode_async(k >= 4); /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
                 gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
                     if (k == 0 || k == 3)
                         CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
-                    if (k == 1) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
-                    if (k == 2) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                    if (k == 1 || k == 4) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+                    if (k == 2 || k == 5) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                 };
                 one();
                 CK(cudaEventRecord(e0, 0));
@@ -713,9 +732,10 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
-                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
-                       k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : "router_decode, 8 blocks/token",
+                       k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : k == 4 ? "gate_up_decode, cp.async"
+                       : k == 5 ? "down_decode, cp.async" : "router_decode, 8 blocks/token",
                        T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
             cudaEventDestroy(e0);
