@@ -255,6 +255,12 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
                                          const uint8_t *scales, const uint16_t *bias, int I, int H, float *x,
                                          cudaStream_t stream);
 
+/* How the two MXFP4 decode GEMVs turn 4-bit values into floats: on (the default), byte-permute table
+ * lookups (engines/gptoss_cuda/mxfp4_lut.h, ~3.6 instructions per weight with its FFMA); off
+ * (LLMR_GPTOSS_MOE_LUT=0), the bit operations of moe_decode.cu (~6 per weight, ncu). Bit-identical
+ * results. Process-wide; set it before launching. */
+void gptoss_moe_decode_lut(int on);
+
 /* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
  * same numerics). Process-wide; set it before launching. */
 void gptoss_moe_decode_rows(int r);

@@ -28,6 +28,7 @@
 
 #include <cuda_fp16.h>
 
+#include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
 
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
@@ -242,10 +243,10 @@ static __device__ __forceinline__ float fp4_scale(uint8_t s) {
  * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
  * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
  * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
-template <int G, int R>
+template <int G, int R, bool LUT, int NCC>
 static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
                                                int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
-    const int NC = K / 32;
+    const int NC = NCC ? NCC : K / 32; /* NCC: K / 32 known at compile time (immediate x offsets) */
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -285,23 +286,34 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const uint32_t w = k == 0 ? q[r][u].x : k == 1 ? q[r][u].y : k == 2 ? q[r][u].z : q[r][u].w;
-                    const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
-                    const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+                    /* v[n] = nibble n; the products go in the order 0, 4, 1, 5, 2, 6, 3, 7 either way */
+                    float v[8];
+                    if constexpr (LUT) {
+                        float2 f[4];
+                        mxfp4_lut8(w, f);
+                        v[0] = f[0].x; v[1] = f[0].y; v[2] = f[1].x; v[3] = f[1].y;
+                        v[4] = f[2].x; v[5] = f[2].y; v[6] = f[3].x; v[7] = f[3].y;
+                    } else {
+                        const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
+                        const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+                        v[0] = p0.x; v[4] = p0.y; v[1] = p1.x; v[5] = p1.y;
+                        v[2] = p2.x; v[6] = p2.y; v[3] = p3.x; v[7] = p3.y;
+                    }
 #pragma unroll
                     for (int i = 0; i < G; i++) {
                         if (i >= ng) break;
                         float t = part[r][i];
-                        t = fmaf(xa[i].x, p0.x, t); t = fmaf(xb[i].x, p0.y, t);
-                        t = fmaf(xa[i].y, p1.x, t); t = fmaf(xb[i].y, p1.y, t);
-                        t = fmaf(xa[i].z, p2.x, t); t = fmaf(xb[i].z, p2.y, t);
-                        t = fmaf(xa[i].w, p3.x, t); t = fmaf(xb[i].w, p3.y, t);
+                        t = fmaf(xa[i].x, v[0], t); t = fmaf(xb[i].x, v[4], t);
+                        t = fmaf(xa[i].y, v[1], t); t = fmaf(xb[i].y, v[5], t);
+                        t = fmaf(xa[i].z, v[2], t); t = fmaf(xb[i].z, v[6], t);
+                        t = fmaf(xa[i].w, v[3], t); t = fmaf(xb[i].w, v[7], t);
                         part[r][i] = t;
                     }
                 }
             }
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const float scale = fp4_scale((uint8_t)sc[r][u]);
+                const float scale = LUT ? mxfp4_lut_scale((uint8_t)sc[r][u]) : fp4_scale((uint8_t)sc[r][u]);
 #pragma unroll
                 for (int i = 0; i < G; i++) acc[r][i] = fmaf(part[r][i], scale, acc[r][i]);
             }
@@ -318,7 +330,7 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 
 /* Block (x, g): expert group g; warp tasks = pairs of activations (j, j+1) = gate_up rows 4j' .. 4j'+3,
  * strided over the blocks of the group. */
-template <int G, int MD_R>
+template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
@@ -336,7 +348,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
     const int N = 2 * I, tasks = N / MD_R;
     for (int tk = blockIdx.x * MD_WARPS + warp; tk < tasks; tk += gridDim.x * MD_WARPS) {
         float acc[MD_R][G];
-        md_rows<G, MD_R>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
+        md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
         if (lane < ng) {
             const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MD_R;
             float *out = act_sw + (size_t)pairs[lane] * I;
@@ -357,6 +369,9 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
 
 static int g_moe_rows = 2;
 void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
+
+static int g_moe_lut = 1;
+void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
 
 static int sm_count(void) {
     static int sms = 0;
@@ -398,13 +413,17 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
     const dim3 grid((unsigned)gx, (unsigned)G);
     const int pdl = T == 1 && gptoss_pdl_enabled();
     cudaError_t e;
-#define GU_LAUNCH(GG, RR)                                                                                          \
-    e = gptoss_launch(moe_gate_up_decode_kernel<GG, RR>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
-                      scales, bias, H, I, alpha, limit, act_sw)
+#define GU_ONE(GG, RR, L, NCC)                                                                                      \
+    gptoss_launch(moe_gate_up_decode_kernel<GG, RR, L, NCC>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
+                  scales, bias, H, I, alpha, limit, act_sw)
+    /* the gpt-oss shape (H = 2,880: 90 blocks per row) gets K as a compile-time constant */
+#define GU_LAUNCH(GG, RR) \
+    e = !g_moe_lut ? GU_ONE(GG, RR, false, 0) : H == 2880 ? GU_ONE(GG, RR, true, 90) : GU_ONE(GG, RR, true, 0)
     /* T == 1: one pair per group, a variant with a quarter of the accumulators */
     if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
     else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
 #undef GU_LAUNCH
+#undef GU_ONE
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -414,7 +433,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
  * order of w * y, one writer each. */
-template <int G, int MD_R>
+template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
@@ -448,7 +467,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
         const int nrows = H - r0 < MD_R ? H - r0 : MD_R;
         if (nrows <= 0) continue;
         float acc[MD_R][G];
-        md_rows<G, MD_R>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
+        md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
         if (lane == 0) {
 #pragma unroll
             for (int i = 0; i < G; i++) {
@@ -485,11 +504,14 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
     /* the prefetch before the wait relies on gate_up being launched with PDL too (pdl.h, rule 3) */
     const int pdl = T == 1 && gptoss_pdl_enabled();
     cudaError_t e;
-#define DN_LAUNCH(GG, RR)                                                                                            \
-    e = gptoss_launch(moe_down_decode_kernel<GG, RR>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
-                      blocks, scales, bias, I, H, x, pdl)
+#define DN_ONE(GG, RR, L, NCC)                                                                                     \
+    gptoss_launch(moe_down_decode_kernel<GG, RR, L, NCC>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
+                  blocks, scales, bias, I, H, x, pdl)
+#define DN_LAUNCH(GG, RR) \
+    e = !g_moe_lut ? DN_ONE(GG, RR, false, 0) : I == 2880 ? DN_ONE(GG, RR, true, 90) : DN_ONE(GG, RR, true, 0)
     if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
     else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
 #undef DN_LAUNCH
+#undef DN_ONE
     return e != cudaSuccess ? e : cudaGetLastError();
 }

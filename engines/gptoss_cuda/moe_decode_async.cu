@@ -9,7 +9,7 @@
  * (no registers held) before it computes task i from the first, so the copy engine keeps ~3 KB per warp
  * (~96 KB per SM) in flight during the arithmetic.
  *
- * Numerics: the exact same operations in the same order as md_rows<1, 2> (moe_decode.cu): per lane,
+ * Numerics: the exact same operations in the same order as md_rows<1, 2, true> (moe_decode.cu): per lane,
  * chunks c = lane + 32u in ascending u, per chunk the 32 products summed in the same fmaf chain, times
  * the block scale into the lane's accumulator, then the same xor-shuffle reduction; the epilogues are
  * copies of the plain kernels'. So the results are bit-identical to the plain kernels (kernel checks).
@@ -21,6 +21,7 @@
 
 #include <cuda_fp16.h>
 
+#include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
 
 #define MA_WARPS 8
@@ -54,22 +55,7 @@ static __device__ __forceinline__ void ma_issue(uint8_t *dst, const uint8_t *blo
     ma_commit();
 }
 
-/* The 4-bit pair decode and the scale, as in moe_decode.cu (kept identical: bit-identical results). */
-template <int I> static __device__ __forceinline__ __half2 ma_fp4_pair(uint32_t w) {
-    uint32_t mag;
-    if constexpr (I == 3) mag = (w >> 3) & 0x0E000E00u;
-    else mag = (w << (9 - 4 * I)) & 0x0E000E00u;
-    const uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
-    const uint32_t h = mag | sgn;
-    __half2 v;
-    memcpy(&v, &h, sizeof v);
-    return v;
-}
-static __device__ __forceinline__ float ma_scale(uint8_t s) {
-    return s <= 240 ? __int_as_float(((int)s + 14) << 23) : ldexpf(1.0f, (int)s - 113);
-}
-
-/* md_rows<1, MA_R> with the weights read from the shared-memory buffer src. */
+/* md_rows<1, MA_R, true> (table decode, mxfp4_lut.h) with the weights read from the shared-memory buffer src. */
 static __device__ __forceinline__ void ma_rows(const uint8_t *src, int NC, const float *xv, int lane, float acc[MA_R]) {
     const uint8_t *sc = src + MA_R * NC * 16;
 #pragma unroll
@@ -92,18 +78,18 @@ static __device__ __forceinline__ void ma_rows(const uint8_t *src, int NC, const
 #pragma unroll
                 for (int r = 0; r < MA_R; r++) {
                     const uint32_t w = k == 0 ? q[r].x : k == 1 ? q[r].y : k == 2 ? q[r].z : q[r].w;
-                    const float2 p0 = __half22float2(ma_fp4_pair<0>(w)), p1 = __half22float2(ma_fp4_pair<1>(w));
-                    const float2 p2 = __half22float2(ma_fp4_pair<2>(w)), p3 = __half22float2(ma_fp4_pair<3>(w));
+                    float2 f[4]; /* nibbles (0,1), (2,3), (4,5), (6,7); products in the order 0,4,1,5,2,6,3,7 */
+                    mxfp4_lut8(w, f);
                     float t = part[r];
-                    t = fmaf(xa.x, p0.x, t); t = fmaf(xb.x, p0.y, t);
-                    t = fmaf(xa.y, p1.x, t); t = fmaf(xb.y, p1.y, t);
-                    t = fmaf(xa.z, p2.x, t); t = fmaf(xb.z, p2.y, t);
-                    t = fmaf(xa.w, p3.x, t); t = fmaf(xb.w, p3.y, t);
+                    t = fmaf(xa.x, f[0].x, t); t = fmaf(xb.x, f[2].x, t);
+                    t = fmaf(xa.y, f[0].y, t); t = fmaf(xb.y, f[2].y, t);
+                    t = fmaf(xa.z, f[1].x, t); t = fmaf(xb.z, f[3].x, t);
+                    t = fmaf(xa.w, f[1].y, t); t = fmaf(xb.w, f[3].y, t);
                     part[r] = t;
                 }
             }
 #pragma unroll
-            for (int r = 0; r < MA_R; r++) acc[r] = fmaf(part[r], ma_scale(sc[(size_t)r * NC + c]), acc[r]);
+            for (int r = 0; r < MA_R; r++) acc[r] = fmaf(part[r], mxfp4_lut_scale(sc[(size_t)r * NC + c]), acc[r]);
         }
     }
 #pragma unroll

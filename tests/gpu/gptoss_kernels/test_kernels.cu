@@ -536,6 +536,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     run();
     auto out2 = dev_download(dx, (size_t)T * H);
+    /* the bit-operation decode (LLMR_GPTOSS_MOE_LUT=0) instead of the table lookups: bit for bit */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_moe_decode_lut(0);
+    run();
+    gptoss_moe_decode_lut(1);
+    auto outb = dev_download(dx, (size_t)T * H);
     /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     gptoss_moe_decode_rows(4);
@@ -661,6 +667,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_rel(what, out, ref, 1e-5);
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit, 4 rows/warp = 2 rows/warp", T, H, I, E);
     check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: table-lookup MXFP4 decode = bit-operation decode, bit for bit", T, H, I, E);
+    check_true(what, !memcmp(out.data(), outb.data(), out.size() * 4));
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router over 8 blocks per token = 1 block, bit for bit", T, H, I, E);
     check_true(what, !memcmp(out.data(), out8.data(), out.size() * 4) && ctr == 0);
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: cp.async MXFP4 kernels (%s) = plain, bit for bit, also with PDL",
@@ -695,11 +703,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             CK(cudaEventCreate(&e0));
             CK(cudaEventCreate(&e1));
             const int reps = 50;
-            for (int which = 0; which < 6; which++) {
-                if (which >= 4 && T != 1) break;
+            for (int which = 0; which < 7; which++) {
+                if (which >= 4 && which <= 5 && T != 1) continue;
+                gptoss_moe_decode_lut(which != 6);
                 gptoss_moe_decode_rows(which == 2 ? 4 : 2);
                 gptoss_use_pdl(which == 3 || which == 5);
-                gptoss_moe_decode_async(which >= 4);
+                gptoss_moe_decode_async(which == 4 || which == 5);
                 for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
                 CK(cudaEventRecord(e0, 0));
                 for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
@@ -709,21 +718,23 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
+                       which == 6 ? "fused, bit decode (LUT=0)" : which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
                        T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
             gptoss_use_pdl(0);
-            for (int k = 0; k < 6; k++) { /* 4, 5: gate_up, down with cp.async (T = 1) */
-                if (k >= 4 && T != 1) break;
-                gptoss_moe_decode_async(k >= 4); /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
+            gptoss_moe_decode_lut(1);
+            for (int k = 0; k < 8; k++) { /* 4, 5: gate_up, down with cp.async (T = 1); 6, 7: bit decode */
+                if (k >= 4 && k <= 5 && T != 1) continue;
+                gptoss_moe_decode_async(k >= 4 && k <= 5);
+                gptoss_moe_decode_lut(k < 6); /* each kernel alone, back to back (3: router over 8 blocks) */
                 gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
                     if (k == 0 || k == 3)
                         CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
-                    if (k == 1 || k == 4) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
-                    if (k == 2 || k == 5) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                    if (k == 1 || k == 4 || k == 6) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+                    if (k == 2 || k == 5 || k == 7) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                 };
                 one();
                 CK(cudaEventRecord(e0, 0));
@@ -732,12 +743,15 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
-                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 || k == 6 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
                        k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : k == 4 ? "gate_up_decode, cp.async"
-                       : k == 5 ? "down_decode, cp.async" : "router_decode, 8 blocks/token",
+                       : k == 5 ? "down_decode, cp.async" : k == 6 ? "gate_up_decode, bit decode" : k == 7 ? "down_decode, bit decode"
+                       : "router_decode, 8 blocks/token",
                        T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
+            gptoss_moe_decode_async(0);
+            gptoss_moe_decode_lut(1);
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
