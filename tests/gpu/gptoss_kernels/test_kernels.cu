@@ -495,6 +495,25 @@ static void mx_row(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &
     }
 }
 
+/* The table-lookup MXFP4 decode (mxfp4_lut.h) run on the host (prmt emulated): every 16-bit nibble
+ * pattern in both halves of a word gives exactly the e2m1 values, -0 included. */
+static void test_mxfp4_lut_host(void) {
+    int ok = 1;
+    for (uint32_t v = 0; v < 65536u && ok; v++) {
+        const uint32_t w = v | ((v ^ 0x5A5Au) << 16);
+        uint32_t h[4];
+        mxfp4_lut_halves(w, h);
+        for (int n = 0; n < 8; n++) {
+            const uint16_t hb = (uint16_t)(h[n / 2] >> (16 * (n & 1)));
+            __half hv;
+            memcpy(static_cast<void *>(&hv), &hb, 2);
+            const float got = __half2float(hv), want = (float)gptoss_fp4_value((w >> (4 * n)) & 15u);
+            ok &= !memcmp(&got, &want, 4);
+        }
+    }
+    check_true("mxfp4 table decode on the host (prmt emulated): all nibble patterns = e2m1 values", ok);
+}
+
 static void test_moe_decode(int T, int H, int I, int E, int timing) {
     const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
     auto x0 = randv((size_t)T * H, 1.0f);
@@ -536,11 +555,11 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     run();
     auto out2 = dev_download(dx, (size_t)T * H);
-    /* the bit-operation decode (LLMR_GPTOSS_MOE_LUT=0) instead of the table lookups: bit for bit */
+    /* the table-lookup decode (LLMR_GPTOSS_MOE_LUT=1) instead of the bit operations: bit for bit */
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
-    gptoss_moe_decode_lut(0);
-    run();
     gptoss_moe_decode_lut(1);
+    run();
+    gptoss_moe_decode_lut(0);
     auto outb = dev_download(dx, (size_t)T * H);
     /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
@@ -705,7 +724,7 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             const int reps = 50;
             for (int which = 0; which < 7; which++) {
                 if (which >= 4 && which <= 5 && T != 1) continue;
-                gptoss_moe_decode_lut(which != 6);
+                gptoss_moe_decode_lut(which == 6);
                 gptoss_moe_decode_rows(which == 2 ? 4 : 2);
                 gptoss_use_pdl(which == 3 || which == 5);
                 gptoss_moe_decode_async(which == 4 || which == 5);
@@ -718,17 +737,17 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which == 6 ? "fused, bit decode (LUT=0)" : which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
+                       which == 6 ? "fused, table decode (LUT=1)" : which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
                        T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
             gptoss_use_pdl(0);
-            gptoss_moe_decode_lut(1);
-            for (int k = 0; k < 8; k++) { /* 4, 5: gate_up, down with cp.async (T = 1); 6, 7: bit decode */
+            gptoss_moe_decode_lut(0);
+            for (int k = 0; k < 8; k++) { /* 4, 5: gate_up, down with cp.async (T = 1); 6, 7: table decode */
                 if (k >= 4 && k <= 5 && T != 1) continue;
                 gptoss_moe_decode_async(k >= 4 && k <= 5);
-                gptoss_moe_decode_lut(k < 6); /* each kernel alone, back to back (3: router over 8 blocks) */
+                gptoss_moe_decode_lut(k >= 6); /* each kernel alone, back to back (3: router over 8 blocks) */
                 gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
                     if (k == 0 || k == 3)
@@ -746,12 +765,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 || k == 6 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
                        k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : k == 4 ? "gate_up_decode, cp.async"
-                       : k == 5 ? "down_decode, cp.async" : k == 6 ? "gate_up_decode, bit decode" : k == 7 ? "down_decode, bit decode"
+                       : k == 5 ? "down_decode, cp.async" : k == 6 ? "gate_up_decode, table decode" : k == 7 ? "down_decode, table decode"
                        : "router_decode, 8 blocks/token",
                        T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_async(0);
-            gptoss_moe_decode_lut(1);
+            gptoss_moe_decode_lut(0);
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
@@ -1192,6 +1211,7 @@ int main(int argc, char **argv) {
     test_moe(37, 64, 96, 8);
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);
+    test_mxfp4_lut_host();
     test_moe_decode(1, 64, 64, 8, 0);
     test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
     test_moe_decode(5, 256, 96, 16, 0);
