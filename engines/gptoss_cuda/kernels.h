@@ -57,6 +57,17 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
  * before launching. */
 void gptoss_linear_use_gemv1(int on);
 
+/* ---- batched-step linears (linear_rows.cu): gptoss_linear for 2..GPTOSS_ROWS_MAX_T rows with ONE pass
+ * over W for all rows (the T <= 4 GEMV re-reads W per group of 4 rows). y[t, n] (+)= sum_k x[t, k] W[n, k]
+ * + b[n] for t < T. x rows are staged in shared memory (T * K floats, at most ~200 KiB), so
+ * T <= gptoss_linear_rows_max(K); x 16-byte aligned with ldx % 4 == 0, W 16-byte aligned, K % 8 == 0.
+ * fp32 accumulation: each lane sums its 8-element chunks in ascending order, then a fixed warp xor tree
+ * (deterministic; equal to gptoss_linear to fp32 summation order). cudaErrorInvalidValue otherwise. */
+#define GPTOSS_ROWS_MAX_T 16
+int gptoss_linear_rows_max(int K); /* rows one launch takes for this K (0: unsupported K) */
+cudaError_t gptoss_linear_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
+                               float *y, int ldy, int accumulate, cudaStream_t stream);
+
 /* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
  * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,

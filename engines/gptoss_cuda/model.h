@@ -62,6 +62,10 @@ void gptoss_model_free(gptoss_model *m);
 const gptoss_config *gptoss_model_config(const gptoss_model *m);
 uint32_t gptoss_model_max_context(const gptoss_model *m);
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out);
+/* The engine thread's time accounting (debug_api.h gptoss_cuda_get_sched_stats); reset = 1 zeroes it after the
+ * copy. Takes the model mutex, so it waits for the current scheduler iteration. */
+struct gptoss_cuda_sched_stats;
+void gptoss_model_sched_stats(gptoss_model *m, struct gptoss_cuda_sched_stats *out, int reset);
 
 /* A session of up to max_context positions (0 = the model's); its KV pages come from the model's pool
  * on demand. */

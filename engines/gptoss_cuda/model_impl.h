@@ -104,6 +104,12 @@ struct gptoss_model {
     int32_t *bstage_dev;      /* [tok MAXB | pos MAXB | tables MAXB x max_pages] of a batched step */
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
     int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
+    int batch_linear;         /* 1 (default): gptoss_linear_rows below batch_tc_min rows; 0 (LLMR_GPTOSS_BATCH_LINEAR=0): row groups */
+    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default GPTOSS_TC_MIN_T) */
+    int batch_attn;           /* 1 (LLMR_GPTOSS_BATCH_ATTN=1): batched steps use gptoss_attention_decode */
+    float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
+    int32_t *batt_ctr;
+    struct sched_stats *ss;   /* the engine thread's time accounting (scheduler.cu) */
     pthread_t sched;
     int sched_started, stopping;
     pthread_mutex_t q_mu;     /* the request queue and every request's shared fields */
