@@ -172,6 +172,21 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
  * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
 void gptoss_sample_use_fast_greedy(int on);
 
+/* All rows of a batched decode step in three launches: row b samples from rows[b].logits (V floats) with
+ * rows[b].counts (penalties; NULL = none) and rows[b].a (its own u), exactly as gptoss_sample would
+ * (greedy rows: the same argmax rule; other rows: the one-row kernel's code), into out[b]; then
+ * rows[b].counts[out[b]] += 1 where count_token is set (gptoss_count_token). rows is a device array.
+ * work: gptoss_sample_rows_work(B, V) floats (ARG_BLOCKS parts per row, 128 at most, plus V per row). */
+typedef struct gptoss_sample_row {
+    const float *logits;
+    int32_t *counts;
+    gptoss_sample_args a;
+    int count_token;
+} gptoss_sample_row;
+size_t gptoss_sample_rows_work(int B, int V);
+cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out,
+                               cudaStream_t stream);
+
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
 
@@ -279,5 +294,14 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
 cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                     int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
                                     cudaStream_t stream);
+
+
+/* ---- batched-step attention (attention_rows.cu): gptoss_attention_at's arguments and semantics (B rows,
+ * row b's query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b;
+ * out [B, n_heads*64]), for batched decode steps of many rows: one block per (row, KV head), the heads
+ * of a KV head reading its K/V rows together, lanes over dimensions, 16 keys in flight per warp.
+ * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. */
+cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                  int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
 #endif

@@ -192,9 +192,10 @@ static void sched_prefill(gptoss_model *m) {
     do { /* one chunk when rows are decoding, else the whole prompt */
         if (cancelled(s)) { st = fail(LLMR_ENGINE_CANCELLED, err, sizeof err, "cancelled during prefill"); break; }
         if (r->prefilled >= n) break;
-        /* While rows decode, a prompt goes in slices of GPTOSS_INTERLEAVE_CHUNK so their next tokens wait
-         * for one slice (tens of ms) rather than a whole chunk; alone, it takes the full chunk. */
-        const size_t cap = m->n_rows ? (m->chunk < GPTOSS_INTERLEAVE_CHUNK ? m->chunk : GPTOSS_INTERLEAVE_CHUNK) : m->chunk;
+        /* While rows decode, a prompt goes in slices of m->interleave tokens (GPTOSS_INTERLEAVE_CHUNK unless
+         * LLMR_GPTOSS_INTERLEAVE says otherwise) so their next tokens wait for one slice (tens of ms) rather
+         * than a whole chunk; alone, it takes the full chunk. */
+        const size_t cap = m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
         const int T = (int)(n - r->prefilled < cap ? n - r->prefilled : cap);
         const int ea = ss_mark(m);
         st = gptoss_forward(s, r->in->tokens + r->prefilled, T, NULL, err, sizeof err);
@@ -229,7 +230,7 @@ static void sched_prefill(gptoss_model *m) {
 }
 
 /* A linear over the n rows of a batched step, reading W as few times as it can:
- *   n >= batch_tc_min (32): one cuBLAS GEMM on tensor cores (hi/lo split, tc.h), as the prefill does;
+ *   n >= batch_tc_min (8): one cuBLAS GEMM on tensor cores (split in batch_tc_splits = 3 parts, tc.h);
  *   else gptoss_linear_rows: one pass over W for up to 16 rows (12 at K = 4096), rows split evenly
  *   over as few launches as that allows (LLMR_GPTOSS_BATCH_LINEAR=0: the old path below);
  *   else groups of at most m->batch_rows rows through gptoss_linear, whose T <= 4 GEMV streams W once per
@@ -238,7 +239,10 @@ static void sched_prefill(gptoss_model *m) {
 static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
                                  int K, int N, float *y, int ldy, int accumulate) {
     if (m->use_tc && m->batch_tc && n >= m->batch_tc_min) {
+        const int s0 = m->tc.splits; /* the prefill's split count stays its own */
+        m->tc.splits = m->batch_tc_splits;
         cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
+        m->tc.splits = s0;
         if (e != cudaErrorInvalidValue) return e;
     }
     const int cap = m->batch_linear ? gptoss_linear_rows_max(K) : 0;
@@ -309,7 +313,9 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
         PART_(1);
-        if (m->batch_attn) /* K/V read once per KV head for its query heads, keys split over blocks */
+        if (m->batch_attn == 2) /* one block per (row, KV head): its heads read the K/V rows together */
+            K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
+        else if (m->batch_attn == 1) /* keys split over blocks (attention_decode.cu) */
             K_(gptoss_attention_decode(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, m->batt_part, m->batt_ctr, st));
         else
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
@@ -422,11 +428,28 @@ static void sched_decode(gptoss_model *m) {
     if (B == 0) return;
     cudaError_t e = m->prof ? gptoss_prof_begin(m->prof, m->stream) : cudaSuccess; /* LLMR_GPTOSS_PROFILE=1 */
     const int es0 = ss_mark(m);
-    for (int b = 0; b < B && e == cudaSuccess; b++) {
-        gen_req *r = m->rows[b];
-        r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
-        e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b, m->stream);
-        if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
+    if (m->batch_sample && B >= 2) { /* every row in three launches, each row's parameters and u in srow */
+        for (int b = 0; b < B; b++) {
+            gen_req *r = m->rows[b];
+            r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
+            gptoss_sample_row *sr = &m->srow_host[b];
+            sr->logits = r->logits;
+            sr->counts = r->penalties ? r->s->counts : NULL;
+            sr->a = r->a;
+            sr->count_token = r->penalties;
+        }
+        /* the staging is rewritten only after this step's token wait, so one async copy suffices */
+        e = cudaMemcpyAsync(m->srow_dev, m->srow_host, (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice,
+                            m->stream);
+        if (e == cudaSuccess) e = gptoss_sample_rows(m->srow_dev, B, V, m->srow_work, m->tok, m->stream);
+    } else {
+        for (int b = 0; b < B && e == cudaSuccess; b++) {
+            gen_req *r = m->rows[b];
+            r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
+            e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b,
+                              m->stream);
+            if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
+        }
     }
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(m->tok_host, m->tok, (size_t)B * sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream);
@@ -556,7 +579,7 @@ static void *sched_main(void *arg) {
         pthread_mutex_unlock(&m->q_mu);
         pthread_mutex_lock(&m->mu); /* the GPU: shared with the debug eval path */
         const double t0 = m->ss ? wall_ms() : 0;
-        sched_prefill(m);
+        for (int k = 0; k < m->prefill_burst && m->pf_head; k++) sched_prefill(m); /* slices back to back */
         if (m->n_rows) sched_decode(m);
         if (m->ss) {
             ss_collect(m, 0); /* what has completed; never waits */
@@ -570,7 +593,15 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
-/* "1" -> 1, "0" -> 0, else dflt (unset) or dflt with a note (not a number in lo..hi). */
+static void sched_free_sampling(gptoss_model *m) {
+    cudaFreeHost(m->srow_host);
+    cudaFree(m->srow_dev);
+    cudaFree(m->srow_work);
+    m->srow_host = m->srow_dev = NULL;
+    m->srow_work = NULL;
+}
+
+/* The integer in `name` when it is one in lo..hi; dflt when unset, or (with a note) when it is not. */
 static int sched_env(const char *name, int dflt, int lo, int hi) {
     const char *v = getenv(name);
     if (!v || !*v) return dflt;
@@ -585,9 +616,16 @@ static int sched_env(const char *name, int dflt, int lo, int hi) {
 
 int gptoss_sched_start(gptoss_model *m) {
     m->batch_linear = sched_env("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
-    m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", GPTOSS_TC_MIN_T, 2, GPTOSS_MAX_BATCH + 1);
-    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 0, 0, 1);
-    if (m->batch_attn) {
+    /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md);
+     * 3 parts (x = hi + mid + lo, fp32-level): with 2 a batch of 8 gave other tokens than the requests alone
+     * (gptoss_batching), and the small-M GEMMs are bandwidth-bound, so the third part costs little. */
+    m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
+    m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
+    m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192);
+    m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
+    /* attention of batched steps: 2 gptoss_attention_rows (default), 1 gptoss_attention_decode, 0 gptoss_attention_at */
+    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 2, 0, 2);
+    if (m->batch_attn == 1) {
         const gptoss_config *c = &m->cfg;
         const size_t part = (size_t)GPTOSS_MAX_BATCH * c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM);
         const size_t ctr = (size_t)GPTOSS_MAX_BATCH * c->num_kv_heads;
@@ -596,11 +634,23 @@ int gptoss_sched_start(gptoss_model *m) {
             cudaMemset(m->batt_ctr, 0, ctr * sizeof(int32_t)) != cudaSuccess) {
             fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_BATCH_ATTN=1 ignored: no VRAM for its %zu-byte scratch\n",
                     part * sizeof(float));
+            m->batch_attn = 2;
             cudaFree(m->batt_part);
             cudaFree(m->batt_ctr);
             m->batt_part = NULL;
             m->batt_ctr = NULL;
-            m->batch_attn = 0;
+        }
+    }
+    m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
+    if (m->batch_sample) {
+        const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
+        if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
+            cudaMalloc((void **)&m->srow_dev, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
+            cudaMalloc((void **)&m->srow_work, work * sizeof(float)) != cudaSuccess) {
+            fprintf(stderr, "gptoss_cuda: batched sampling off: no memory for its %zu-byte work area\n",
+                    work * sizeof(float));
+            sched_free_sampling(m);
+            m->batch_sample = 0;
         }
     }
     m->ss = ss_create();
@@ -627,6 +677,7 @@ void gptoss_sched_stop(gptoss_model *m) {
     cudaFree(m->batt_ctr);
     m->batt_part = NULL;
     m->batt_ctr = NULL;
+    sched_free_sampling(m);
 }
 
 /* ---------------------------------------------------------------- generate */
