@@ -11,7 +11,12 @@
  * occupancy: ~40 registers per thread). The W warps of a head take interleaved groups of ATR_KEYS keys
  * (W = 4, 2 or 1 as the grid grows, so a few rows still cover the SMs) and are merged through shared
  * memory in warp order, then the sink joins the denominator. Online softmax in fp32, scores scaled by
- * 1/8; deterministic for a given W. Equal to gptoss_attention_at up to fp32 summation order. */
+ * 1/8; deterministic for a given W. Equal to gptoss_attention_at up to fp32 summation order.
+ * Outcome (H200, kernel checks): 64 rows at ~500 keys 444 us (gptoss_attention_at 340 us), sliding layers
+ * 96.5 us (202 us); in the engine slower at every row count (2-3 rows: 3.1 vs 0.46 ms per step), so it is
+ * not the default (LLMR_GPTOSS_BATCH_ATTN=2). Suspected, not yet measured: __launch_bounds__(1024) caps
+ * registers at 64, so the 16 keys' scores and V pairs spill; with few rows 16 blocks leave most SMs idle.
+ * Next: 256-thread blocks and keys split over blocks (the flash-decoding merge of attention_decode.cu). */
 #include "engines/gptoss_cuda/kernels.h"
 
 #define ATR_KEYS 16   /* keys in flight per warp */

@@ -300,7 +300,8 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
  * row b's query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b;
  * out [B, n_heads*64]), for batched decode steps of many rows: one block per (row, KV head), the heads
  * of a KV head reading its K/V rows together, lanes over dimensions, 16 keys in flight per warp.
- * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. */
+ * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. Measured slower than
+ * gptoss_attention_at in the engine (attention_rows.cu says why), so only LLMR_GPTOSS_BATCH_ATTN=2 uses it. */
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 

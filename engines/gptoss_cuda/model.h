@@ -41,7 +41,7 @@ extern "C" { /* the common library is C */
 }
 #endif
 
-#define GPTOSS_INTERLEAVE_CHUNK 512 /* prompt tokens per scheduler iteration while other rows decode */
+#define GPTOSS_INTERLEAVE_CHUNK 1024 /* prompt tokens per slice while other rows decode (LLMR_GPTOSS_INTERLEAVE) */
 #define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
 

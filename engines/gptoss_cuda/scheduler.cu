@@ -10,16 +10,20 @@
  * tokens come back through the request's own array and the caller runs on_token on its own thread
  * (ABI). Each scheduler iteration:
  *   1. admits queued requests (up to GPTOSS_MAX_BATCH rows in flight) and prefills the first admitted
- *      one: one GPTOSS_INTERLEAVE_CHUNK-token slice when other rows are decoding (so they keep flowing),
- *      its whole prompt in chunks of the prefill chunk size when nothing else runs;
+ *      one: one slice of m->interleave (GPTOSS_INTERLEAVE_CHUNK = 1,024) tokens when other rows are
+ *      decoding (so they keep flowing), its whole prompt in chunks of the prefill chunk size when nothing
+ *      else runs; LLMR_GPTOSS_PREFILL_BURST=N takes up to N slices back to back (default 1);
  *   2. waits until every running row's caller has consumed the tokens it was handed (the callback of
  *      token t runs while the GPU evaluates t, and its "stop" must be known before t+1 is handed out);
  *   3. finishes rows that are done (stop id / max_tokens after their last token was evaluated, a callback
  *      stop, cancel, a full context), samples one token for every other row with that row's own
- *      parameters and RNG (B launches, one host wait for all B ids), hands the tokens out;
+ *      parameters and RNG (gptoss_sample_rows: three launches for all B rows, one host wait for all B
+ *      ids), hands the tokens out;
  *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged);
  *      several -> one batched step (batched_step: B rows, each at its own position through its own
- *      block table; launches, no graph).
+ *      block table; launches, no graph: the GPU measured busy all the time at 64 streams, so launch gaps
+ *      are not what limits it yet).
+ * Every piece of GPU work is timed with CUDA events (the time accounting below; debug_api.h).
  * A row's token stream depends only on its own logits and RNG, so a seed gives the same tokens whatever
  * the batch up to fp32 summation order (the batched linear kernels sum in another order than the T = 1
  * GEMV: ~1e-6 relative, which flips a token only at a near-tie). The debug eval path takes the same
@@ -621,10 +625,12 @@ int gptoss_sched_start(gptoss_model *m) {
      * (gptoss_batching), and the small-M GEMMs are bandwidth-bound, so the third part costs little. */
     m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
     m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
-    m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192);
+    m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
     m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
-    /* attention of batched steps: 2 gptoss_attention_rows (default), 1 gptoss_attention_decode, 0 gptoss_attention_at */
-    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 2, 0, 2);
+    /* attention of batched steps: 0 gptoss_attention_at (default), 1 gptoss_attention_decode, 2 gptoss_attention_rows.
+     * Measured on the H200 (64 streams): 1 no faster than 0, 2 slower except on sliding layers of many rows
+     * (docs/performance.md), so 0 stays. */
+    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 0, 0, 2);
     if (m->batch_attn == 1) {
         const gptoss_config *c = &m->cfg;
         const size_t part = (size_t)GPTOSS_MAX_BATCH * c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM);
@@ -634,7 +640,7 @@ int gptoss_sched_start(gptoss_model *m) {
             cudaMemset(m->batt_ctr, 0, ctr * sizeof(int32_t)) != cudaSuccess) {
             fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_BATCH_ATTN=1 ignored: no VRAM for its %zu-byte scratch\n",
                     part * sizeof(float));
-            m->batch_attn = 2;
+            m->batch_attn = 0;
             cudaFree(m->batt_part);
             cudaFree(m->batt_ctr);
             m->batt_part = NULL;
