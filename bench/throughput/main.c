@@ -120,6 +120,10 @@ static const char *const bucket_names[GPTOSS_CUDA_STAT_BUCKETS] = {"1", "2-3", "
 
 /* Where the engine thread's time went during one concurrency level (see the header comment). */
 static void print_sched_stats(int C, double wall, const gptoss_cuda_sched_stats *t) {
+    if (!t->iterations) {
+        printf("\n%d streams: no time accounting (the engine has it off: LLMR_GPTOSS_SCHED_STATS=0)\n", C);
+        return;
+    }
     double steps_ms = 0;
     uint64_t steps = 0;
     for (int b = 0; b < GPTOSS_CUDA_STAT_BUCKETS; b++) { steps_ms += t->step_ms[b]; steps += t->steps[b]; }

@@ -32,7 +32,8 @@ typedef llmr_engine_status (*gptoss_cuda_copy_bandwidth_fn)(int device, uint64_t
 /* What the engine thread has done since load (or the last reset): GPU time of prefill slices and of
  * decode steps by batch size, sampling, and the host's waits, so a benchmark can say where its wall
  * time went. GPU times come from CUDA events around each piece of work (an event pair per prefill slice,
- * step and sampling; always on, ~µs of host time each). With LLMR_GPTOSS_BATCH_PROFILE=1 the batched
+ * step and sampling; on unless LLMR_GPTOSS_SCHED_STATS=0, ~µs of host time each; all zero when off).
+ * With LLMR_GPTOSS_BATCH_PROFILE=1 the batched
  * steps also get an event after each part of every layer (cat_ms; costs host time per step).
  * Buckets of rows per step: 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64. */
 #define GPTOSS_CUDA_SCHED_STATS_SYMBOL "gptoss_cuda_get_sched_stats"

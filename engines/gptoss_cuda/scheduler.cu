@@ -150,8 +150,10 @@ static void ss_destroy(struct sched_stats *ss) {
     free(ss);
 }
 
-/* NULL (accounting off, said on stderr) when the events cannot be made. */
+/* NULL (accounting off) with LLMR_GPTOSS_SCHED_STATS=0, or (said on stderr) when the events cannot be made. */
 static struct sched_stats *ss_create(void) {
+    const char *off = getenv("LLMR_GPTOSS_SCHED_STATS");
+    if (off && strcmp(off, "0") == 0) return NULL;
     struct sched_stats *ss = (struct sched_stats *)calloc(1, sizeof *ss);
     if (!ss) return NULL;
     for (int i = 0; i < SS_EVENTS; i++)
