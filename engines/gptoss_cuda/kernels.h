@@ -57,6 +57,17 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
  * before launching. */
 void gptoss_linear_use_gemv1(int on);
 
+/* ---- batched-step linears (linear_rows.cu): gptoss_linear for 2..GPTOSS_ROWS_MAX_T rows with ONE pass
+ * over W for all rows (the T <= 4 GEMV re-reads W per group of 4 rows). y[t, n] (+)= sum_k x[t, k] W[n, k]
+ * + b[n] for t < T. x rows are staged in shared memory (T * K floats, at most ~200 KiB), so
+ * T <= gptoss_linear_rows_max(K); x 16-byte aligned with ldx % 4 == 0, W 16-byte aligned, K % 8 == 0.
+ * fp32 accumulation: each lane sums its 8-element chunks in ascending order, then a fixed warp xor tree
+ * (deterministic; equal to gptoss_linear to fp32 summation order). cudaErrorInvalidValue otherwise. */
+#define GPTOSS_ROWS_MAX_T 16
+int gptoss_linear_rows_max(int K); /* rows one launch takes for this K (0: unsupported K) */
+cudaError_t gptoss_linear_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
+                               float *y, int ldy, int accumulate, cudaStream_t stream);
+
 /* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
  * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,
@@ -160,6 +171,21 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
 /* Selects the multi-block greedy argmax (on, the default) or the one-block kernel for temperature <= 0
  * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
 void gptoss_sample_use_fast_greedy(int on);
+
+/* All rows of a batched decode step in three launches: row b samples from rows[b].logits (V floats) with
+ * rows[b].counts (penalties; NULL = none) and rows[b].a (its own u), exactly as gptoss_sample would
+ * (greedy rows: the same argmax rule; other rows: the one-row kernel's code), into out[b]; then
+ * rows[b].counts[out[b]] += 1 where count_token is set (gptoss_count_token). rows is a device array.
+ * work: gptoss_sample_rows_work(B, V) floats (ARG_BLOCKS parts per row, 128 at most, plus V per row). */
+typedef struct gptoss_sample_row {
+    const float *logits;
+    int32_t *counts;
+    gptoss_sample_args a;
+    int count_token;
+} gptoss_sample_row;
+size_t gptoss_sample_rows_work(int B, int V);
+cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out,
+                               cudaStream_t stream);
 
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
@@ -268,5 +294,15 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
 cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                     int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
                                     cudaStream_t stream);
+
+
+/* ---- batched-step attention (attention_rows.cu): gptoss_attention_at's arguments and semantics (B rows,
+ * row b's query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b;
+ * out [B, n_heads*64]), for batched decode steps of many rows: one block per (row, KV head), the heads
+ * of a KV head reading its K/V rows together, lanes over dimensions, 16 keys in flight per warp.
+ * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. Measured slower than
+ * gptoss_attention_at in the engine (attention_rows.cu says why), so only LLMR_GPTOSS_BATCH_ATTN=2 uses it. */
+cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                  int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
 #endif

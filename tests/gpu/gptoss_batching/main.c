@@ -5,7 +5,12 @@
  *    penalties on some rows);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
- *  - more sessions than max_sessions share the pool.
+ *  - more sessions than max_sessions share the pool;
+ *  - the first check again with each alternative batched-step path, each switched on through the
+ *    environment before a load: the old row-group linears (LLMR_GPTOSS_BATCH_LINEAR=0), the other two
+ *    attention kernels (LLMR_GPTOSS_BATCH_ATTN=1/2), the cuBLAS linears from 2 rows (LLMR_GPTOSS_BATCH_TC_MIN=2:
+ *    the path of steps of >= 32 rows, which 8 requests never reach otherwise), one sampling launch per row
+ *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3).
  *   gptoss_batching [--engine SO] [--mkmodel BIN]
  * Without a GPU it prints why and exits 0 (skipped). Exit 1 on any failure. */
 #include <dlfcn.h>
@@ -286,6 +291,23 @@ int main(int argc, char **argv) {
     test_alone_vs_batched(m, 0);
     test_alone_vs_batched(m, 1);
     api->unload(m);
+    /* The batched step's alternative paths (read at load): the old row-group linears, the split-over-keys
+     * attention. Each must give the same tokens as the requests alone. */
+    static const char *const variants[][2] = {{"LLMR_GPTOSS_BATCH_LINEAR", "0"},
+                                              {"LLMR_GPTOSS_BATCH_ATTN", "1"},
+                                              {"LLMR_GPTOSS_BATCH_ATTN", "2"},
+                                              {"LLMR_GPTOSS_BATCH_TC_MIN", "2"},
+                                              {"LLMR_GPTOSS_BATCH_SAMPLE", "0"},
+                                              {"LLMR_GPTOSS_PREFILL_BURST", "3"}};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        printf("     with %s=%s:\n", variants[v][0], variants[v][1]);
+        setenv(variants[v][0], variants[v][1], 1);
+        if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
+        test_alone_vs_batched(m, 0);
+        test_alone_vs_batched(m, 1);
+        api->unload(m);
+        unsetenv(variants[v][0]);
+    }
     test_pool(dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
     if (system(cmd) != 0) fprintf(stderr, "gptoss_batching: could not remove %s\n", tmpl);
