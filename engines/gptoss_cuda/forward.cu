@@ -383,6 +383,15 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
             KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
             KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
                                                  m->rw, m->grp, m->rl, m->ctr, st));
+            if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
+                KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+                KP_(GATE_UP, gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                              m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+                KP_(DOWN, gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets,
+                                           E, I, H, 0, 0.0f, 0.0f, m->dn, st));
+                KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
+                continue;
+            }
             KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                                    c->swiglu_alpha, c->swiglu_limit, m->act, st));
             KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,

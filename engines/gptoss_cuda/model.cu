@@ -531,6 +531,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_prefill_profile_create(m);
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);                 /* 0: batched MoE on the fused decode kernels */
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
+        m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;

@@ -10,8 +10,8 @@
  *  - mma.sync m16n8k16 bf16 x bf16 -> fp32: A = 16 weight rows x 16 k, B = 16 k x 8 tokens. An MXFP4
  *    value fp4 * 2^(s-127) is a bf16 exactly (bf16 has fp32's exponent) for 2 <= s <= 252: the e2m1
  *    bits placed at bf16 bits 6..8 (+ sign at 15) read as fp4 * 2^-126 (0.5 becomes a bf16 subnormal),
- *    a bf16 multiply by 2^126 makes fp4 and one by 2^(s-127) the value, both exact (2^(s-1) itself is
- *    no bf16 for s > 128, hence two); other scales (never in a checkpoint)
+ *    and one bf16 multiply by 2^(s-1) makes the value exactly for 2 <= s <= 128 (2^(s-1) must be a
+ *    bf16; checkpoint scales sit far below 128); other scales
  *    take the per-value rule of tc.cu's dequantization (fp32 product, upper 16 bits), so the weights
  *    used are bit for bit those of gptoss_mxfp4_dequant;
  *  - activations are fp32 and stay so: each is split x = hi + lo (hi = bf16(x), lo = bf16(x - hi), as
@@ -50,41 +50,54 @@ static __device__ __forceinline__ uint32_t mma_fp4_slow(uint32_t nib, uint32_t s
     return __float_as_uint(p) >> 16;
 }
 
-/* Values I and I + 4 of the 8 nibbles of w (value j in nibble j) as a bf16x2 (I low, I + 4 high),
- * times 2^(s - 127). Fast path for 2 <= s <= 252: exact (see the header). */
-template <int I> static __device__ __forceinline__ uint32_t mma_fp4_pair(uint32_t w, uint32_t s, __nv_bfloat162 sc2) {
-    if (s >= 2u && s <= 252u) {
-        uint32_t mag;
-        if constexpr (I == 0) mag = w << 6;
-        else if constexpr (I == 1) mag = w << 2;
-        else if constexpr (I == 2) mag = w >> 2;
-        else mag = w >> 6;
-        const uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
-        const uint32_t bits = (mag & 0x01C001C0u) | sgn;
-        __nv_bfloat162 v;
-        memcpy(&v, &bits, sizeof v);
-        v = __hmul2(__hmul2(v, __floats2bfloat162_rn(0x1p126f, 0x1p126f)), sc2); /* = fp4, then the scale */
-        uint32_t out;
-        memcpy(&out, &v, sizeof out);
-        return out;
-    }
-    return mma_fp4_slow((w >> (4 * I)) & 15u, s) | (mma_fp4_slow((w >> (4 * I + 16)) & 15u, s) << 16);
-}
+/* The fast path's scale range: 2^(s - 1) is a bf16 and every fp4 * 2^(s - 127) a normal bf16. */
+#define MMA_FAST_S(s) ((s) >= 2u && (s) <= 128u)
 
-/* 2^(s - 127) in both halves of a bf16x2 (the fast path's multiplier; any value for other s). */
+/* 2^(s - 1) in both halves of a bf16x2 (the fast path's multiplier; any value for other s). */
 static __device__ __forceinline__ __nv_bfloat162 mma_scale2(uint32_t s) {
-    const uint32_t e = s >= 2u && s <= 252u ? s : 127u;
+    const uint32_t e = MMA_FAST_S(s) ? s + 126u : 127u;
     const uint32_t bits = (e << 7) | (e << 23);
     __nv_bfloat162 v;
     memcpy(&v, &bits, sizeof v);
     return v;
 }
 
+/* Values I and I + 4 of the 8 nibbles of w (value j in nibble j) as a bf16x2 (I low, I + 4 high),
+ * times 2^(s - 127), sc2 = mma_scale2(s). Exact for MMA_FAST_S(s) only (see the header); the caller
+ * takes mma_fp4_pair_any when a scale outside that range is present. */
+template <int I> static __device__ __forceinline__ uint32_t mma_fp4_pair(uint32_t w, __nv_bfloat162 sc2) {
+    uint32_t mag;
+    if constexpr (I == 0) mag = w << 6;
+    else if constexpr (I == 1) mag = w << 2;
+    else if constexpr (I == 2) mag = w >> 2;
+    else mag = w >> 6;
+    const uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
+    const uint32_t bits = (mag & 0x01C001C0u) | sgn;
+    __nv_bfloat162 v;
+    memcpy(&v, &bits, sizeof v);
+    v = __hmul2(v, sc2); /* fp4 * 2^-126 * 2^(s - 1), exact */
+    uint32_t out;
+    memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+/* The same for any scale byte, out of line: the per-value rule would otherwise be inlined at every
+ * one of the kernel's 128 decode sites (a 187 KB kernel that thrashed the instruction cache: measured
+ * 10x slower on the H200). */
+static __device__ __noinline__ uint32_t mma_fp4_pair_any(uint32_t w, int I, uint32_t s) {
+    if (MMA_FAST_S(s)) {
+        const __nv_bfloat162 sc2 = mma_scale2(s);
+        return I == 0 ? mma_fp4_pair<0>(w, sc2) : I == 1 ? mma_fp4_pair<1>(w, sc2) : I == 2 ? mma_fp4_pair<2>(w, sc2)
+                                                                                          : mma_fp4_pair<3>(w, sc2);
+    }
+    return mma_fp4_slow((w >> (4 * I)) & 15u, s) | (mma_fp4_slow((w >> (4 * I + 16)) & 15u, s) << 16);
+}
+
 /* The bf16 (as bits) of MXFP4 nibble nib with scale byte s, as the kernels use it (for the tests). */
 __global__ void mma_fp4_table_kernel(uint16_t *out) {
     const uint32_t s = blockIdx.x, nib = threadIdx.x; /* 256 scales x 16 nibbles */
     const uint32_t w = nib | (nib << 16);             /* nibble 0 and nibble 4 */
-    const uint32_t v = mma_fp4_pair<0>(w, s, mma_scale2(s));
+    const uint32_t v = mma_fp4_pair_any(w, 0, s);
     out[s * 16 + nib] = (uint16_t)(v & 0xffffu);
     if ((v >> 16) != (v & 0xffffu)) out[s * 16 + nib] ^= 0x5a5a; /* both halves must agree */
 }
@@ -138,7 +151,79 @@ static __device__ __forceinline__ uint4 mma_stage_unit(const float *row, int swz
     return u;
 }
 
-/* Grid (row tiles, E). See gptoss_mxfp4_mma in kernels.h for the arguments. */
+/* A lane's weights of pass kc: block kc*8 + 4s + t of its rows rows[mt][r] (zeros past K or N; their
+ * scale byte 127 keeps the fast path). once: the tile is read by one token pass only, so the loads are
+ * marked evict-first (it must not push reusable lines out of L2); else plain cached loads, since the
+ * next pass over the expert's tokens reads the same lines again. */
+static __device__ __forceinline__ void mma_load_w(const uint8_t *eb, const uint8_t *es, const int rows[2][2], int N,
+                                                  int NC, int kc, int t, bool once, uint4 wq[2][2][2],
+                                                  uint32_t ws[2][2][2]) {
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        const int b = kc * 8 + 4 * s + t;
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int row = rows[mt][r];
+                const bool ok = b < NC && row < N;
+                const size_t idx = (size_t)row * NC + b;
+                const uint4 *src = (const uint4 *)(eb + idx * 16);
+                wq[s][mt][r] = !ok ? make_uint4(0u, 0u, 0u, 0u) : once ? __ldcs(src) : __ldg(src);
+                ws[s][mt][r] = !ok ? 127u : once ? (uint32_t)__ldcs(es + idx) : (uint32_t)__ldg(es + idx);
+            }
+    }
+}
+
+/* The products of one staged pass: 2 super-chunks x 8 k16 steps; A decoded per step in registers, B
+ * (hi and lo) from shared memory, both into acc. FAST: every scale of the warp is in the exact bf16
+ * range, so the decode is branch-free; else each value goes through mma_fp4_pair_any. */
+template <bool FAST>
+static __device__ __forceinline__ void mma_pass(const uint4 wq[2][2][2], const uint32_t ws[2][2][2], const uint4 *xs,
+                                                int g, int t, int ntl, float acc[2][4][4]) {
+#pragma unroll
+    for (int s = 0; s < 2; s++) {
+        __nv_bfloat162 sc[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) sc[mt][r] = mma_scale2(ws[s][mt][r]);
+#pragma unroll(FAST ? 8 : 1) /* the slow variant stays small: it must not crowd the instruction cache */
+        for (int j = 0; j < 8; j++) {
+            uint32_t a[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const uint4 q = wq[s][mt][r];
+                    const uint32_t w = (j >> 1) == 0 ? q.x : (j >> 1) == 1 ? q.y : (j >> 1) == 2 ? q.z : q.w;
+                    /* a0a1 / a2a3: rows g / g+8 at logical k 2t, 2t+1; a4a5 / a6a7: 2t+8, 2t+9 */
+                    if (FAST) {
+                        a[mt][r] = (j & 1) ? mma_fp4_pair<2>(w, sc[mt][r]) : mma_fp4_pair<0>(w, sc[mt][r]);
+                        a[mt][2 + r] = (j & 1) ? mma_fp4_pair<3>(w, sc[mt][r]) : mma_fp4_pair<1>(w, sc[mt][r]);
+                    } else {
+                        a[mt][r] = mma_fp4_pair_any(w, (j & 1) ? 2 : 0, ws[s][mt][r]);
+                        a[mt][2 + r] = mma_fp4_pair_any(w, (j & 1) ? 3 : 1, ws[s][mt][r]);
+                    }
+                }
+            const int pu = mma_phys(32 * s + 8 * t + j);
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++) {
+                if (nt >= ntl) break;
+                const uint4 bv = xs[(nt * 8 + g) * MMA_STRIDE + pu];
+#pragma unroll
+                for (int mt = 0; mt < 2; mt++) {
+                    mma_bf16(acc[mt][nt], a[mt], bv.x, bv.y); /* hi */
+                    mma_bf16(acc[mt][nt], a[mt], bv.z, bv.w); /* lo */
+                }
+            }
+        }
+    }
+}
+
+/* Grid (row tiles, E). See gptoss_mxfp4_mma in kernels.h for the arguments. Per tile of MMA_BN tokens:
+ * for each pass of MMA_KC k values, stage the tokens' activations (hi/lo bf16), then multiply while the
+ * next pass's weights are already in flight (loaded into registers before this pass's products). */
 __global__ void __launch_bounds__(MMA_WARPS * 32, 3)
     mxfp4_mma_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                      const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets, int K,
@@ -170,25 +255,11 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 3)
             for (int nt = 0; nt < 4; nt++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) acc[mt][nt][i] = 0.0f;
+        uint4 wq[2][2][2];
+        uint32_t ws[2][2][2];
+        mma_load_w(eb, es, rows, N, NC, 0, t, cnt <= MMA_BN, wq, ws);
         for (int kc = 0; kc < nk; kc++) {
-            /* 1. this pass's weights: block kc*8 + 4s + t of each of the lane's 4 rows */
-            uint4 wq[2][2][2];
-            uint32_t ws[2][2][2];
-#pragma unroll
-            for (int s = 0; s < 2; s++) {
-                const int b = kc * 8 + 4 * s + t;
-#pragma unroll
-                for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-                    for (int r = 0; r < 2; r++) {
-                        const int row = rows[mt][r];
-                        const bool ok = b < NC && row < N;
-                        const size_t idx = (size_t)row * NC + b;
-                        wq[s][mt][r] = ok ? __ldcs((const uint4 *)(eb + idx * 16)) : make_uint4(0u, 0u, 0u, 0u);
-                        ws[s][mt][r] = ok ? (uint32_t)__ldcs(es + idx) : 127u;
-                    }
-            }
-            /* 2. stage the tokens' activations of this pass, split into hi/lo bf16 */
+            /* 1. stage the tokens' activations of this pass, split into hi/lo bf16 */
             for (int idx = threadIdx.x; idx < ntok * MMA_UNITS; idx += MMA_WARPS * 32) {
                 const int i = idx / MMA_UNITS, u = idx % MMA_UNITS;
                 const int k = kc * MMA_KC + 8 * (u >> 1) + 2 * (u & 1);
@@ -203,49 +274,30 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 3)
             for (int idx = ntok * MMA_UNITS + threadIdx.x; idx < ntl * 8 * MMA_UNITS; idx += MMA_WARPS * 32)
                 xs[(idx / MMA_UNITS) * MMA_STRIDE + mma_phys(idx % MMA_UNITS)] = make_uint4(0u, 0u, 0u, 0u);
             __syncthreads();
-            /* 3. the products: 2 super-chunks x 8 k16 steps; A decoded per step, B from shared memory */
+            /* 2. the next pass's weights in flight, then this pass's products */
+            uint4 wn[2][2][2];
+            uint32_t wsn[2][2][2];
+            if (kc + 1 < nk) mma_load_w(eb, es, rows, N, NC, kc + 1, t, cnt <= MMA_BN, wn, wsn);
+            bool fast = true;
 #pragma unroll
-            for (int s = 0; s < 2; s++) {
-                __nv_bfloat162 sc[2][2];
+            for (int s = 0; s < 2; s++)
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-                    for (int r = 0; r < 2; r++) sc[mt][r] = mma_scale2(ws[s][mt][r]);
+                    for (int r = 0; r < 2; r++) fast = fast && MMA_FAST_S(ws[s][mt][r]);
+            if (__all_sync(0xffffffffu, fast)) mma_pass<true>(wq, ws, xs, g, t, ntl, acc);
+            else mma_pass<false>(wq, ws, xs, g, t, ntl, acc);
+            __syncthreads();
+            if (kc + 1 < nk) {
 #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    uint32_t a[2][4];
+                for (int s = 0; s < 2; s++)
 #pragma unroll
                     for (int mt = 0; mt < 2; mt++)
 #pragma unroll
-                        for (int r = 0; r < 2; r++) {
-                            const uint4 q = wq[s][mt][r];
-                            const uint32_t w = (j >> 1) == 0 ? q.x : (j >> 1) == 1 ? q.y : (j >> 1) == 2 ? q.z : q.w;
-                            const uint32_t sv = ws[s][mt][r];
-                            /* a0a1 / a2a3: rows g / g+8 at logical k 2t, 2t+1; a4a5 / a6a7: 2t+8, 2t+9 */
-                            if (j & 1) {
-                                a[mt][r] = mma_fp4_pair<2>(w, sv, sc[mt][r]);
-                                a[mt][2 + r] = mma_fp4_pair<3>(w, sv, sc[mt][r]);
-                            } else {
-                                a[mt][r] = mma_fp4_pair<0>(w, sv, sc[mt][r]);
-                                a[mt][2 + r] = mma_fp4_pair<1>(w, sv, sc[mt][r]);
-                            }
-                        }
-                    const int pu = mma_phys(32 * s + 8 * t + j);
-#pragma unroll
-                    for (int nt = 0; nt < 4; nt++) {
-                        if (nt >= ntl) break;
-                        const uint4 bv = xs[(nt * 8 + g) * MMA_STRIDE + pu];
-#pragma unroll
-                        for (int mt = 0; mt < 2; mt++) {
-                            mma_bf16(acc[mt][nt], a[mt], bv.x, bv.y); /* hi */
-                            mma_bf16(acc[mt][nt], a[mt], bv.z, bv.w); /* lo */
-                        }
-                    }
-                }
+                        for (int r = 0; r < 2; r++) { wq[s][mt][r] = wn[s][mt][r]; ws[s][mt][r] = wsn[s][mt][r]; }
             }
-            __syncthreads();
         }
-        /* 4. epilogue: lane holds rows g, g+8 of each m16 tile for tokens 2t, 2t+1 of each n8 tile */
+        /* 3. epilogue: lane holds rows g, g+8 of each m16 tile for tokens 2t, 2t+1 of each n8 tile */
 #pragma unroll
         for (int nt = 0; nt < 4; nt++) {
             if (nt >= ntl) break;

@@ -395,7 +395,7 @@ void gptoss_moe_mma_checks(int *checks, int *failed) {
     test_mma(512, &s, 0, 1 << 30);
     mm_layer_free(&s);
     mm_layer o; /* odd sizes: N not a multiple of the 128-row tile, K not of the 256-value pass */
-    mm_layer_make(&o, 6, 160, 48);
+    mm_layer_make(&o, 6, 160, 96);
     test_mma(37, &o, 1, 1 << 30);
     mm_layer_free(&o);
     mm_layer b; /* gpt-oss-20b's shapes */
