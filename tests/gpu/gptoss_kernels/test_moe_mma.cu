@@ -371,6 +371,13 @@ static void time_mma(int T, const mm_layer *L) {
                                   ddn));
         }, reps);
         t_new = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
+        const double t_gu = mm_time([&]() {
+            MCK(gptoss_mxfp4_mma(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H, 2 * I,
+                                 1, alpha, limit, dact, 0));
+        }, reps);
+        const double flop = 2.0 * 2.0 * (double)P * ((double)2 * I * H + (double)H * I); /* x2: hi and lo */
+        printf("     T=%d: gate_up alone %.3f ms; both %.1f TFLOP/s of tensor work (hi + lo)\n", T, t_gu,
+               flop / (t_new * 1e-3) / 1e12);
         cudaFree(dgu); cudaFree(tc.xs); cudaFree(tc.ys); cudaFree(tc.wbf); cudaFree(ws);
         gptoss_tc_destroy(&tc);
     }
