@@ -305,4 +305,27 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
 
+/* ---- MXFP4 experts on tensor cores (moe_mma.cu): one kernel for any number of tokens per expert.
+ * For expert e and each grouped pair p in [offsets[e], offsets[e] + counts[e]) (counts and offsets on
+ * the device, as gptoss_moe_route writes them; nothing goes to the host), with row(p) = gather ?
+ * gather[p] : p and x_row = x + row(p) * ldx:
+ *   swiglu = 0: y[p, n] = sum_k x_row[k] * W_e[n, k] + b[e, n]             (y [P, N]);
+ *   swiglu = 1: gu = the same with N = 2I rows (gate 2j, up 2j + 1), then the clamped SwiGLU of
+ *               gptoss_swiglu: y[p, j] = min(g, limit) * sigmoid(alpha * min(g, limit)) *
+ *               (clamp(u, -limit, limit) + 1)                                (y [P, N / 2]).
+ * W_e as gptoss_mxfp4_grouped (blocks [E, N, K/32, 16], scales [E, N, K/32]; the values exactly those of
+ * gptoss_mxfp4_dequant). x_swz = 1: each x row is chunk-swizzled (gptoss_swz; needs ldx == K), as the
+ * decode router writes h_sw. Numerics: x = hi + lo in bf16 (as tc.h with S = 2), mma.sync bf16 with fp32
+ * accumulation, ~1e-5 relative; deterministic, and a pair's result does not depend on the other pairs.
+ * Each expert's packed weights are read once per 32 of its pairs (once per launch at decode sizes).
+ * Needs K % 32 == 0, ldx >= K even, x 8-byte and blocks 16-byte aligned, E <= 65535. Rows of y of
+ * pairs outside every expert's range are not written. */
+cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                             const uint8_t *scales, const uint16_t *b, const int32_t *counts, const int32_t *offsets,
+                             int E, int K, int N, int swiglu, float alpha, float limit, float *y, cudaStream_t stream);
+
+/* For the tests: out[s * 16 + nib] = the bf16 bits gptoss_mxfp4_mma uses for MXFP4 nibble nib with
+ * E8M0 scale byte s (all 256 x 16; out is device memory of 4096 uint16). */
+cudaError_t gptoss_mxfp4_mma_table(uint16_t *out, cudaStream_t stream);
+
 #endif

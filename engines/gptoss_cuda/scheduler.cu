@@ -277,8 +277,9 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
  * tables); the bf16 linears run in row groups (linear_groups); the MoE block is decode2's fused
- * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens), or with
- * LLMR_GPTOSS_FUSED=0 the per-op kernels over all n rows. */
+ * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens); with
+ * LLMR_GPTOSS_MOE_MMA=1 the fused router, then the experts on tensor cores (gptoss_mxfp4_mma: each
+ * touched expert read once per step) and the slot sum; LLMR_GPTOSS_FUSED=0 the per-op kernels. */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
 
@@ -328,6 +329,18 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         PART_(2);
         K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
         PART_(3);
+        if (m->fused && m->moe_mma) { /* experts on tensor cores: each touched expert read once per step */
+            K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
+                                        m->grp, m->rl, m->ctr, st));
+            K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+            K_(gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+                                E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            K_(gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I, H,
+                                0, 0.0f, 0.0f, m->dn, st));
+            K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+            PART_(4);
+            continue;
+        }
         if (m->fused) {
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
