@@ -17,6 +17,9 @@
  *                 and router weights + lm_head + C embedding rows + the fp32 KV the C rows read at their
  *                 mean context (full layers: context; sliding layers: the window);
  *   % roof        step tok/s / roofline;  VRAM: the engine's stats after load.
+ * Under the table, for each C, where the engine thread's time went (debug_api.h gptoss_cuda_sched_stats):
+ * GPU time of prefill slices, of decode steps by rows per step (steps, mean rows, ms per step), of
+ * sampling, and the thread's host waits; with LLMR_GPTOSS_BATCH_PROFILE=1 also each batched step's parts.
  * The copy bandwidth is measured (device-to-device, median of 20 copies of 1 GiB). Exits 0 with "SKIP"
  * when no GPU is usable. */
 #include <dlfcn.h>
@@ -113,6 +116,43 @@ static double step_bytes(const gptoss_config *g, int B, double c) {
     return total;
 }
 
+static const char *const bucket_names[GPTOSS_CUDA_STAT_BUCKETS] = {"1", "2-3", "4-7", "8-15", "16-31", "32-63", "64"};
+
+/* Where the engine thread's time went during one concurrency level (see the header comment). */
+static void print_sched_stats(int C, double wall, const gptoss_cuda_sched_stats *t) {
+    if (!t->iterations) {
+        printf("\n%d streams: no time accounting (the engine has it off: LLMR_GPTOSS_SCHED_STATS=0)\n", C);
+        return;
+    }
+    double steps_ms = 0;
+    uint64_t steps = 0;
+    for (int b = 0; b < GPTOSS_CUDA_STAT_BUCKETS; b++) { steps_ms += t->step_ms[b]; steps += t->steps[b]; }
+    printf("\n%d streams, wall %.2f s: prefill %.2f s GPU (%llu slices, %llu tokens, %.1f ms/slice); decode steps "
+           "%.2f s GPU (%llu steps); sampling %.2f s GPU (%.2f ms each); engine thread: busy %.2f s, waiting for sampled "
+           "tokens %.2f s, for callers' acks %.3f s\n",
+           C, wall, t->prefill_ms / 1e3, (unsigned long long)t->prefill_slices, (unsigned long long)t->prefill_tokens,
+           t->prefill_slices ? t->prefill_ms / t->prefill_slices : 0.0, steps_ms / 1e3, (unsigned long long)steps,
+           t->sample_ms / 1e3, t->samplings ? t->sample_ms / t->samplings : 0.0, t->busy_ms / 1e3,
+           t->token_wait_ms / 1e3, t->ack_wait_ms / 1e3);
+    int prof = 0;
+    for (int b = 0; b < GPTOSS_CUDA_STAT_BUCKETS; b++)
+        for (int c = 0; c < GPTOSS_CUDA_STAT_CATS; c++) prof |= t->cat_ms[b][c] > 0;
+    printf("  %6s %7s %9s %9s %9s", "rows", "steps", "mean rows", "ms/step", "GPU s");
+    if (prof) printf("   per step ms: %6s %6s %6s %6s %6s %7s", "norms", "qkv", "attn", "o", "MoE", "lm_head");
+    printf("\n");
+    for (int b = 0; b < GPTOSS_CUDA_STAT_BUCKETS; b++) {
+        if (!t->steps[b]) continue;
+        const double n = (double)t->steps[b];
+        printf("  %6s %7llu %9.1f %9.2f %9.2f", bucket_names[b], (unsigned long long)t->steps[b], t->step_rows[b] / n,
+               t->step_ms[b] / n, t->step_ms[b] / 1e3);
+        if (prof && b > 0) {
+            printf("   %12s", "");
+            for (int c = 0; c < GPTOSS_CUDA_STAT_CATS; c++) printf(" %6.2f", t->cat_ms[b][c] / n);
+        }
+        printf("\n");
+    }
+}
+
 static void usage(void) {
     printf("usage: throughput --model DIR [--engine SO] [--streams 1,8,32,64] [--seed 1] [--temperature 0]\n"
            "Aggregate output tok/s of gptoss_cuda at C concurrent streams (ShareGPT-like lengths) vs the step\n"
@@ -162,6 +202,7 @@ int main(int argc, char **argv) {
     if (!h) { fprintf(stderr, "throughput: dlopen %s: %s\n", engine, dlerror()); return 1; }
     llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
     gptoss_cuda_copy_bandwidth_fn bw = (gptoss_cuda_copy_bandwidth_fn)dlsym(h, GPTOSS_CUDA_COPY_BW_SYMBOL);
+    gptoss_cuda_sched_stats_fn sstats = (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL);
     const llmr_engine_api *api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
     if (!api || !bw) { fprintf(stderr, "throughput: %s is not the gptoss_cuda engine\n", engine); return 1; }
     const uint32_t ctx = PROMPT_MAX + OUT_MAX + 8;
@@ -185,6 +226,9 @@ int main(int argc, char **argv) {
     printf("%7s %9s %9s %9s %10s %9s %9s %9s %10s %11s %7s\n", "streams", "prompt", "output", "wall s", "out tok/s",
            "ITL p50", "ITL p99", "step t/s", "GB/step", "roofline", "% roof");
     int rc = 0;
+    gptoss_cuda_sched_stats tstats[16];
+    double walls[16];
+    memset(tstats, 0, sizeof tstats);
     for (int k = 0; k < nc && !rc; k++) {
         const int C = cs[k];
         stream *ss = calloc((size_t)C, sizeof *ss);
@@ -214,6 +258,8 @@ int main(int argc, char **argv) {
             sum_prompt += s->n_prompt;
             sum_out += s->max_tokens;
         }
+        gptoss_cuda_sched_stats scratch;
+        if (sstats) sstats(m, &scratch, 1); /* counting starts now */
         pthread_barrier_init(&bar, NULL, (unsigned)C + 1);
         for (int i = 0; i < C; i++)
             if (pthread_create(&th[i], NULL, stream_main, &ss[i])) { fprintf(stderr, "throughput: pthread_create\n"); return 1; }
@@ -221,6 +267,8 @@ int main(int argc, char **argv) {
         pthread_barrier_wait(&bar);
         for (int i = 0; i < C; i++) pthread_join(th[i], NULL);
         const double wall = now_s() - t0;
+        walls[k] = wall;
+        if (sstats) sstats(m, &tstats[k], 1);
         pthread_barrier_destroy(&bar);
         uint64_t gen = 0, ngaps = 0;
         for (int i = 0; i < C; i++) {
@@ -250,6 +298,8 @@ int main(int argc, char **argv) {
         free(ss);
         free(th);
     }
+    if (sstats && !rc)
+        for (int k = 0; k < nc; k++) print_sched_stats(cs[k], walls[k], &tstats[k]);
     api->unload(m);
     return rc;
 }

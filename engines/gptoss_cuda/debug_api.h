@@ -29,4 +29,31 @@ typedef llmr_engine_status (*gptoss_cuda_debug_eval_fn)(llmr_engine_session *s, 
 typedef llmr_engine_status (*gptoss_cuda_copy_bandwidth_fn)(int device, uint64_t bytes, int reps, double *gbps,
                                                             char *err, size_t err_size);
 
+/* What the engine thread has done since load (or the last reset): GPU time of prefill slices and of
+ * decode steps by batch size, sampling, and the host's waits, so a benchmark can say where its wall
+ * time went. GPU times come from CUDA events around each piece of work (an event pair per prefill slice,
+ * step and sampling; on unless LLMR_GPTOSS_SCHED_STATS=0, ~µs of host time each; all zero when off).
+ * With LLMR_GPTOSS_BATCH_PROFILE=1 the batched
+ * steps also get an event after each part of every layer (cat_ms; costs host time per step).
+ * Buckets of rows per step: 1, 2-3, 4-7, 8-15, 16-31, 32-63, 64. */
+#define GPTOSS_CUDA_SCHED_STATS_SYMBOL "gptoss_cuda_get_sched_stats"
+#define GPTOSS_CUDA_STAT_BUCKETS 7
+#define GPTOSS_CUDA_STAT_CATS 6 /* embed+norms, q/k/v+rope+kv store, attention, o_proj, MoE, final norm+lm_head */
+typedef struct gptoss_cuda_sched_stats {
+    uint64_t prefill_slices, prefill_tokens;
+    double prefill_ms;                                 /* GPU time of the prefill forwards */
+    uint64_t steps[GPTOSS_CUDA_STAT_BUCKETS];          /* decode steps (forward of the handed-out tokens) */
+    uint64_t step_rows[GPTOSS_CUDA_STAT_BUCKETS];      /* rows summed over those steps */
+    double step_ms[GPTOSS_CUDA_STAT_BUCKETS];          /* their GPU time */
+    uint64_t samplings;
+    double sample_ms;                                  /* GPU time of the sampling launches */
+    double ack_wait_ms;                                /* engine thread waiting for callers to take tokens */
+    double token_wait_ms;                              /* engine thread waiting for sampled tokens */
+    uint64_t iterations;
+    double busy_ms;                                    /* wall time of scheduler iterations with work */
+    double cat_ms[GPTOSS_CUDA_STAT_BUCKETS][GPTOSS_CUDA_STAT_CATS]; /* LLMR_GPTOSS_BATCH_PROFILE=1 only */
+} gptoss_cuda_sched_stats;
+/* Copies the counters into *out (reset = 1 then zeroes them). The model must be loaded. */
+typedef llmr_engine_status (*gptoss_cuda_sched_stats_fn)(llmr_engine_model *m, gptoss_cuda_sched_stats *out, int reset);
+
 #endif

@@ -127,6 +127,13 @@ extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_debug_eval(llmr_eng
     return gptoss_session_eval_debug(S(s), tokens, n, logits, hidden, router_logits, force_topk, err, es);
 }
 
+extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_get_sched_stats(llmr_engine_model *m, gptoss_cuda_sched_stats *out,
+                                                                        int reset) {
+    if (!m || !out) return LLMR_ENGINE_UNSUPPORTED;
+    gptoss_model_sched_stats(M(m), out, reset);
+    return LLMR_ENGINE_OK;
+}
+
 static int cmp_float(const void *a, const void *b) {
     const float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;

@@ -169,12 +169,20 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
 }
 
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
- * gate_up -> SwiGLU -> down into m->dn. */
+ * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
+ * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
 static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
     cudaError_t e;
+    if (m->moe_mma_prefill) { /* tensor cores, counts read on the device: no host sync, no bf16 scratch */
+        if ((e = gptoss_mxfp4_mma(m->h, H, 0, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+                                  E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess)
+            return e;
+        return gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I,
+                                H, 0, 0.0f, 0.0f, m->dn, st);
+    }
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
@@ -375,6 +383,15 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
             KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
             KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
                                                  m->rw, m->grp, m->rl, m->ctr, st));
+            if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
+                KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+                KP_(GATE_UP, gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                              m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+                KP_(DOWN, gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets,
+                                           E, I, H, 0, 0.0f, 0.0f, m->dn, st));
+                KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
+                continue;
+            }
             KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                                    c->swiglu_alpha, c->swiglu_limit, m->act, st));
             KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,

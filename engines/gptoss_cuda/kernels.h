@@ -65,6 +65,17 @@ void gptoss_linear_use_gemv1(int on);
  * Process-wide; set it before launching. */
 void gptoss_use_pdl(int on);
 
+/* ---- batched-step linears (linear_rows.cu): gptoss_linear for 2..GPTOSS_ROWS_MAX_T rows with ONE pass
+ * over W for all rows (the T <= 4 GEMV re-reads W per group of 4 rows). y[t, n] (+)= sum_k x[t, k] W[n, k]
+ * + b[n] for t < T. x rows are staged in shared memory (T * K floats, at most ~200 KiB), so
+ * T <= gptoss_linear_rows_max(K); x 16-byte aligned with ldx % 4 == 0, W 16-byte aligned, K % 8 == 0.
+ * fp32 accumulation: each lane sums its 8-element chunks in ascending order, then a fixed warp xor tree
+ * (deterministic; equal to gptoss_linear to fp32 summation order). cudaErrorInvalidValue otherwise. */
+#define GPTOSS_ROWS_MAX_T 16
+int gptoss_linear_rows_max(int K); /* rows one launch takes for this K (0: unsupported K) */
+cudaError_t gptoss_linear_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
+                               float *y, int ldy, int accumulate, cudaStream_t stream);
+
 /* In-place YaRN RoPE, NeoX rotate-half, on x [T, n_heads, 64] (row stride ld floats) at positions
  * pos0 + t: angle = float(pos) * inv_freq[i]; cos/sin multiplied by attn_factor; inv_freq [32] on device. */
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float attn_factor,
@@ -168,6 +179,21 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
 /* Selects the multi-block greedy argmax (on, the default) or the one-block kernel for temperature <= 0
  * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
 void gptoss_sample_use_fast_greedy(int on);
+
+/* All rows of a batched decode step in three launches: row b samples from rows[b].logits (V floats) with
+ * rows[b].counts (penalties; NULL = none) and rows[b].a (its own u), exactly as gptoss_sample would
+ * (greedy rows: the same argmax rule; other rows: the one-row kernel's code), into out[b]; then
+ * rows[b].counts[out[b]] += 1 where count_token is set (gptoss_count_token). rows is a device array.
+ * work: gptoss_sample_rows_work(B, V) floats (ARG_BLOCKS parts per row, 128 at most, plus V per row). */
+typedef struct gptoss_sample_row {
+    const float *logits;
+    int32_t *counts;
+    gptoss_sample_args a;
+    int count_token;
+} gptoss_sample_row;
+size_t gptoss_sample_rows_work(int B, int V);
+cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out,
+                               cudaStream_t stream);
 
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);
@@ -297,5 +323,38 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
 cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                     int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,
                                     cudaStream_t stream);
+
+
+/* ---- batched-step attention (attention_rows.cu): gptoss_attention_at's arguments and semantics (B rows,
+ * row b's query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b;
+ * out [B, n_heads*64]), for batched decode steps of many rows: one block per (row, KV head), the heads
+ * of a KV head reading its K/V rows together, lanes over dimensions, 16 keys in flight per warp.
+ * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. Measured slower than
+ * gptoss_attention_at in the engine (attention_rows.cu says why), so only LLMR_GPTOSS_BATCH_ATTN=2 uses it. */
+cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                  int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+
+/* ---- MXFP4 experts on tensor cores (moe_mma.cu): one kernel for any number of tokens per expert.
+ * For expert e and each grouped pair p in [offsets[e], offsets[e] + counts[e]) (counts and offsets on
+ * the device, as gptoss_moe_route writes them; nothing goes to the host), with row(p) = gather ?
+ * gather[p] : p and x_row = x + row(p) * ldx:
+ *   swiglu = 0: y[p, n] = sum_k x_row[k] * W_e[n, k] + b[e, n]             (y [P, N]);
+ *   swiglu = 1: gu = the same with N = 2I rows (gate 2j, up 2j + 1), then the clamped SwiGLU of
+ *               gptoss_swiglu: y[p, j] = min(g, limit) * sigmoid(alpha * min(g, limit)) *
+ *               (clamp(u, -limit, limit) + 1)                                (y [P, N / 2]).
+ * W_e as gptoss_mxfp4_grouped (blocks [E, N, K/32, 16], scales [E, N, K/32]; the values exactly those of
+ * gptoss_mxfp4_dequant). x_swz = 1: each x row is chunk-swizzled (gptoss_swz; needs ldx == K), as the
+ * decode router writes h_sw. Numerics: x = hi + lo in bf16 (as tc.h with S = 2), mma.sync bf16 with fp32
+ * accumulation, ~1e-5 relative; deterministic, and a pair's result does not depend on the other pairs.
+ * Each expert's packed weights are read once per 32 of its pairs (once per launch at decode sizes).
+ * Needs K % 32 == 0, ldx >= K even, x 8-byte and blocks 16-byte aligned, E <= 65535. Rows of y of
+ * pairs outside every expert's range are not written. */
+cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                             const uint8_t *scales, const uint16_t *b, const int32_t *counts, const int32_t *offsets,
+                             int E, int K, int N, int swiglu, float alpha, float limit, float *y, cudaStream_t stream);
+
+/* For the tests: out[s * 16 + nib] = the bf16 bits gptoss_mxfp4_mma uses for MXFP4 nibble nib with
+ * E8M0 scale byte s (all 256 x 16; out is device memory of 4096 uint16). */
+cudaError_t gptoss_mxfp4_mma_table(uint16_t *out, cudaStream_t stream);
 
 #endif

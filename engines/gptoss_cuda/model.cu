@@ -535,6 +535,13 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
+        /* 1: the batched step's experts on gptoss_mxfp4_mma. Off by default although it is faster (H200:
+         * 64 streams 932 -> 1,254 out tok/s): with it gptoss_batching fails one seeded request (alone, T = 1
+         * on decode2's kernels, and batched now differ at fp32 rounding level and one sampled token flips);
+         * LLMR_GPTOSS_MOE_MMA_T1=1 restores bit equality but halves batch-1 decode (444 -> 239 tok/s). */
+        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 0, 0, 1);
+        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
+        m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;

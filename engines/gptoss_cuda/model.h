@@ -41,7 +41,7 @@ extern "C" { /* the common library is C */
 }
 #endif
 
-#define GPTOSS_INTERLEAVE_CHUNK 512 /* prompt tokens per scheduler iteration while other rows decode */
+#define GPTOSS_INTERLEAVE_CHUNK 1024 /* prompt tokens per slice while other rows decode (LLMR_GPTOSS_INTERLEAVE) */
 #define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
 
@@ -62,6 +62,10 @@ void gptoss_model_free(gptoss_model *m);
 const gptoss_config *gptoss_model_config(const gptoss_model *m);
 uint32_t gptoss_model_max_context(const gptoss_model *m);
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out);
+/* The engine thread's time accounting (debug_api.h gptoss_cuda_get_sched_stats); reset = 1 zeroes it after the
+ * copy. Takes the model mutex, so it waits for the current scheduler iteration. */
+struct gptoss_cuda_sched_stats;
+void gptoss_model_sched_stats(gptoss_model *m, struct gptoss_cuda_sched_stats *out, int reset);
 
 /* A session of up to max_context positions (0 = the model's); its KV pages come from the model's pool
  * on demand. */

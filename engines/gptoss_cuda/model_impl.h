@@ -83,6 +83,11 @@ struct gptoss_model {
     float *hsw, *att_part;
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
+    /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
+     * step's MoE (LLMR_GPTOSS_MOE_MMA, default 0: see model.cu), moe_mma_prefill for the T > 1 forward's experts
+     * (LLMR_GPTOSS_MOE_MMA_PREFILL, default 0), moe_mma_t1 for the T = 1 decode graph's experts
+     * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
+    int moe_mma, moe_mma_prefill, moe_mma_t1;
     int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
@@ -104,6 +109,18 @@ struct gptoss_model {
     int32_t *bstage_dev;      /* [tok MAXB | pos MAXB | tables MAXB x max_pages] of a batched step */
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
     int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
+    int batch_linear;         /* 1 (default): gptoss_linear_rows below batch_tc_min rows; 0 (LLMR_GPTOSS_BATCH_LINEAR=0): row groups */
+    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default GPTOSS_TC_MIN_T) */
+    int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2 or 3, tc.h) */
+    int interleave;           /* prompt tokens per slice while rows decode (LLMR_GPTOSS_INTERLEAVE) */
+    int prefill_burst;        /* prefill slices per scheduler iteration while rows decode (LLMR_GPTOSS_PREFILL_BURST) */
+    int batch_attn;           /* batched steps' attention (LLMR_GPTOSS_BATCH_ATTN): 0 _at (default), 1 decode-split, 2 rows */
+    float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
+    int32_t *batt_ctr;
+    int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
+    gptoss_sample_row *srow_host, *srow_dev; /* its per-row parameters: pinned staging, device copy */
+    float *srow_work;         /* its work area, gptoss_sample_rows_work(GPTOSS_MAX_BATCH, vocab) floats */
+    struct sched_stats *ss;   /* the engine thread's time accounting (scheduler.cu) */
     pthread_t sched;
     int sched_started, stopping;
     pthread_mutex_t q_mu;     /* the request queue and every request's shared fields */

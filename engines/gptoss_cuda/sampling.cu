@@ -42,11 +42,10 @@ __device__ float bisect_threshold(const float *p, int lo, int hi, float floor_th
     return __uint_as_float(a);
 }
 
-__global__ void __launch_bounds__(SMP_THREADS) sample_kernel(const float *logits, int V, const int32_t *counts,
-                                                             gptoss_sample_args a, float *p, int32_t *out) {
-    __shared__ float red[33];
-    __shared__ float fval[SMP_THREADS];
-    __shared__ int fidx[SMP_THREADS];
+/* One token from one row by one SMP_THREADS block (the steps of kernels.h); shared scratch passed in so
+ * the one-row kernel and the batched one (block b = row b) run the very same code. */
+static __device__ void sample_row(const float *logits, int V, const int32_t *counts, const gptoss_sample_args &a,
+                                  float *p, int32_t *out, float *red, float *fval, int *fidx) {
     const int tid = threadIdx.x;
     const int per = (V + SMP_THREADS - 1) / SMP_THREADS;
     const int lo = min(V, tid * per), hi = min(V, lo + per);
@@ -125,6 +124,14 @@ __global__ void __launch_bounds__(SMP_THREADS) sample_kernel(const float *logits
     }
 }
 
+__global__ void __launch_bounds__(SMP_THREADS) sample_kernel(const float *logits, int V, const int32_t *counts,
+                                                             gptoss_sample_args a, float *p, int32_t *out) {
+    __shared__ float red[33];
+    __shared__ float fval[SMP_THREADS];
+    __shared__ int fidx[SMP_THREADS];
+    sample_row(logits, V, counts, a, p, out, red, fval, fidx);
+}
+
 /* ---- greedy (temperature <= 0): a multi-block argmax, then one block over the blocks' winners.
  * Why: the single block above reads 201k logits with one SM (~0.27 ms per token measured on the H200);
  * spread over ARG_BLOCKS blocks the read takes a few microseconds. Same rules: penalties first, NaN
@@ -198,5 +205,73 @@ __global__ void count_token_kernel(int32_t *counts, const int32_t *token) { coun
 
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t s) {
     count_token_kernel<<<1, 1, 0, s>>>(counts, token);
+    return cudaGetLastError();
+}
+
+/* ---- all rows of a batched step in three launches (kernels.h gptoss_sample_rows).
+ * Greedy rows: argmax_part over a (blocks, rows) grid, then the row's block merges the parts (the
+ * argmax is unique under "NaN never wins, ties to the lowest id", so the partition does not change
+ * it). Other rows: their block runs sample_row, the one-row kernel's code, on V floats of work of
+ * their own. Then one thread per row counts its token where the row has penalties. */
+__global__ void __launch_bounds__(ARG_THREADS) rows_argmax_part_kernel(const gptoss_sample_row *rows, int V, int nb,
+                                                                       float *part_v, int *part_i) {
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    const gptoss_sample_row r = rows[blockIdx.y];
+    if (r.a.temperature > 0.0f) return; /* uniform per block */
+    float bv = -INFINITY;
+    int bi = -1;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < V; i += nb * blockDim.x) {
+        float l = r.logits[i];
+        if (l != l) l = -INFINITY;
+        if (r.counts && r.counts[i] > 0) l -= (float)r.counts[i] * r.a.frequency_penalty + r.a.presence_penalty;
+        arg_merge(bv, bi, l, i);
+    }
+    block_argmax(bv, bi, sv, si);
+    if (threadIdx.x == 0) { part_v[blockIdx.y * nb + blockIdx.x] = bv; part_i[blockIdx.y * nb + blockIdx.x] = bi; }
+}
+
+__global__ void __launch_bounds__(SMP_THREADS) rows_sample_kernel(const gptoss_sample_row *rows, int V, int nb,
+                                                                  const float *part_v, const int *part_i, float *work,
+                                                                  int32_t *out) {
+    __shared__ float red[33];
+    __shared__ float fval[SMP_THREADS];
+    __shared__ int fidx[SMP_THREADS];
+    const int b = blockIdx.x;
+    const gptoss_sample_row r = rows[b];
+    if (r.a.temperature > 0.0f) {
+        sample_row(r.logits, V, r.counts, r.a, work + (size_t)b * V, out + b, red, fval, fidx);
+        return;
+    }
+    if (threadIdx.x >= 32) return; /* one warp merges the row's nb parts in block order */
+    float bv = -INFINITY;
+    int bi = -1;
+    for (int k = threadIdx.x; k < nb; k += 32) arg_merge(bv, bi, part_v[b * nb + k], part_i[b * nb + k]);
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        arg_merge(bv, bi, ov, oi);
+    }
+    if (threadIdx.x == 0) out[b] = bi;
+}
+
+__global__ void rows_count_kernel(const gptoss_sample_row *rows, int B, const int32_t *tok) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < B && rows[b].counts && rows[b].count_token) rows[b].counts[tok[b]] += 1;
+}
+
+size_t gptoss_sample_rows_work(int B, int V) { return (size_t)B * V + 2 * (size_t)B * ARG_BLOCKS; }
+
+cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out, cudaStream_t s) {
+    if (B <= 0) return cudaSuccess;
+    if (V <= 0 || !rows || !work || !out) return cudaErrorInvalidValue;
+    /* enough argmax blocks per greedy row to spread its read over the SMs, at least 4 */
+    int nb = ARG_BLOCKS / B;
+    if (nb < 4) nb = 4;
+    float *part_v = work + (size_t)B * V;
+    int *part_i = (int *)(part_v + (size_t)B * ARG_BLOCKS);
+    rows_argmax_part_kernel<<<dim3((unsigned)nb, (unsigned)B), ARG_THREADS, 0, s>>>(rows, V, nb, part_v, part_i);
+    rows_sample_kernel<<<(unsigned)B, SMP_THREADS, 0, s>>>(rows, V, nb, part_v, part_i, work, out);
+    rows_count_kernel<<<(unsigned)((B + 127) / 128), 128, 0, s>>>(rows, B, out);
     return cudaGetLastError();
 }

@@ -1,4 +1,7 @@
 /* scheduler.cu — continuous batching: the engine thread, batched decode steps, generate (model_impl.h). */
+#include <time.h>
+
+#include "engines/gptoss_cuda/debug_api.h"
 #include "engines/gptoss_cuda/model_impl.h"
 
 /* ---------------------------------------------------------------- scheduler (continuous batching)
@@ -7,16 +10,20 @@
  * tokens come back through the request's own array and the caller runs on_token on its own thread
  * (ABI). Each scheduler iteration:
  *   1. admits queued requests (up to GPTOSS_MAX_BATCH rows in flight) and prefills the first admitted
- *      one: one GPTOSS_INTERLEAVE_CHUNK-token slice when other rows are decoding (so they keep flowing),
- *      its whole prompt in chunks of the prefill chunk size when nothing else runs;
+ *      one: one slice of m->interleave (GPTOSS_INTERLEAVE_CHUNK = 1,024) tokens when other rows are
+ *      decoding (so they keep flowing), its whole prompt in chunks of the prefill chunk size when nothing
+ *      else runs; LLMR_GPTOSS_PREFILL_BURST=N takes up to N slices back to back (default 1);
  *   2. waits until every running row's caller has consumed the tokens it was handed (the callback of
  *      token t runs while the GPU evaluates t, and its "stop" must be known before t+1 is handed out);
  *   3. finishes rows that are done (stop id / max_tokens after their last token was evaluated, a callback
  *      stop, cancel, a full context), samples one token for every other row with that row's own
- *      parameters and RNG (B launches, one host wait for all B ids), hands the tokens out;
+ *      parameters and RNG (gptoss_sample_rows: three launches for all B rows, one host wait for all B
+ *      ids), hands the tokens out;
  *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged);
  *      several -> one batched step (batched_step: B rows, each at its own position through its own
- *      block table; launches, no graph).
+ *      block table; launches, no graph: the GPU measured busy all the time at 64 streams, so launch gaps
+ *      are not what limits it yet).
+ * Every piece of GPU work is timed with CUDA events (the time accounting below; debug_api.h).
  * A row's token stream depends only on its own logits and RNG, so a seed gives the same tokens whatever
  * the batch up to fp32 summation order (the batched linear kernels sum in another order than the T = 1
  * GEMV: ~1e-6 relative, which flips a token only at a near-tie). The debug eval path takes the same
@@ -51,6 +58,115 @@ static uint64_t splitmix64(uint64_t *state) {
     return z ^ (z >> 31);
 }
 
+/* ---------------------------------------------------------------- time accounting (debug_api.h)
+ *
+ * Every prefill slice, decode step and sampling gets a pair of CUDA events; the interval is added to its
+ * counter once its end event has completed (checked without waiting at the end of each iteration, so the
+ * host never waits for the GPU just to account). Events live in a ring; intervals are queued in the
+ * order they were recorded, so the oldest interval holds the oldest event still needed: when the ring
+ * comes round to it, that interval is waited for and taken first. */
+#define SS_EVENTS 2048
+typedef struct ss_interval {
+    int a, b;
+    double *dst;
+} ss_interval;
+
+struct sched_stats {
+    gptoss_cuda_sched_stats s;
+    int profile; /* LLMR_GPTOSS_BATCH_PROFILE=1: per-part events inside batched steps */
+    cudaEvent_t ev[SS_EVENTS];
+    int next_ev;
+    ss_interval q[SS_EVENTS]; /* FIFO: q0 first, nq queued */
+    int q0, nq;
+};
+
+static double wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int stat_bucket(int rows) {
+    int b = 0;
+    while (b < GPTOSS_CUDA_STAT_BUCKETS - 1 && rows >= (2 << b)) b++;
+    return b;
+}
+
+/* Takes the oldest interval: waits for its end event when `wait`, else only if already complete.
+ * Returns 1 when one was taken. */
+static int ss_take(struct sched_stats *ss, int wait) {
+    if (!ss->nq) return 0;
+    ss_interval *iv = &ss->q[ss->q0];
+    if (wait) cudaEventSynchronize(ss->ev[iv->b]);
+    else if (cudaEventQuery(ss->ev[iv->b]) != cudaSuccess) return 0;
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, ss->ev[iv->a], ss->ev[iv->b]) == cudaSuccess) *iv->dst += ms;
+    ss->q0 = (ss->q0 + 1) % SS_EVENTS;
+    ss->nq--;
+    return 1;
+}
+
+/* Records an event on the stream; returns its index (-1 when accounting is off or the record failed). */
+static int ss_mark(gptoss_model *m) {
+    struct sched_stats *ss = m->ss;
+    if (!ss) return -1;
+    const int i = ss->next_ev;
+    while (ss->nq && ss->q[ss->q0].a == i) ss_take(ss, 1); /* the ring came round to a needed event */
+    if (cudaEventRecord(ss->ev[i], m->stream) != cudaSuccess) return -1;
+    ss->next_ev = (i + 1) % SS_EVENTS;
+    return i;
+}
+
+/* Queues the interval a -> b to be added to *dst. */
+static void ss_add(gptoss_model *m, int a, int b, double *dst) {
+    struct sched_stats *ss = m->ss;
+    if (!ss || a < 0 || b < 0) return;
+    if (ss->nq == SS_EVENTS) ss_take(ss, 1);
+    ss->q[(ss->q0 + ss->nq) % SS_EVENTS] = (ss_interval){a, b, dst};
+    ss->nq++;
+}
+
+static void ss_collect(gptoss_model *m, int wait) {
+    if (m->ss)
+        while (ss_take(m->ss, wait)) {
+        }
+}
+
+void gptoss_model_sched_stats(gptoss_model *m, gptoss_cuda_sched_stats *out, int reset) {
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&m->mu);
+    if (m->ss) {
+        ss_collect(m, 1);
+        *out = m->ss->s;
+        if (reset) memset(&m->ss->s, 0, sizeof m->ss->s);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
+static void ss_destroy(struct sched_stats *ss) {
+    if (!ss) return;
+    for (int i = 0; i < SS_EVENTS; i++)
+        if (ss->ev[i]) cudaEventDestroy(ss->ev[i]);
+    free(ss);
+}
+
+/* NULL (accounting off) with LLMR_GPTOSS_SCHED_STATS=0, or (said on stderr) when the events cannot be made. */
+static struct sched_stats *ss_create(void) {
+    const char *off = getenv("LLMR_GPTOSS_SCHED_STATS");
+    if (off && strcmp(off, "0") == 0) return NULL;
+    struct sched_stats *ss = (struct sched_stats *)calloc(1, sizeof *ss);
+    if (!ss) return NULL;
+    for (int i = 0; i < SS_EVENTS; i++)
+        if (cudaEventCreate(&ss->ev[i]) != cudaSuccess) {
+            fprintf(stderr, "gptoss_cuda: scheduler time accounting off: cannot create %d CUDA events\n", SS_EVENTS);
+            ss_destroy(ss);
+            return NULL;
+        }
+    const char *p = getenv("LLMR_GPTOSS_BATCH_PROFILE");
+    ss->profile = p && strcmp(p, "1") == 0;
+    return ss;
+}
+
 /* Hands r back to its caller (engine thread; r's GPU work must be complete). */
 static void req_done(gptoss_model *m, gen_req *r, llmr_engine_status st, llmr_finish_reason fin, const char *msg) {
     pthread_mutex_lock(&m->q_mu);
@@ -82,12 +198,21 @@ static void sched_prefill(gptoss_model *m) {
     do { /* one chunk when rows are decoding, else the whole prompt */
         if (cancelled(s)) { st = fail(LLMR_ENGINE_CANCELLED, err, sizeof err, "cancelled during prefill"); break; }
         if (r->prefilled >= n) break;
-        /* While rows decode, a prompt goes in slices of GPTOSS_INTERLEAVE_CHUNK so their next tokens wait
-         * for one slice (tens of ms) rather than a whole chunk; alone, it takes the full chunk. */
-        const size_t cap = m->n_rows ? (m->chunk < GPTOSS_INTERLEAVE_CHUNK ? m->chunk : GPTOSS_INTERLEAVE_CHUNK) : m->chunk;
+        /* While rows decode, a prompt goes in slices of m->interleave tokens (GPTOSS_INTERLEAVE_CHUNK unless
+         * LLMR_GPTOSS_INTERLEAVE says otherwise) so their next tokens wait for one slice (tens of ms) rather
+         * than a whole chunk; alone, it takes the full chunk. */
+        const size_t cap = m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
         const int T = (int)(n - r->prefilled < cap ? n - r->prefilled : cap);
+        const int ea = ss_mark(m);
         st = gptoss_forward(s, r->in->tokens + r->prefilled, T, NULL, err, sizeof err);
-        if (st == LLMR_ENGINE_OK) r->prefilled += (size_t)T;
+        if (st == LLMR_ENGINE_OK) {
+            r->prefilled += (size_t)T;
+            if (m->ss) {
+                ss_add(m, ea, ss_mark(m), &m->ss->s.prefill_ms);
+                m->ss->s.prefill_slices++;
+                m->ss->s.prefill_tokens += (uint64_t)T;
+            }
+        }
     } while (st == LLMR_ENGINE_OK && m->n_rows == 0 && r->prefilled < n);
     if (st == LLMR_ENGINE_OK && r->prefilled < n) return; /* more chunks next iteration */
     m->pf_head = r->next;
@@ -110,16 +235,34 @@ static void sched_prefill(gptoss_model *m) {
     m->rows[m->n_rows++] = r;
 }
 
-/* A linear over n rows in groups of at most m->batch_rows rows: with T <= 4 gptoss_linear takes its
- * GEMVs, which stream W once per group near the copy bandwidth; its T > 4 tile kernel (written for
- * prefill) is far slower for a few rows (a one-launch 8-row step took ~110 ms, docs/performance.md). */
+/* A linear over the n rows of a batched step, reading W as few times as it can:
+ *   n >= batch_tc_min (8): one cuBLAS GEMM on tensor cores (split in batch_tc_splits = 3 parts, tc.h);
+ *   else gptoss_linear_rows: one pass over W for up to 16 rows (12 at K = 4096), rows split evenly
+ *   over as few launches as that allows (LLMR_GPTOSS_BATCH_LINEAR=0: the old path below);
+ *   else groups of at most m->batch_rows rows through gptoss_linear, whose T <= 4 GEMV streams W once per
+ *   group; its T > 4 tile kernel (written for prefill) is far slower for a few rows (a one-launch 8-row
+ *   step took ~110 ms, docs/performance.md). A shape a path refuses falls through to the next. */
 static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
                                  int K, int N, float *y, int ldy, int accumulate) {
-    /* Enough rows to pay for tensor cores: one cuBLAS GEMM over every row (the weights read once, not
-     * once per group), as the prefill does. A shape beyond the scratch falls back to the row groups. */
-    if (m->use_tc && m->batch_tc && n >= GPTOSS_TC_MIN_T) {
+    if (m->use_tc && m->batch_tc && n >= m->batch_tc_min) {
+        const int s0 = m->tc.splits; /* the prefill's split count stays its own */
+        m->tc.splits = m->batch_tc_splits;
         cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
+        m->tc.splits = s0;
         if (e != cudaErrorInvalidValue) return e;
+    }
+    const int cap = m->batch_linear ? gptoss_linear_rows_max(K) : 0;
+    if (n >= 2 && cap >= 2 && ldx % 4 == 0 && ((uintptr_t)x & 15) == 0 && ((uintptr_t)W & 15) == 0) {
+        const int launches = (n + cap - 1) / cap, per = (n + launches - 1) / launches;
+        for (int g = 0; g < n; g += per) {
+            const int r = n - g < per ? n - g : per;
+            cudaError_t e = r == 1 ? gptoss_linear(x + (size_t)g * ldx, ldx, W, b, 1, K, N, y + (size_t)g * ldy, ldy,
+                                                   accumulate, m->stream)
+                                   : gptoss_linear_rows(x + (size_t)g * ldx, ldx, W, b, r, K, N, y + (size_t)g * ldy,
+                                                        ldy, accumulate, m->stream);
+            if (e != cudaSuccess) return e;
+        }
+        return cudaSuccess;
     }
     for (int g = 0; g < n; g += m->batch_rows) {
         const int r = n - g < m->batch_rows ? n - g : m->batch_rows;
@@ -134,8 +277,9 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
  * tables); the bf16 linears run in row groups (linear_groups); the MoE block is decode2's fused
- * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens), or with
- * LLMR_GPTOSS_FUSED=0 the per-op kernels over all n rows. */
+ * T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens); with
+ * LLMR_GPTOSS_MOE_MMA=1 the fused router, then the experts on tensor cores (gptoss_mxfp4_mma: each
+ * touched expert read once per step) and the slot sum; LLMR_GPTOSS_FUSED=0 the per-op kernels. */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
 
@@ -151,26 +295,59 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     do {                                           \
         if ((e = (call)) != cudaSuccess) return e; \
     } while (0)
+    /* LLMR_GPTOSS_BATCH_PROFILE=1: an event after each part (debug_api.h cat_ms), by row bucket */
+    double *cat = m->ss && m->ss->profile ? m->ss->s.cat_ms[stat_bucket(n)] : NULL;
+    int ev = cat ? ss_mark(m) : -1;
+#define PART_(c)                                    \
+    do {                                            \
+        if (cat) {                                  \
+            const int ev2_ = ss_mark(m);            \
+            ss_add(m, ev, ev2_, &cat[(c)]);         \
+            ev = ev2_;                              \
+        }                                           \
+    } while (0)
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = gptoss_model_kv(m, d_tab, (int)m->max_pages, l);
+        const int window = c->layer_sliding[l] ? c->sliding_window : 0;
         K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
+        PART_(0);
         K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
         K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
         K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
         K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
-        K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o,
-                               st));
+        PART_(1);
+        if (m->batch_attn == 2) /* one block per (row, KV head): its heads read the K/V rows together */
+            K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
+        else if (m->batch_attn == 1) /* keys split over blocks (attention_decode.cu) */
+            K_(gptoss_attention_decode(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, m->batt_part, m->batt_ctr, st));
+        else
+            K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
+        PART_(2);
         K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
+        PART_(3);
+        if (m->fused && m->moe_mma) { /* experts on tensor cores: each touched expert read once per step */
+            K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
+                                        m->grp, m->rl, m->ctr, st));
+            K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+            K_(gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+                                E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            K_(gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I, H,
+                                0, 0.0f, 0.0f, m->dn, st));
+            K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+            PART_(4);
+            continue;
+        }
         if (m->fused) {
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                          c->swiglu_alpha, c->swiglu_limit, m->act, st));
             K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
+            PART_(4);
             continue;
         }
         K_(gptoss_rmsnorm(m->x, w->mlp_norm, n, H, eps, m->h, st));
@@ -183,9 +360,12 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, n, I,
                                 H, m->dn, st));
         K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+        PART_(4);
     }
     K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
     K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0));
+    PART_(5);
+#undef PART_
 #undef K_
     return cudaSuccess;
 }
@@ -256,25 +436,51 @@ static void sched_decode(gptoss_model *m) {
     const int V = m->cfg.vocab_size;
     char err[512];
     /* 2: every handed-out token consumed (its callback's stop is known) */
+    const double t_ack = m->ss ? wall_ms() : 0;
     pthread_mutex_lock(&m->q_mu);
     for (int i = 0; i < m->n_rows; i++)
         while (m->rows[i]->n_acked < m->rows[i]->n_emitted) pthread_cond_wait(&m->ack_cv, &m->q_mu);
     pthread_mutex_unlock(&m->q_mu);
+    if (m->ss) m->ss->s.ack_wait_ms += wall_ms() - t_ack;
     /* 3: retire, sample, hand out */
     const int B = sched_retire(m);
     if (B == 0) return;
     cudaError_t e = m->prof ? gptoss_prof_begin(m->prof, m->stream) : cudaSuccess; /* LLMR_GPTOSS_PROFILE=1 */
-    for (int b = 0; b < B && e == cudaSuccess; b++) {
-        gen_req *r = m->rows[b];
-        r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
-        e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b, m->stream);
-        if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
+    const int es0 = ss_mark(m);
+    if (m->batch_sample && B >= 2) { /* every row in three launches, each row's parameters and u in srow */
+        for (int b = 0; b < B; b++) {
+            gen_req *r = m->rows[b];
+            r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
+            gptoss_sample_row *sr = &m->srow_host[b];
+            sr->logits = r->logits;
+            sr->counts = r->penalties ? r->s->counts : NULL;
+            sr->a = r->a;
+            sr->count_token = r->penalties;
+        }
+        /* the staging is rewritten only after this step's token wait, so one async copy suffices */
+        e = cudaMemcpyAsync(m->srow_dev, m->srow_host, (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice,
+                            m->stream);
+        if (e == cudaSuccess) e = gptoss_sample_rows(m->srow_dev, B, V, m->srow_work, m->tok, m->stream);
+    } else {
+        for (int b = 0; b < B && e == cudaSuccess; b++) {
+            gen_req *r = m->rows[b];
+            r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
+            e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b,
+                              m->stream);
+            if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
+        }
     }
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(m->tok_host, m->tok, (size_t)B * sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream);
     if (e == cudaSuccess) e = cudaEventRecord(m->tok_ev, m->stream);
     if (e == cudaSuccess && m->prof) e = gptoss_prof_mark_sample(m->prof, m->stream);
+    if (e == cudaSuccess && m->ss) {
+        ss_add(m, es0, ss_mark(m), &m->ss->s.sample_ms);
+        m->ss->s.samplings++;
+    }
+    const double t_tok = m->ss ? wall_ms() : 0;
     if (e == cudaSuccess) e = cudaEventSynchronize(m->tok_ev);
+    if (m->ss) m->ss->s.token_wait_ms += wall_ms() - t_tok;
     if (e == cudaSuccess && m->prof) e = gptoss_prof_collect(m->prof, 1);
     if (e != cudaSuccess) {
         snprintf(err, sizeof err, "CUDA error in sampling: %s", cudaGetErrorString(e));
@@ -342,12 +548,25 @@ static void sched_decode(gptoss_model *m) {
             fail_all(m, LLMR_ENGINE_INTERNAL, err);
             return;
         }
+        const int ea = ss_mark(m);
         st = m->use_graph ? gptoss_decode_step(s, err, sizeof err) : gptoss_forward(s, &evt[0], 1, NULL, err, sizeof err);
         if (st != LLMR_ENGINE_OK) { fail_all(m, st, err); return; }
+        if (m->ss) {
+            ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[0]);
+            m->ss->s.steps[0]++;
+            m->ss->s.step_rows[0]++;
+        }
         ev[0]->logits = s->logits;
         return;
     }
+    const int ea = ss_mark(m);
     e = batched_step(m, ev, evt, nev);
+    if (e == cudaSuccess && m->ss) {
+        const int bk = stat_bucket(nev);
+        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[bk]);
+        m->ss->s.steps[bk]++;
+        m->ss->s.step_rows[bk] += (uint64_t)nev;
+    }
     if (e != cudaSuccess) {
         snprintf(err, sizeof err, "CUDA error in the batched decode step (%d rows): %s", nev, cudaGetErrorString(e));
         fail_all(m, LLMR_ENGINE_INTERNAL, err);
@@ -378,8 +597,14 @@ static void *sched_main(void *arg) {
         }
         pthread_mutex_unlock(&m->q_mu);
         pthread_mutex_lock(&m->mu); /* the GPU: shared with the debug eval path */
-        sched_prefill(m);
+        const double t0 = m->ss ? wall_ms() : 0;
+        for (int k = 0; k < m->prefill_burst && m->pf_head; k++) sched_prefill(m); /* slices back to back */
         if (m->n_rows) sched_decode(m);
+        if (m->ss) {
+            ss_collect(m, 0); /* what has completed; never waits */
+            m->ss->s.iterations++;
+            m->ss->s.busy_ms += wall_ms() - t0;
+        }
         pthread_mutex_unlock(&m->mu);
         pthread_mutex_lock(&m->q_mu);
     }
@@ -387,7 +612,69 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
+static void sched_free_sampling(gptoss_model *m) {
+    cudaFreeHost(m->srow_host);
+    cudaFree(m->srow_dev);
+    cudaFree(m->srow_work);
+    m->srow_host = m->srow_dev = NULL;
+    m->srow_work = NULL;
+}
+
+/* The integer in `name` when it is one in lo..hi; dflt when unset, or (with a note) when it is not. */
+static int sched_env(const char *name, int dflt, int lo, int hi) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *end = NULL;
+    const long x = strtol(v, &end, 10);
+    if (*end || x < lo || x > hi) {
+        fprintf(stderr, "gptoss_cuda: %s=%s ignored (must be %d..%d); using %d\n", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return (int)x;
+}
+
 int gptoss_sched_start(gptoss_model *m) {
+    m->batch_linear = sched_env("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
+    /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md);
+     * 3 parts (x = hi + mid + lo, fp32-level): with 2 a batch of 8 gave other tokens than the requests alone
+     * (gptoss_batching), and the small-M GEMMs are bandwidth-bound, so the third part costs little. */
+    m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
+    m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
+    m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
+    m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
+    /* attention of batched steps: 0 gptoss_attention_at (default), 1 gptoss_attention_decode, 2 gptoss_attention_rows.
+     * Measured on the H200 (64 streams): 1 no faster than 0, 2 slower except on sliding layers of many rows
+     * (docs/performance.md), so 0 stays. */
+    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 0, 0, 2);
+    if (m->batch_attn == 1) {
+        const gptoss_config *c = &m->cfg;
+        const size_t part = (size_t)GPTOSS_MAX_BATCH * c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM);
+        const size_t ctr = (size_t)GPTOSS_MAX_BATCH * c->num_kv_heads;
+        if (cudaMalloc((void **)&m->batt_part, part * sizeof(float)) != cudaSuccess ||
+            cudaMalloc((void **)&m->batt_ctr, ctr * sizeof(int32_t)) != cudaSuccess ||
+            cudaMemset(m->batt_ctr, 0, ctr * sizeof(int32_t)) != cudaSuccess) {
+            fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_BATCH_ATTN=1 ignored: no VRAM for its %zu-byte scratch\n",
+                    part * sizeof(float));
+            m->batch_attn = 0;
+            cudaFree(m->batt_part);
+            cudaFree(m->batt_ctr);
+            m->batt_part = NULL;
+            m->batt_ctr = NULL;
+        }
+    }
+    m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
+    if (m->batch_sample) {
+        const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
+        if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
+            cudaMalloc((void **)&m->srow_dev, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
+            cudaMalloc((void **)&m->srow_work, work * sizeof(float)) != cudaSuccess) {
+            fprintf(stderr, "gptoss_cuda: batched sampling off: no memory for its %zu-byte work area\n",
+                    work * sizeof(float));
+            sched_free_sampling(m);
+            m->batch_sample = 0;
+        }
+    }
+    m->ss = ss_create();
     if (pthread_create(&m->sched, NULL, sched_main, m)) return -1;
     m->sched_started = 1;
     return 0;
@@ -395,13 +682,23 @@ int gptoss_sched_start(gptoss_model *m) {
 
 /* Unload: no generate runs any more (ABI), so the thread is idle or about to be. */
 void gptoss_sched_stop(gptoss_model *m) {
-    if (!m->sched_started) return;
-    pthread_mutex_lock(&m->q_mu);
-    m->stopping = 1;
-    pthread_cond_signal(&m->q_cv);
-    pthread_mutex_unlock(&m->q_mu);
-    pthread_join(m->sched, NULL);
-    m->sched_started = 0;
+    if (m->device >= 0) cudaSetDevice(m->device);
+    if (m->sched_started) {
+        pthread_mutex_lock(&m->q_mu);
+        m->stopping = 1;
+        pthread_cond_signal(&m->q_cv);
+        pthread_mutex_unlock(&m->q_mu);
+        pthread_join(m->sched, NULL);
+        m->sched_started = 0;
+    }
+    if (m->stream) cudaStreamSynchronize(m->stream);
+    ss_destroy(m->ss);
+    m->ss = NULL;
+    cudaFree(m->batt_part);
+    cudaFree(m->batt_ctr);
+    m->batt_part = NULL;
+    m->batt_ctr = NULL;
+    sched_free_sampling(m);
 }
 
 /* ---------------------------------------------------------------- generate */

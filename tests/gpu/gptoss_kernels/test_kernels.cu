@@ -1156,6 +1156,8 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
 }
 
 void gptoss_test_batch_kernels(int *checks, int *failed);
+void gptoss_test_rows_kernels(int *checks, int *failed);
+void gptoss_moe_mma_checks(int *checks, int *failed); /* test_moe_mma.cu: the MXFP4 experts on tensor cores */
 
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -1235,6 +1237,8 @@ int main(int argc, char **argv) {
     test_qkv_decode(256, 4, 2, 70000, 0);
     gptoss_tc_checks(&g_checks, &g_failed);
     gptoss_test_batch_kernels(&g_checks, &g_failed); /* test_batch.cu: the batched decode-step kernels */
+    gptoss_test_rows_kernels(&g_checks, &g_failed);  /* test_rows.cu: the batched step's one-pass linear */
+    gptoss_moe_mma_checks(&g_checks, &g_failed);
     printf("%d checks, %d failed\n", g_checks, g_failed);
     return g_failed ? 1 : 0;
 }

@@ -1,0 +1,418 @@
+/* test_moe_mma — gptoss_mxfp4_mma (moe_mma.cu), the MXFP4 experts on tensor cores, against plain CPU
+ * loops in double precision. Linked into the gptoss_kernels binary; its main calls gptoss_moe_mma_checks.
+ *  - the bf16 value of every nibble x E8M0 scale equals tc.cu's exact dequantization rule bit for bit;
+ *  - gate_up (+ clamped SwiGLU) and down (+ bias) at T = 1, 5, 64, 512 tokens with random top-4
+ *    routing in which some experts get no token and one expert gets many; bound 1e-5 relative L2 (the
+ *    hi/lo split leaves ~2^-17 of each activation, as tc.h with S = 2);
+ *  - a token's result is bit for bit the same alone (T = 1) as in a batch, and with the activations
+ *    chunk-swizzled (the decode router's h_sw) as plain;
+ *  - timings at the 20b shapes (T = 1, 8, 64, 512, 4096) beside the path each replaces: the fused decode
+ *    kernels (T <= 64) or the dequantize + cuBLAS experts of tc.cu (T > 64). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "engines/gptoss_cuda/moe_mma.cu"
+#include "engines/gptoss_cuda/tc.h"
+
+static int mm_failed = 0, mm_checks = 0;
+
+#define MCK(call)                                                                                 \
+    do {                                                                                          \
+        cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+static uint64_t mm_rng = 0x6d6d61ull;
+static uint64_t mm_rnd64(void) {
+    uint64_t z = (mm_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double mm_urand(void) { return (double)(mm_rnd64() >> 11) * (1.0 / 9007199254740992.0); }
+static float mm_nrand(void) {
+    double u1 = mm_urand() + 1e-12, u2 = mm_urand();
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2));
+}
+static uint16_t mm_f2bf(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+template <typename T> static T *mm_up(const std::vector<T> &h) {
+    T *d = NULL;
+    MCK(cudaMalloc((void **)&d, h.size() * sizeof(T) + 16));
+    MCK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+static float *mm_poison(size_t n) {
+    float *d = NULL;
+    MCK(cudaMalloc((void **)&d, n * sizeof(float) + 16));
+    MCK(cudaMemset(d, 0xff, n * sizeof(float)));
+    return d;
+}
+template <typename T> static std::vector<T> mm_down(const T *d, size_t n) {
+    std::vector<T> h(n);
+    MCK(cudaDeviceSynchronize());
+    MCK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+static void mm_check(const char *what, int ok, const char *detail) {
+    mm_checks++;
+    if (!ok) mm_failed++;
+    printf("%-4s %s%s\n", ok ? "ok" : "FAIL", what, detail ? detail : "");
+}
+static void mm_check_rel(const char *what, double num, double den, int nan, double bound) {
+    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    char d[96];
+    snprintf(d, sizeof d, ": rel L2 %.2e (bound %.0e)%s", rel, bound, nan ? " NaN/unwritten" : "");
+    mm_check(what, !nan && rel <= bound, d);
+}
+
+/* The CPU rule of tc.cu's dequantization: fp32 product of the e2m1 value and 2^(s-127) (s = 0: 2^-127,
+ * s = 255: ldexp by 128), bf16 = its upper 16 bits. */
+static const float mm_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                 -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+static uint16_t mm_rule(int nib, int s) {
+    uint32_t scb = s ? (uint32_t)s << 23 : 0x00400000u;
+    float sc;
+    memcpy(&sc, &scb, 4);
+    const float p = s == 255 ? ldexpf(mm_fp4[nib], 128) : mm_fp4[nib] * sc;
+    uint32_t u;
+    memcpy(&u, &p, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static void test_mma_table(void) {
+    uint16_t *d = NULL;
+    MCK(cudaMalloc((void **)&d, 4096 * 2));
+    MCK(gptoss_mxfp4_mma_table(d, 0));
+    auto h = mm_down(d, 4096);
+    int bad = 0, first = -1;
+    for (int s = 0; s < 256; s++)
+        for (int n = 0; n < 16; n++)
+            if (h[s * 16 + n] != mm_rule(n, s)) { bad++; if (first < 0) first = s * 16 + n; }
+    char det[96];
+    snprintf(det, sizeof det, ": %d of 4096 differ%s", bad, bad ? " (first: scale/nibble below)" : "");
+    mm_check("mxfp4_mma: bf16 of every nibble x scale == tc.cu's dequantization rule", bad == 0, det);
+    if (first >= 0) printf("     scale %d nibble %d: got %04x want %04x\n", first / 16, first % 16, h[first], mm_rule(first % 16, first / 16));
+    cudaFree(d);
+}
+
+/* One expert layer's weights (host + device). */
+typedef struct {
+    int E, H, I;
+    std::vector<uint8_t> gub, gus, dnb, dns;
+    std::vector<uint16_t> gbias, dbias;
+    uint8_t *d_gub, *d_gus, *d_dnb, *d_dns;
+    uint16_t *d_gbias, *d_dbias;
+} mm_layer;
+
+static void mm_layer_make(mm_layer *L, int E, int H, int I) {
+    L->E = E; L->H = H; L->I = I;
+    L->gub.resize((size_t)E * 2 * I * (H / 32) * 16);
+    L->gus.resize((size_t)E * 2 * I * (H / 32));
+    L->dnb.resize((size_t)E * H * (I / 32) * 16);
+    L->dns.resize((size_t)E * H * (I / 32));
+    for (size_t i = 0; i < L->gub.size(); i += 8) { uint64_t r = mm_rnd64(); memcpy(&L->gub[i], &r, 8); }
+    for (size_t i = 0; i < L->dnb.size(); i += 8) { uint64_t r = mm_rnd64(); memcpy(&L->dnb[i], &r, 8); }
+    for (auto &v : L->gus) v = (uint8_t)(118 + mm_rnd64() % 6);
+    for (auto &v : L->dns) v = (uint8_t)(118 + mm_rnd64() % 6);
+    L->gbias.resize((size_t)E * 2 * I);
+    L->dbias.resize((size_t)E * H);
+    for (auto &v : L->gbias) v = mm_f2bf(mm_nrand() * 0.5f);
+    for (auto &v : L->dbias) v = mm_f2bf(mm_nrand() * 0.5f);
+    L->d_gub = mm_up(L->gub); L->d_gus = mm_up(L->gus); L->d_dnb = mm_up(L->dnb); L->d_dns = mm_up(L->dns);
+    L->d_gbias = mm_up(L->gbias); L->d_dbias = mm_up(L->dbias);
+}
+static void mm_layer_free(mm_layer *L) {
+    cudaFree(L->d_gub); cudaFree(L->d_gus); cudaFree(L->d_dnb); cudaFree(L->d_dns);
+    cudaFree(L->d_gbias); cudaFree(L->d_dbias);
+}
+
+/* Row n of expert e (N rows, K columns) decoded in double. */
+static void mm_row(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &sc, int N, int K, int e, int n,
+                   double *out) {
+    for (int b = 0; b < K / 32; b++) {
+        const size_t bi = ((size_t)e * N + n) * (K / 32) + b;
+        const double s = ldexp(1.0, (int)sc[bi] - 127);
+        for (int j = 0; j < 16; j++) {
+            const uint8_t byte = blk[bi * 16 + j];
+            out[b * 32 + 2 * j] = mm_fp4[byte & 15] * s;
+            out[b * 32 + 2 * j + 1] = mm_fp4[byte >> 4] * s;
+        }
+    }
+}
+
+/* Random top-4 routing: experts E-2 and E-1 never chosen; with skew, every token takes expert 0. */
+static std::vector<int32_t> mm_ids(int T, int E, int skew) {
+    std::vector<int32_t> ids((size_t)T * 4);
+    for (int t = 0; t < T; t++) {
+        int k = 0;
+        if (skew) ids[(size_t)t * 4 + k++] = 0;
+        while (k < 4) {
+            const int e = (int)(mm_rnd64() % (uint64_t)(E - 2));
+            int dup = 0;
+            for (int j = 0; j < k; j++) dup |= ids[(size_t)t * 4 + j] == e;
+            if (!dup) ids[(size_t)t * 4 + k++] = e;
+        }
+    }
+    return ids;
+}
+
+/* Routing tables on the device (gptoss_moe_route). */
+typedef struct {
+    int32_t *ids, *counts, *offsets, *pair_token, *pair_of;
+} mm_route;
+static void mm_route_make(mm_route *r, const std::vector<int32_t> &ids, int T, int E) {
+    r->ids = mm_up(ids);
+    MCK(cudaMalloc((void **)&r->counts, GPTOSS_MAX_EXPERTS * 4));
+    MCK(cudaMalloc((void **)&r->offsets, GPTOSS_MAX_EXPERTS * 4));
+    MCK(cudaMalloc((void **)&r->pair_token, (size_t)T * 16));
+    MCK(cudaMalloc((void **)&r->pair_of, (size_t)T * 16));
+    MCK(gptoss_moe_route(r->ids, T, E, r->counts, r->offsets, r->pair_token, r->pair_of, 0));
+}
+static void mm_route_free(mm_route *r) {
+    cudaFree(r->ids); cudaFree(r->counts); cudaFree(r->offsets); cudaFree(r->pair_token); cudaFree(r->pair_of);
+}
+
+/* gate_up + SwiGLU into act [P, I], down + bias into dn [P, H]. */
+static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn) {
+    const float alpha = 1.702f, limit = 7.0f;
+    MCK(gptoss_mxfp4_mma(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets, L->E,
+                         L->H, 2 * L->I, 1, alpha, limit, dact, 0));
+    MCK(gptoss_mxfp4_mma(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E, L->I, L->H,
+                         0, 0.0f, 0.0f, ddn, 0));
+}
+
+/* Correctness at T tokens: CPU reference for up to max_pairs (token, slot) pairs (all when fewer). */
+static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
+    const int E = L->E, H = L->H, I = L->I, P = T * 4;
+    const float alpha = 1.702f, limit = 7.0f;
+    std::vector<float> x((size_t)T * H);
+    for (auto &v : x) v = mm_nrand();
+    auto ids = mm_ids(T, E, skew);
+    mm_route r;
+    mm_route_make(&r, ids, T, E);
+    float *dx = mm_up(x), *dact = mm_poison((size_t)P * I), *ddn = mm_poison((size_t)P * H);
+    mm_run(L, &r, dx, 0, dact, ddn);
+    auto act = mm_down(dact, (size_t)P * I);
+    auto dn = mm_down(ddn, (size_t)P * H);
+    auto pair_of = mm_down(r.pair_of, (size_t)P);
+    auto counts = mm_down(r.counts, (size_t)E);
+    /* the CPU: act from x (double), dn from the GPU's act (so each matmul is checked on its own) */
+    const int step = P <= max_pairs ? 1 : P / max_pairs;
+    double an = 0, ad = 0, dnum = 0, dden = 0;
+    int nan = 0;
+    std::vector<double> wr(H > 2 * I ? H : 2 * I), wu(H);
+    for (int q = 0; q < P; q += step) {
+        const int t = q / 4, e = ids[q], p = pair_of[q];
+        for (int j = 0; j < I; j++) {
+            double g = gptoss_bf16_to_f32(L->gbias[(size_t)e * 2 * I + 2 * j]);
+            double u = gptoss_bf16_to_f32(L->gbias[(size_t)e * 2 * I + 2 * j + 1]);
+            mm_row(L->gub, L->gus, 2 * I, H, e, 2 * j, wr.data());
+            mm_row(L->gub, L->gus, 2 * I, H, e, 2 * j + 1, wu.data());
+            for (int k = 0; k < H; k++) {
+                g += (double)x[(size_t)t * H + k] * wr[k];
+                u += (double)x[(size_t)t * H + k] * wu[k];
+            }
+            g = g < limit ? g : limit;
+            u = u < -limit ? -limit : (u > limit ? limit : u);
+            const double a = g / (1.0 + exp(-alpha * g)) * (u + 1.0);
+            const double got = act[(size_t)p * I + j];
+            if (!isfinite(got)) nan = 1;
+            an += (got - a) * (got - a);
+            ad += a * a;
+        }
+        for (int n = 0; n < H; n++) {
+            double y = gptoss_bf16_to_f32(L->dbias[(size_t)e * H + n]);
+            mm_row(L->dnb, L->dns, H, I, e, n, wr.data());
+            for (int j = 0; j < I; j++) y += (double)act[(size_t)p * I + j] * wr[j];
+            const double got = dn[(size_t)p * H + n];
+            if (!isfinite(got)) nan = 1;
+            dnum += (got - y) * (got - y);
+            dden += y * y;
+        }
+    }
+    int empty = 0, busiest = 0;
+    for (int e = 0; e < E; e++) { empty += counts[e] == 0; busiest = counts[e] > busiest ? counts[e] : busiest; }
+    char what[160];
+    snprintf(what, sizeof what, "mxfp4_mma gate_up+swiglu T=%d H=%d I=%d E=%d (%d empty experts, busiest %d, %d pairs checked)",
+             T, H, I, E, empty, busiest, (P + step - 1) / step);
+    mm_check_rel(what, an, ad, nan, 1e-5);
+    snprintf(what, sizeof what, "mxfp4_mma down+bias T=%d H=%d I=%d E=%d", T, H, I, E);
+    mm_check_rel(what, dnum, dden, nan, 1e-5);
+    /* the same activations chunk-swizzled (the decode router's h_sw layout): bit for bit */
+    {
+        std::vector<float> xs(x.size());
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
+        float *dxs = mm_up(xs), *dact2 = mm_poison((size_t)P * I), *ddn2 = mm_poison((size_t)P * H);
+        mm_run(L, &r, dxs, 1, dact2, ddn2);
+        auto act2 = mm_down(dact2, (size_t)P * I);
+        auto dn2 = mm_down(ddn2, (size_t)P * H);
+        snprintf(what, sizeof what, "mxfp4_mma T=%d: swizzled activations give the same bits", T);
+        mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
+        cudaFree(dxs); cudaFree(dact2); cudaFree(ddn2);
+    }
+    /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
+    if (T > 1) {
+        std::vector<int32_t> ids1(ids.end() - 4, ids.end());
+        mm_route r1;
+        mm_route_make(&r1, ids1, 1, E);
+        float *dx1 = mm_up(std::vector<float>(x.end() - H, x.end()));
+        float *dact1 = mm_poison((size_t)4 * I), *ddn1 = mm_poison((size_t)4 * H);
+        mm_run(L, &r1, dx1, 0, dact1, ddn1);
+        auto act1 = mm_down(dact1, (size_t)4 * I);
+        auto dn1 = mm_down(ddn1, (size_t)4 * H);
+        auto pof1 = mm_down(r1.pair_of, 4);
+        int same = 1;
+        for (int k = 0; k < 4; k++) {
+            const int pb = pair_of[(size_t)(T - 1) * 4 + k], pa = pof1[k];
+            same &= !memcmp(&act[(size_t)pb * I], &act1[(size_t)pa * I], (size_t)I * 4);
+            same &= !memcmp(&dn[(size_t)pb * H], &dn1[(size_t)pa * H], (size_t)H * 4);
+        }
+        snprintf(what, sizeof what, "mxfp4_mma T=%d: the last token alone gives the same bits as in the batch", T);
+        mm_check(what, same, NULL);
+        mm_route_free(&r1);
+        cudaFree(dx1); cudaFree(dact1); cudaFree(ddn1);
+    }
+    mm_route_free(&r);
+    cudaFree(dx); cudaFree(dact); cudaFree(ddn);
+}
+
+/* ms per call of f, averaged over reps after one warm-up. */
+template <typename F> static double mm_time(F f, int reps) {
+    cudaEvent_t a, b;
+    MCK(cudaEventCreate(&a));
+    MCK(cudaEventCreate(&b));
+    f();
+    MCK(cudaEventRecord(a, 0));
+    for (int i = 0; i < reps; i++) f();
+    MCK(cudaEventRecord(b, 0));
+    MCK(cudaEventSynchronize(b));
+    float ms = 0;
+    MCK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms / reps;
+}
+
+/* The MoE experts of one layer at T tokens, new kernel beside the path it replaces. T <= 64: the
+ * batched decode step's MoE (router + experts + combine; old = the fused decode kernels); T > 64: the
+ * prefill experts after routing (old = tc.cu: count copy, dequantize + cuBLAS per expert, swiglu). */
+static void time_mma(int T, const mm_layer *L) {
+    const int E = L->E, H = L->H, I = L->I, P = T * 4;
+    const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
+    std::vector<float> x((size_t)T * H);
+    for (auto &v : x) v = mm_nrand();
+    float *dx = mm_up(x), *dact = mm_poison((size_t)P * I), *ddn = mm_poison((size_t)P * H);
+    auto ids = mm_ids(T, E, 0);
+    mm_route r;
+    mm_route_make(&r, ids, T, E);
+    double t_new = 0, t_old = 0;
+    const int reps = T >= 512 ? 5 : 20;
+    if (T <= GPTOSS_DECODE_MAX_T) {
+        std::vector<uint16_t> nw(H), rw((size_t)E * H), rb(E);
+        for (auto &v : nw) v = mm_f2bf(1.0f + 0.1f * mm_nrand());
+        for (auto &v : rw) v = mm_f2bf(0.05f * mm_nrand());
+        for (auto &v : rb) v = mm_f2bf(0.5f * mm_nrand());
+        uint16_t *dnw = mm_up(nw), *drw = mm_up(rw), *drb = mm_up(rb);
+        float *dhs = mm_poison((size_t)T * H), *dw = mm_poison((size_t)P), *drl = mm_poison((size_t)T * E);
+        int32_t *dgrp, *dctr;
+        MCK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
+        MCK(cudaMalloc((void **)&dctr, (1 + T) * 4));
+        MCK(cudaMemset(dctr, 0, (1 + T) * 4));
+        t_old = mm_time([&]() {
+            MCK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
+            MCK(gptoss_moe_gate_up_decode(dhs, dgrp, T, L->d_gub, L->d_gus, L->d_gbias, E, H, I, alpha, limit, dact, 0));
+            MCK(gptoss_moe_down_decode(dact, dgrp, T, dw, L->d_dnb, L->d_dns, L->d_dbias, E, I, H, dx, 0));
+        }, reps);
+        t_new = mm_time([&]() {
+            MCK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
+            MCK(gptoss_moe_route(r.ids, T, E, r.counts, r.offsets, r.pair_token, r.pair_of, 0));
+            MCK(gptoss_mxfp4_mma(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
+                                 2 * I, 1, alpha, limit, dact, 0));
+            MCK(gptoss_mxfp4_mma(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, I, H, 0, 0.0f,
+                                 0.0f, ddn, 0));
+            MCK(gptoss_moe_combine(ddn, dw, r.pair_of, T, H, dx, 0));
+        }, reps);
+        cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dhs); cudaFree(dw); cudaFree(drl);
+        cudaFree(dgrp); cudaFree(dctr);
+    } else {
+        gptoss_tc tc;
+        memset(&tc, 0, sizeof tc);
+        void *ws = NULL;
+        MCK(cudaMalloc(&ws, GPTOSS_TC_CUBLAS_WS));
+        char err[256];
+        if (gptoss_tc_init(&tc, 0, 2, ws, err, sizeof err)) { fprintf(stderr, "gptoss_tc_init: %s\n", err); exit(1); }
+        tc.no_batched = 1;
+        tc.fast_dequant = 1;
+        tc.xs_elems = gptoss_tc_xs_elems(T, 2, H, H, I, 0);
+        tc.ys_elems = gptoss_tc_ys_elems(T, 2, H, H, I, E);
+        tc.wbf_elems = gptoss_tc_wbf_elems(H, I, 1);
+        MCK(cudaMalloc((void **)&tc.xs, tc.xs_elems * 2));
+        MCK(cudaMalloc((void **)&tc.ys, tc.ys_elems * 4));
+        MCK(cudaMalloc((void **)&tc.wbf, tc.wbf_elems * 2));
+        float *dgu = mm_poison((size_t)P * 2 * I);
+        t_old = mm_time([&]() {
+            MCK(gptoss_tc_fetch_counts(&tc, r.counts, E));
+            MCK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, P, H,
+                                  2 * I, dgu));
+            MCK(gptoss_swiglu(dgu, P, I, alpha, limit, dact, 0));
+            MCK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, P, I, H,
+                                  ddn));
+        }, reps);
+        t_new = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
+        const double t_gu = mm_time([&]() {
+            MCK(gptoss_mxfp4_mma(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H, 2 * I,
+                                 1, alpha, limit, dact, 0));
+        }, reps);
+        const double flop = 2.0 * 2.0 * (double)P * ((double)2 * I * H + (double)H * I); /* x2: hi and lo */
+        printf("     T=%d: gate_up alone %.3f ms; both %.1f TFLOP/s of tensor work (hi + lo)\n", T, t_gu,
+               flop / (t_new * 1e-3) / 1e12);
+        cudaFree(dgu); cudaFree(tc.xs); cudaFree(tc.ys); cudaFree(tc.wbf); cudaFree(ws);
+        gptoss_tc_destroy(&tc);
+    }
+    auto counts = mm_down(r.counts, (size_t)E);
+    int touched = 0;
+    for (int e = 0; e < E; e++) touched += counts[e] > 0;
+    const double bytes = (double)touched * ((double)2 * I * H + (double)H * I) * (17.0 / 32.0);
+    printf("time mxfp4_mma T=%-4d E=%d H=%d I=%d: new %.3f ms (%.2f TB/s of touched experts), old %s %.3f ms, x%.2f\n",
+           T, E, H, I, t_new, bytes / (t_new * 1e-3) / 1e12, T <= GPTOSS_DECODE_MAX_T ? "fused decode" : "tc dequant+cuBLAS",
+           t_old, t_old / t_new);
+    mm_route_free(&r);
+    cudaFree(dx); cudaFree(dact); cudaFree(ddn);
+}
+
+void gptoss_moe_mma_checks(int *checks, int *failed) {
+    test_mma_table();
+    mm_layer s;
+    mm_layer_make(&s, 16, 96, 64);
+    test_mma(1, &s, 0, 1 << 30);
+    test_mma(5, &s, 0, 1 << 30);
+    test_mma(64, &s, 1, 1 << 30); /* expert 0 takes all 64 tokens: two passes of 32 */
+    test_mma(512, &s, 0, 1 << 30);
+    mm_layer_free(&s);
+    mm_layer o; /* odd sizes: N not a multiple of the 128-row tile, K not of the 256-value pass */
+    mm_layer_make(&o, 6, 160, 96);
+    test_mma(37, &o, 1, 1 << 30);
+    mm_layer_free(&o);
+    mm_layer b; /* gpt-oss-20b's shapes */
+    mm_layer_make(&b, 32, 2880, 2880);
+    test_mma(1, &b, 0, 4);
+    test_mma(64, &b, 0, 12);
+    test_mma(512, &b, 1, 12);
+    const int Ts[] = {1, 8, 64, 512, 4096};
+    for (int i = 0; i < 5; i++) time_mma(Ts[i], &b);
+    mm_layer_free(&b);
+    *checks += mm_checks;
+    *failed += mm_failed;
+}

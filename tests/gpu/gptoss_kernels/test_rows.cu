@@ -1,0 +1,328 @@
+/* test_rows.cu — the batched decode step's own kernels:
+ *  - gptoss_linear_rows (linear_rows.cu), the one-pass linear for 2..16 rows, against a CPU loop in double
+ *    precision: every row, every output, bias, accumulate into y, row strides wider than K, N not a
+ *    multiple of the rows per warp, and the largest T each K takes; a shape it cannot take must be
+ *    refused, not run. Timed at the 20b shapes (q_proj, lm_head);
+ *  - gptoss_attention_rows (attention_rows.cu) against a CPU loop in double precision over B rows, each
+ *    its own sequence in a shuffled page pool, full and sliding layers, 1..4 key splits per head (the
+ *    launcher picks them from B), and timed against gptoss_attention_at at 64 rows of the 20b's heads;
+ *  - gptoss_sample_rows (sampling.cu), every row of a step in three launches, against one gptoss_sample
+ *    (+ gptoss_count_token) per row: the same tokens and counts, greedy and sampled, ties and NaN.
+ * Linked into the gptoss_kernels binary; main() in test_kernels.cu calls gptoss_test_rows_kernels(). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <vector>
+
+#include "engines/gptoss_cuda/attention_rows.cu"
+#include "engines/gptoss_cuda/linear_rows.cu"
+
+static int r_checks, r_failed;
+
+#define RCK(call)                                                                                  \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void rcheck(const char *what, int ok) {
+    printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
+    r_checks++;
+    if (!ok) r_failed++;
+}
+
+static uint64_t r_rng = 0x7065a1ull;
+static float rrand(void) {
+    r_rng ^= r_rng << 13; r_rng ^= r_rng >> 7; r_rng ^= r_rng << 17;
+    return (float)((double)(r_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+static uint16_t r_bf16(float f) { /* truncation is fine: any bf16 value is a valid weight */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+static float r_f32(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accumulate, int timed) {
+    std::vector<float> x((size_t)T * ldx), y0((size_t)T * ldy);
+    std::vector<uint16_t> W((size_t)N * K), b((size_t)N);
+    for (auto &v : x) v = rrand();
+    for (auto &v : y0) v = rrand();
+    for (auto &v : W) v = r_bf16(rrand() * 0.05f);
+    for (auto &v : b) v = r_bf16(rrand());
+    float *dx, *dy;
+    uint16_t *dW, *db;
+    RCK(cudaMalloc((void **)&dx, x.size() * 4));
+    RCK(cudaMalloc((void **)&dy, y0.size() * 4));
+    RCK(cudaMalloc((void **)&dW, W.size() * 2));
+    RCK(cudaMalloc((void **)&db, b.size() * 2));
+    RCK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+    RCK(gptoss_linear_rows(dx, ldx, dW, bias ? db : NULL, T, K, N, dy, ldy, accumulate, 0));
+    std::vector<float> y(y0.size());
+    RCK(cudaDeviceSynchronize());
+    RCK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    int ok = 1;
+    for (int t = 0; t < T; t++) {
+        for (int n = 0; n < N; n++) {
+            double s = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                const double p = (double)x[(size_t)t * ldx + k] * r_f32(W[(size_t)n * K + k]);
+                s += p;
+                mag += fabs(p);
+            }
+            if (bias) s += r_f32(b[n]);
+            if (accumulate) s += y0[(size_t)t * ldy + n];
+            const double got = y[(size_t)t * ldy + n], err = fabs(got - s) / (mag + 1.0);
+            if (!(err <= 2e-6)) ok = 0; /* NaN fails too */
+            if (err > worst) worst = err;
+        }
+        for (int n = N; n < ldy; n++) /* the gap between rows is never written */
+            if (y[(size_t)t * ldy + n] != y0[(size_t)t * ldy + n]) ok = 0;
+    }
+    char what[200];
+    if (timed) {
+        cudaEvent_t e0, e1;
+        RCK(cudaEventCreate(&e0));
+        RCK(cudaEventCreate(&e1));
+        RCK(cudaEventRecord(e0, 0));
+        for (int i = 0; i < 20; i++) RCK(gptoss_linear_rows(dx, ldx, dW, db, T, K, N, dy, ldy, 0, 0));
+        RCK(cudaEventRecord(e1, 0));
+        RCK(cudaEventSynchronize(e1));
+        float ms = 0;
+        RCK(cudaEventElapsedTime(&ms, e0, e1));
+        const double us = 1000.0 * ms / 20;
+        snprintf(what, sizeof what, "linear_rows T=%d K=%d N=%d: rel err %.1e (%.1f us, %.2f TB/s of W)", T, K, N, worst,
+                 us, (double)N * K * 2 / (us * 1e-6) / 1e12);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    } else {
+        snprintf(what, sizeof what, "linear_rows T=%d K=%d N=%d ldx=%d ldy=%d bias=%d acc=%d: rel err %.1e", T, K, N,
+                 ldx, ldy, bias, accumulate, worst);
+    }
+    rcheck(what, ok);
+    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
+}
+
+/* B rows at positions pos[b] (row b's own shuffled pages, 2 layers, layer 1 used) vs a double loop. */
+static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int timed) {
+    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D, P = GPTOSS_KV_PAGE;
+    std::vector<int32_t> pos(B);
+    int max_pages = 0;
+    for (int b = 0; b < B; b++) {
+        pos[b] = b == 0 ? 0 : (int32_t)((ctx + b * 37 + (b % 3) * 101) % (ctx + 200)); /* one key .. past the window */
+        max_pages = std::max(max_pages, pos[b] / P + 1);
+    }
+    const int npages = B * max_pages;
+    std::vector<int32_t> ids(npages);
+    for (int i = 0; i < npages; i++) ids[i] = i;
+    for (int i = npages - 1; i > 0; i--) {
+        r_rng ^= r_rng << 13; r_rng ^= r_rng >> 7; r_rng ^= r_rng << 17;
+        std::swap(ids[i], ids[(size_t)((r_rng >> 11) % (uint64_t)(i + 1))]);
+    }
+    const long long pf = 2LL * 2 * P * kvd, loff = 2LL * P * kvd;
+    std::vector<float> pool((size_t)npages * pf), q((size_t)B * nh * D);
+    for (auto &v : pool) v = rrand() * 2.0f;
+    for (auto &v : q) v = rrand() * 2.0f;
+    std::vector<uint16_t> sinks(nh);
+    for (auto &v : sinks) v = r_bf16(rrand() * 3.0f);
+    float *dpool, *dq, *dout;
+    int32_t *dtab, *dpos;
+    uint16_t *ds;
+    RCK(cudaMalloc((void **)&dpool, pool.size() * 4));
+    RCK(cudaMalloc((void **)&dq, q.size() * 4));
+    RCK(cudaMalloc((void **)&dout, q.size() * 4));
+    RCK(cudaMalloc((void **)&dtab, ids.size() * 4));
+    RCK(cudaMalloc((void **)&dpos, pos.size() * 4));
+    RCK(cudaMalloc((void **)&ds, sinks.size() * 2));
+    RCK(cudaMemcpy(dpool, pool.data(), pool.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(dtab, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(dpos, pos.data(), pos.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(ds, sinks.data(), sinks.size() * 2, cudaMemcpyHostToDevice));
+    RCK(cudaMemset(dout, 0xff, q.size() * 4)); /* NaN: an unwritten output fails */
+    gptoss_kv kv;
+    kv.pool = dpool; kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
+    RCK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
+    std::vector<float> out(q.size());
+    RCK(cudaDeviceSynchronize());
+    RCK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    int ok = 1;
+    std::vector<double> sc;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < nh; h++) {
+            const int kvh = h / (nh / nkv), p = pos[b], lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+            const float *qq = &q[((size_t)b * nh + h) * D];
+            sc.assign((size_t)(p - lo + 1), 0.0);
+            double mx = r_f32(sinks[h]);
+            for (int j = lo; j <= p; j++) {
+                const float *k = &pool[(size_t)ids[(size_t)b * max_pages + j / P] * pf + loff + (size_t)(j % P) * kvd + (size_t)kvh * D];
+                double d = 0;
+                for (int i = 0; i < D; i++) d += (double)qq[i] * k[i];
+                sc[j - lo] = d / 8.0;
+                mx = std::max(mx, sc[j - lo]);
+            }
+            double den = exp((double)r_f32(sinks[h]) - mx);
+            for (double &x : sc) { x = exp(x - mx); den += x; }
+            for (int i = 0; i < D; i++) {
+                double o = 0;
+                for (int j = lo; j <= p; j++)
+                    o += sc[j - lo] * pool[(size_t)ids[(size_t)b * max_pages + j / P] * pf + loff + (size_t)(j % P) * kvd +
+                                           (size_t)P * kvd + (size_t)kvh * D + i];
+                o /= den;
+                const double got = out[((size_t)b * nh + h) * D + i], err = fabs(got - o);
+                if (!(err <= 2e-5)) ok = 0;
+                if (err > worst) worst = err;
+            }
+        }
+    char what[240];
+    if (timed) {
+        float *dout2;
+        RCK(cudaMalloc((void **)&dout2, q.size() * 4));
+        cudaEvent_t e0, e1, e2;
+        RCK(cudaEventCreate(&e0)); RCK(cudaEventCreate(&e1)); RCK(cudaEventCreate(&e2));
+        RCK(cudaEventRecord(e0, 0));
+        for (int i = 0; i < 10; i++) RCK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
+        RCK(cudaEventRecord(e1, 0));
+        for (int i = 0; i < 10; i++) RCK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
+        RCK(cudaEventRecord(e2, 0));
+        RCK(cudaEventSynchronize(e2));
+        float ms1 = 0, ms2 = 0;
+        RCK(cudaEventElapsedTime(&ms1, e0, e1));
+        RCK(cudaEventElapsedTime(&ms2, e1, e2));
+        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e (%.1f us; attention_at %.1f us)",
+                 B, nh, nkv, window, ctx, worst, 100.0 * ms1, 100.0 * ms2);
+        cudaEventDestroy(e0); cudaEventDestroy(e1); cudaEventDestroy(e2);
+        cudaFree(dout2);
+    } else {
+        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e", B, nh, nkv,
+                 window, ctx, worst);
+    }
+    rcheck(what, ok);
+    cudaFree(dpool); cudaFree(dq); cudaFree(dout); cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
+}
+
+/* gptoss_sample_rows over B rows of mixed parameters = B gptoss_sample (+ gptoss_count_token) launches:
+ * same tokens, same counts afterwards. Logits with ties and a NaN so the tie rules are exercised. */
+static void test_sample_rows(int B, int V) {
+    std::vector<float> logits((size_t)B * V);
+    for (auto &v : logits) v = rrand() * 4.0f;
+    for (int b = 0; b < B; b++) {
+        logits[(size_t)b * V + (b * 7919) % V] = 9.0f; /* a tie at the top for some rows */
+        if (b % 2) logits[(size_t)b * V + (b * 104729 + 13) % V] = 9.0f;
+        if (b % 5 == 1) logits[(size_t)b * V + 3] = NAN;
+    }
+    std::vector<int32_t> counts((size_t)B * V, 0);
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < 20; k++) counts[(size_t)b * V + (size_t)((b * 31 + k * 977) % V)] = 1 + k % 3;
+    std::vector<gptoss_sample_row> rows(B);
+    float *dl, *w1, *w2;
+    int32_t *c1, *c2, *o1, *o2;
+    gptoss_sample_row *drows;
+    RCK(cudaMalloc((void **)&dl, logits.size() * 4));
+    RCK(cudaMalloc((void **)&c1, counts.size() * 4));
+    RCK(cudaMalloc((void **)&c2, counts.size() * 4));
+    RCK(cudaMalloc((void **)&o1, (size_t)B * 4));
+    RCK(cudaMalloc((void **)&o2, (size_t)B * 4));
+    RCK(cudaMalloc((void **)&w1, (size_t)V * 4));
+    RCK(cudaMalloc((void **)&w2, gptoss_sample_rows_work(B, V) * 4));
+    RCK(cudaMalloc((void **)&drows, (size_t)B * sizeof(gptoss_sample_row)));
+    RCK(cudaMemcpy(dl, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(c1, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
+    RCK(cudaMemcpy(c2, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
+    for (int b = 0; b < B; b++) {
+        gptoss_sample_args a;
+        memset(&a, 0, sizeof a);
+        const int kind = b % 6;
+        a.temperature = kind == 0 || kind == 3 ? 0.0f : 0.5f + 0.25f * (float)(b % 4);
+        a.top_k = kind == 2 ? 40 : kind == 4 ? 1 : 0;
+        a.top_p = kind == 1 || kind == 4 ? 0.9f : 1.0f;
+        a.min_p = kind == 5 ? 0.05f : 0.0f;
+        const int pen = b % 3 == 0;
+        a.frequency_penalty = pen ? 0.5f : 0.0f;
+        a.presence_penalty = pen ? 0.25f : 0.0f;
+        a.u = (float)((b * 0.618034) - floor(b * 0.618034));
+        rows[b].logits = dl + (size_t)b * V;
+        rows[b].counts = pen ? c2 + (size_t)b * V : NULL;
+        rows[b].a = a;
+        rows[b].count_token = pen;
+        RCK(gptoss_sample(dl + (size_t)b * V, V, pen ? c1 + (size_t)b * V : NULL, a, w1, o1 + b, 0));
+        if (pen) RCK(gptoss_count_token(c1 + (size_t)b * V, o1 + b, 0));
+    }
+    RCK(cudaMemcpy(drows, rows.data(), (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice));
+    RCK(gptoss_sample_rows(drows, B, V, w2, o2, 0));
+    std::vector<int32_t> t1(B), t2(B), k1(counts.size()), k2(counts.size());
+    RCK(cudaDeviceSynchronize());
+    RCK(cudaMemcpy(t1.data(), o1, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    RCK(cudaMemcpy(t2.data(), o2, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    RCK(cudaMemcpy(k1.data(), c1, k1.size() * 4, cudaMemcpyDeviceToHost));
+    RCK(cudaMemcpy(k2.data(), c2, k2.size() * 4, cudaMemcpyDeviceToHost));
+    int valid = 1;
+    for (int b = 0; b < B; b++) valid &= t2[b] >= 0 && t2[b] < V;
+    char what[200];
+    snprintf(what, sizeof what, "sample_rows B=%d V=%d (greedy, top-k/p, min-p, penalties, ties, NaN) = %d gptoss_sample launches, counts too",
+             B, V, B);
+    rcheck(what, valid && t1 == t2 && k1 == k2);
+    cudaFree(dl); cudaFree(c1); cudaFree(c2); cudaFree(o1); cudaFree(o2); cudaFree(w1); cudaFree(w2); cudaFree(drows);
+}
+
+void gptoss_test_rows_kernels(int *checks, int *failed) {
+    test_rows(2, 64, 8, 64, 8, 1, 0, 0);
+    test_rows(3, 2880, 517, 2884, 520, 1, 1, 0); /* strides wider than K / N, N % 4 != 0 */
+    test_rows(5, 256, 1001, 256, 1001, 0, 0, 0);
+    test_rows(8, 2880, 512, 2880, 512, 1, 0, 0);   /* k/v_proj */
+    test_rows(11, 4096, 300, 4096, 300, 1, 1, 0);  /* o_proj into the residual */
+    test_rows(12, 4096, 64, 4096, 64, 0, 0, 0);    /* the largest T at K = 4096 */
+    test_rows(16, 2880, 999, 2880, 999, 1, 0, 0);  /* the largest T */
+    test_rows(13, 8, 3, 8, 3, 1, 0, 0);            /* one chunk of K */
+    {
+        /* refused: more rows than the shared memory holds, a misaligned row stride */
+        const int ok = gptoss_linear_rows((const float *)256, 4096, (const uint16_t *)256, NULL, 13, 4096, 8,
+                                          (float *)256, 8, 0, 0) == cudaErrorInvalidValue &&
+                       gptoss_linear_rows((const float *)256, 2882, (const uint16_t *)256, NULL, 2, 2880, 8,
+                                          (float *)256, 8, 0, 0) == cudaErrorInvalidValue &&
+                       gptoss_linear_rows_max(4096) == 12 && gptoss_linear_rows_max(2880) == 16 &&
+                       gptoss_linear_rows_max(7) == 0;
+        rcheck("linear_rows refuses shapes it cannot take", ok);
+    }
+    test_rows(4, 2880, 4096, 2880, 4096, 1, 0, 1);  /* q_proj, timed */
+    test_rows(16, 2880, 4096, 2880, 4096, 1, 0, 1);
+    test_rows(8, 2880, 201088 / 8, 2880, 201088 / 8, 0, 0, 1); /* an eighth of lm_head, timed */
+    test_sample_rows(2, 1000);
+    test_sample_rows(13, 1000);
+    test_sample_rows(64, 201088); /* the 64-stream step */
+    test_attention_rows(1, 8, 2, 0, 5, 0);       /* 4 splits per head, fewer keys than one group */
+    test_attention_rows(3, 64, 8, 0, 300, 0);
+    test_attention_rows(7, 64, 8, 128, 400, 0);  /* sliding window */
+    test_attention_rows(20, 12, 3, 5, 70, 0);    /* 4 heads per KV head, a tiny window */
+    test_attention_rows(40, 64, 8, 0, 150, 0);   /* 2 splits */
+    test_attention_rows(64, 4, 4, 0, 33, 0);     /* one head per KV head */
+    test_attention_rows(64, 64, 8, 0, 500, 1);   /* the 64-stream step's full layers, timed */
+    test_attention_rows(64, 64, 8, 128, 500, 1); /* and its sliding layers */
+    {
+        gptoss_kv kv;
+        memset(&kv, 0, sizeof kv);
+        kv.pool = (float *)256; kv.table = (const int32_t *)256; kv.max_pages = 1; kv.kvd = 8 * 64;
+        const int ok = gptoss_attention_rows(NULL, kv, NULL, (const int32_t *)256, 2, 64, 7, 0, NULL, 0) ==
+                           cudaErrorInvalidValue && /* heads not a multiple of the KV heads */
+                       gptoss_attention_rows(NULL, kv, NULL, (const int32_t *)256, 2, 64, 4, 0, NULL, 0) ==
+                           cudaErrorInvalidValue; /* kvd does not match */
+        rcheck("attention_rows refuses shapes it cannot take", ok);
+    }
+    *checks += r_checks;
+    *failed += r_failed;
+}
