@@ -19,9 +19,8 @@
 __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks,
                                                                         const int32_t *pos_dev, int n_heads, int n_kv,
                                                                         int window, float *out, float *part,
-                                                                        int32_t *counters) {
-    gptoss_pdl_wait(); /* PDL (pdl.h): q and the new K/V come from the kernel before */
-    gptoss_pdl_trigger();
+                                                                        int32_t *counters, int pdl) {
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): q and the new K/V come from the kernel before */
     const int D = GPTOSS_HEAD_DIM, NS = gridDim.y;
     const int b = blockIdx.x / n_kv, g = blockIdx.x % n_kv, s = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = n_heads / n_kv;
@@ -120,6 +119,6 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
         return cudaErrorInvalidValue;
     const cudaError_t e = gptoss_launch(attention_decode_kernel, dim3((unsigned)(B * n_kv), GPTOSS_ATT_SPLITS),
                                         dim3(AD_WARPS * 32), 0, s, B == 1 && gptoss_pdl_enabled(), q, kv, sinks, pos,
-                                        n_heads, n_kv, window, out, part, counters);
+                                        n_heads, n_kv, window, out, part, counters, (int)(B == 1 && gptoss_pdl_enabled()));
     return e != cudaSuccess ? e : cudaGetLastError();
 }

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
                                                                        float *wts, int32_t *groups, float *rl,
-                                                                       int32_t *counter) {
+                                                                       int32_t *counter, int pdl) {
     extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[32];
     __shared__ float lg[GPTOSS_MAX_EXPERTS];
@@ -66,9 +66,8 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
     { /* PDL (pdl.h): this block's router rows into L2 (static), then wait for x */
         const int epb = (E + RB - 1) / RB, e0 = rbk * epb, e1 = min(E, e0 + epb);
-        if (e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
-        gptoss_pdl_wait();
-        gptoss_pdl_trigger();
+        if (pdl && e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
+        gptoss_pdl_sync(pdl);
     }
     const float *xr = x + (size_t)t * H;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
@@ -213,9 +212,10 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
         return cudaErrorInvalidValue;
     int RB = g_router_blocks < E ? g_router_blocks : E;
     if (!router_logits) RB = 1; /* the split needs the scratch */
+    const int pdl = T == 1 && gptoss_pdl_enabled();
     const cudaError_t e = gptoss_launch(moe_router_decode_kernel, dim3((unsigned)T, (unsigned)RB), dim3(RT_THREADS),
-                                        (size_t)H * sizeof(float), s, T == 1 && gptoss_pdl_enabled(), x, norm_w, eps,
-                                        router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter);
+                                        (size_t)H * sizeof(float), s, pdl, x, norm_w, eps, router_w, router_b, T, H, E,
+                                        h_sw, ids, w, groups, router_logits, counter, pdl);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -334,9 +334,8 @@ template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
-                                                                          float limit, float *act_sw) {
-    gptoss_pdl_wait(); /* PDL (pdl.h): the groups come from the router just before */
-    gptoss_pdl_trigger();
+                                                                          float limit, float *act_sw, int pdl) {
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): the groups come from the router just before */
     const int g = blockIdx.y, GM = T * GPTOSS_TOPK;
     if (g >= groups[0]) return;
     const int e = grp_e(groups)[g], ng = groups[1 + GM + g];
@@ -415,7 +414,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
     cudaError_t e;
 #define GU_ONE(GG, RR, L, NCC)                                                                                      \
     gptoss_launch(moe_gate_up_decode_kernel<GG, RR, L, NCC>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
-                  scales, bias, H, I, alpha, limit, act_sw)
+                  scales, bias, H, I, alpha, limit, act_sw, pdl)
     /* the gpt-oss shape (H = 2,880: 90 blocks per row) gets K as a compile-time constant */
 #define GU_LAUNCH(GG, RR) \
     e = !g_moe_lut ? GU_ONE(GG, RR, false, 0) : H == 2880 ? GU_ONE(GG, RR, true, 90) : GU_ONE(GG, RR, true, 0)
@@ -437,12 +436,12 @@ template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
-                                                                       int I, int H, float *x, int prefetch) {
+                                                                       int I, int H, float *x, int pdl) {
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
     const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * DN_ROWS;
-    if (prefetch) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
+    if (pdl) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
                      * final; this block's rows of every group's expert go into L2 before the wait */
         const int NC = I / 32, nr = min(DN_ROWS, H - n0);
         const int ng0 = __ldcg(groups); /* L2 reads: no L1 line of an older launch can be seen */
@@ -452,8 +451,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
             gptoss_prefetch_range(scales + r0 * NC, (size_t)nr * NC, threadIdx.x, blockDim.x);
         }
     }
-    gptoss_pdl_wait(); /* the activations come from gate_up just before, x from earlier kernels */
-    gptoss_pdl_trigger();
+    gptoss_pdl_sync(pdl); /* the activations come from gate_up just before, x from earlier kernels */
     const int ngroups = groups[0];
     const int tasks = (DN_ROWS / MD_R) * ngroups;
     for (int tk = warp; tk < tasks; tk += MD_WARPS) {

@@ -103,10 +103,9 @@ static __device__ __forceinline__ int ma_swz(int k, int K) { return ((k & 31) >>
 __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_gate_up_async_kernel(const float *h_sw, const int32_t *groups,
                                                                              const uint8_t *blocks, const uint8_t *scales,
                                                                              const uint16_t *bias, int H, int I,
-                                                                             float alpha, float limit, float *act_sw) {
+                                                                             float alpha, float limit, float *act_sw, int pdl) {
     extern __shared__ __align__(16) uint8_t ma_smem[];
-    gptoss_pdl_wait(); /* PDL (pdl.h): the groups come from the router just before */
-    gptoss_pdl_trigger();
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): the groups come from the router just before */
     const int g = blockIdx.y, GM = GPTOSS_TOPK;
     if (g >= groups[0]) return;
     const int e = groups[1 + g], pair = groups[1 + 2 * GM + 4 * g];
@@ -142,13 +141,13 @@ __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_gate_up_async_kernel(con
 __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_down_async_kernel(const float *act_sw, const int32_t *groups,
                                                                           const float *wts, const uint8_t *blocks,
                                                                           const uint8_t *scales, const uint16_t *bias,
-                                                                          int I, int H, float *x) {
+                                                                          int I, int H, float *x, int pdl) {
     extern __shared__ __align__(16) uint8_t ma_smem[];
     const int GM = GPTOSS_TOPK, NC = I / 32, bb = ma_buf_bytes(NC);
     float *ys = (float *)(ma_smem + (size_t)MA_WARPS * 2 * bb); /* [4 slots][MA_DN_ROWS] */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * MA_DN_ROWS;
-    { /* PDL (pdl.h, rule 3): the router's groups are final (two kernels back): this block's rows into L2 */
+    if (pdl) { /* PDL (pdl.h, rule 3): the router's groups are final (two kernels back): this block's rows into L2 */
         const int ng0 = __ldcg(groups), nr = min(MA_DN_ROWS, H - n0);
         for (int g = 0; g < ng0; g++) {
             const size_t r0 = (size_t)__ldcg(groups + 1 + g) * H + n0;
@@ -156,8 +155,7 @@ __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_down_async_kernel(const 
             gptoss_prefetch_range(scales + r0 * NC, (size_t)nr * NC, threadIdx.x, blockDim.x);
         }
     }
-    gptoss_pdl_wait(); /* the activations come from gate_up just before */
-    gptoss_pdl_trigger();
+    gptoss_pdl_sync(pdl); /* the activations come from gate_up just before */
     const int ngroups = groups[0], RT = MA_DN_ROWS / MA_R, tasks = RT * ngroups;
     uint8_t *buf0 = ma_smem + (size_t)warp * 2 * bb;
     /* task t -> group t / RT, first row n0 + (t % RT) * 2; rows past H are skipped (H % 2 == 0, so a
@@ -243,7 +241,7 @@ cudaError_t gptoss_moe_gate_up_decode_async(const float *h_sw, const int32_t *gr
     if (gx > need) gx = need;
     const cudaError_t e = gptoss_launch(moe_gate_up_async_kernel, dim3((unsigned)gx, (unsigned)G), dim3(MA_WARPS * 32),
                                         ma_smem_bytes(H, 0), s, gptoss_pdl_enabled(), h_sw, groups, blocks, scales, bias,
-                                        H, I, alpha, limit, act_sw);
+                                        H, I, alpha, limit, act_sw, gptoss_pdl_enabled());
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -254,6 +252,7 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
         return cudaErrorNotSupported;
     const unsigned grid = (unsigned)((H + MA_DN_ROWS - 1) / MA_DN_ROWS);
     const cudaError_t e = gptoss_launch(moe_down_async_kernel, dim3(grid), dim3(MA_WARPS * 32), ma_smem_bytes(I, 1), s,
-                                        gptoss_pdl_enabled(), act_sw, groups, w, blocks, scales, bias, I, H, x);
+                                        gptoss_pdl_enabled(), act_sw, groups, w, blocks, scales, bias, I, H, x,
+                                        gptoss_pdl_enabled());
     return e != cudaSuccess ? e : cudaGetLastError();
 }

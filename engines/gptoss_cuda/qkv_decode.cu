@@ -25,14 +25,14 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
                                                                    const uint16_t *kw, const uint16_t *kb,
                                                                    const uint16_t *vw, const uint16_t *vb, int H, int NH,
                                                                    int NKV, const int32_t *pos_dev, const float *inv_freq,
-                                                                   float af, float *q, gptoss_kv kv) {
+                                                                   float af, float *q, gptoss_kv kv, int pdl) {
     extern __shared__ float4 xs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[QKV_WARPS];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, K8 = H / 8;
     const int half = GPTOSS_HEAD_DIM / 2, pairs = (NH + 2 * NKV) * half;
     { /* PDL (pdl.h): this warp's first row pair into L2 (static weights), then wait for x */
         const int tp = blockIdx.x * QKV_WARPS + warp;
-        if (tp < pairs) {
+        if (pdl && tp < pairs) {
             const int head = tp / half, i = tp % half;
             const uint16_t *W = head < NH ? qw : head < NH + NKV ? kw : vw;
             const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
@@ -40,8 +40,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
             gptoss_prefetch_range(W + (size_t)n1 * H, (size_t)H * 2, lane, 32);
             gptoss_prefetch_range(W + (size_t)(n1 + half) * H, (size_t)H * 2, lane, 32);
         }
-        gptoss_pdl_wait();
-        gptoss_pdl_trigger();
+        gptoss_pdl_sync(pdl);
     }
     float ss = 0.0f;
     for (int i = tid; i < H; i += blockDim.x) ss += x[i] * x[i];
@@ -127,6 +126,6 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
     if (blocks > need) blocks = need;
     e = gptoss_launch(qkv_decode_kernel, dim3((unsigned)blocks), dim3(QKV_WARPS * 32), (size_t)H * sizeof(float), s,
                       gptoss_pdl_enabled(), x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq,
-                      attn_factor, q, kv);
+                      attn_factor, q, kv, gptoss_pdl_enabled());
     return e != cudaSuccess ? e : cudaGetLastError();
 }
