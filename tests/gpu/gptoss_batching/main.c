@@ -26,56 +26,15 @@
 
 #include "llmr_engine.h"
 
+#define DRIVER_NAME "gptoss_batching"
+#include "tests/gpu/gpu_driver.h"
+
 int batching_gpu_available(char *why, size_t n);
 
 #define NREQ 8
 #define MAXTOK 64
 
 static const llmr_engine_api *api;
-static int n_checks, n_failed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%-4s ", ok ? "ok" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    n_checks++;
-    if (!ok) n_failed++;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "gptoss_batching: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(2);
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* build/tests/gpu/gptoss_batching -> build/<rel> */
-static void beside_build(char *out, size_t n, const char *rel) {
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) die("cannot read /proc/self/exe");
-    exe[len] = 0;
-    for (int i = 0; i < 3; i++) {
-        char *s = strrchr(exe, '/');
-        if (s) *s = 0;
-    }
-    if (snprintf(out, n, "%s/%s", exe, rel) >= (int)n) die("path too long");
-}
-
 static void prompt_tokens(int32_t *t, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;

@@ -13,25 +13,11 @@
 #include <vector>
 
 #include "engines/gptoss_cuda/batch.cu"
+
+#define TU_SEED 0xb47c4ull
+#include "tests/gpu/gptoss_kernels/test_util.h"
 extern "C" {
 #include "common/gptoss/config.h"
-}
-
-static int b_checks, b_failed;
-
-#define BCK(call)                                                                              \
-    do {                                                                                       \
-        cudaError_t e_ = (call);                                                               \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-
-static void bcheck(const char *what, int ok) {
-    printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
-    b_checks++;
-    if (!ok) b_failed++;
 }
 
 static uint64_t b_rng = 0xb47c4ull;
@@ -45,18 +31,6 @@ static size_t brand_index(int n) { /* uniform-ish in [0, n) */
     return (size_t)((b_rng >> 11) % (uint64_t)n);
 }
 
-template <typename T> static T *bup(const std::vector<T> &h) {
-    T *d = NULL;
-    BCK(cudaMalloc((void **)&d, h.size() * sizeof(T) + 16));
-    BCK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-template <typename T> static std::vector<T> bdown(const T *d, size_t n) {
-    std::vector<T> h(n);
-    BCK(cudaDeviceSynchronize());
-    BCK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-}
 static std::vector<float> brandv(size_t n) {
     std::vector<float> v(n);
     for (auto &x : v) x = brand();
@@ -79,11 +53,11 @@ static void test_rope_rows(int B, int heads) {
     std::vector<int32_t> pos(B);
     for (int b = 0; b < B; b++) pos[b] = (int32_t)((b * 2749 + 7) % 70001);
     auto x = brandv((size_t)B * ld);
-    float *dinv = bup(std::vector<float>(inv, inv + 32)), *x1 = bup(x), *x2 = bup(x);
-    int32_t *dpos = bup(pos);
-    for (int b = 0; b < B; b++) BCK(gptoss_rope(x1 + (size_t)b * ld, ld, 1, heads, pos[b], dinv, af, 0));
-    BCK(gptoss_rope_rows(x2, ld, B, heads, dpos, dinv, af, 0));
-    auto a = bdown(x1, x.size()), c = bdown(x2, x.size());
+    float *dinv = dev_upload(std::vector<float>(inv, inv + 32)), *x1 = dev_upload(x), *x2 = dev_upload(x);
+    int32_t *dpos = dev_upload(pos);
+    for (int b = 0; b < B; b++) CK(gptoss_rope(x1 + (size_t)b * ld, ld, 1, heads, pos[b], dinv, af, 0));
+    CK(gptoss_rope_rows(x2, ld, B, heads, dpos, dinv, af, 0));
+    auto a = dev_download(x1, x.size()), c = dev_download(x2, x.size());
     /* The same arithmetic in two kernels: equal up to the compiler's FMA contraction (bit-identical
      * in practice, reported, but judged at 1e-6 relative). */
     double num = 0, den = 0;
@@ -97,7 +71,7 @@ static void test_rope_rows(int B, int heads) {
     char what[160];
     snprintf(what, sizeof what, "rope_rows B=%d heads=%d (positions up to 70000) = %d one-row ropes: rel %.1e%s", B, heads, B,
              rel, memcmp(a.data(), c.data(), a.size() * sizeof(float)) ? "" : " (bit for bit)");
-    bcheck(what, finite && rel <= 1e-6);
+    check_true(what, finite && rel <= 1e-6);
     cudaFree(dinv); cudaFree(x1); cudaFree(x2); cudaFree(dpos);
 }
 
@@ -120,10 +94,10 @@ static void test_rows_kv_attention(int B, int nh, int nkv, int window) {
     auto q = brandv((size_t)B * nh * D), k = brandv((size_t)B * kvd), v = brandv((size_t)B * kvd);
     std::vector<uint16_t> sinks(nh);
     for (int h = 0; h < nh; h++) { float f = brand(); uint32_t u; memcpy(&u, &f, 4); sinks[h] = (uint16_t)(u >> 16); }
-    float *pool1 = bup(pool), *pool2 = bup(pool), *dq = bup(q), *dk = bup(k), *dv = bup(v);
-    float *o1 = bup(std::vector<float>((size_t)B * nh * D, NAN)), *o2 = bup(std::vector<float>((size_t)B * nh * D, NAN));
-    int32_t *dtab = bup(ids), *dpos = bup(pos);
-    uint16_t *ds = bup(sinks);
+    float *pool1 = dev_upload(pool), *pool2 = dev_upload(pool), *dq = dev_upload(q), *dk = dev_upload(k), *dv = dev_upload(v);
+    float *o1 = dev_upload(std::vector<float>((size_t)B * nh * D, NAN)), *o2 = dev_upload(std::vector<float>((size_t)B * nh * D, NAN));
+    int32_t *dtab = dev_upload(ids), *dpos = dev_upload(pos);
+    uint16_t *ds = dev_upload(sinks);
     gptoss_kv kv;
     kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
     /* one row at a time: table row b seen as row 0, position pos[b] */
@@ -131,21 +105,21 @@ static void test_rows_kv_attention(int B, int nh, int nkv, int window) {
     for (int b = 0; b < B; b++) {
         gptoss_kv one = kv;
         one.table = dtab + (size_t)b * max_pages;
-        BCK(gptoss_kv_store(dk + (size_t)b * kvd, dv + (size_t)b * kvd, 1, dpos + b, one, 0));
-        BCK(gptoss_attention_at(dq + (size_t)b * nh * D, one, ds, dpos + b, 1, nh, nkv, window, o1 + (size_t)b * nh * D, 0));
+        CK(gptoss_kv_store(dk + (size_t)b * kvd, dv + (size_t)b * kvd, 1, dpos + b, one, 0));
+        CK(gptoss_attention_at(dq + (size_t)b * nh * D, one, ds, dpos + b, 1, nh, nkv, window, o1 + (size_t)b * nh * D, 0));
     }
     /* all B rows in one launch each */
     kv.pool = pool2;
-    BCK(gptoss_kv_store(dk, dv, B, dpos, kv, 0));
-    BCK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, o2, 0));
-    auto a = bdown(o1, (size_t)B * nh * D), c = bdown(o2, (size_t)B * nh * D);
-    auto pa = bdown(pool1, pool.size()), pb = bdown(pool2, pool.size());
+    CK(gptoss_kv_store(dk, dv, B, dpos, kv, 0));
+    CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, o2, 0));
+    auto a = dev_download(o1, (size_t)B * nh * D), c = dev_download(o2, (size_t)B * nh * D);
+    auto pa = dev_download(pool1, pool.size()), pb = dev_download(pool2, pool.size());
     int finite = 1;
     for (float f : c) finite &= isfinite(f) ? 1 : 0;
     char what[160];
     snprintf(what, sizeof what, "kv_store + attention_at B=%d rows (own tables, heads %d/%d, window %d) = %d one-row launches bit for bit",
              B, nh, nkv, window, B);
-    bcheck(what, finite && !memcmp(a.data(), c.data(), a.size() * sizeof(float)) &&
+    check_true(what, finite && !memcmp(a.data(), c.data(), a.size() * sizeof(float)) &&
                      !memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)));
     cudaFree(pool1); cudaFree(pool2); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(o1); cudaFree(o2);
     cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
@@ -159,6 +133,6 @@ void gptoss_test_batch_kernels(int *checks, int *failed) {
     test_rows_kv_attention(2, 8, 2, 0);
     test_rows_kv_attention(5, 64, 8, 128);
     test_rows_kv_attention(8, 64, 8, 0);
-    *checks += b_checks;
-    *failed += b_failed;
+    *checks += tu_checks;
+    *failed += tu_failed;
 }

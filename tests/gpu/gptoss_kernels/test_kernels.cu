@@ -23,95 +23,16 @@
 #include "engines/gptoss_cuda/rmsnorm.cu"
 #include "engines/gptoss_cuda/rope.cu"
 #include "engines/gptoss_cuda/sampling.cu"
+
+#define TU_SEED 0x1234567ull
+#include "tests/gpu/gptoss_kernels/test_util.h"
 extern "C" {
 #include "common/gptoss/config.h"
 }
 
-static int g_failed = 0, g_checks = 0;
-
 void gptoss_tc_checks(int *checks, int *failed); /* test_tc.cu: the tensor-core prefill matmuls */
 
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
-
 /* ------------------------------------------------------------ helpers */
-static uint64_t g_rng = 0x1234567ull;
-static uint64_t rnd64(void) {
-    uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double urand(void) { return (double)(rnd64() >> 11) * (1.0 / 9007199254740992.0); }
-static float nrand(void) { /* ~N(0,1) */
-    double u1 = urand() + 1e-12, u2 = urand();
-    return (float)(sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2));
-}
-static uint16_t f2bf(float f) { /* round to nearest even */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static float bf2f(uint16_t b) { return gptoss_bf16_to_f32(b); }
-
-template <typename T> static T *dev_upload(const std::vector<T> &h) {
-    T *d = NULL;
-    CK(cudaMalloc((void **)&d, h.size() * sizeof(T) + 16));
-    CK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-static float *dev_poison(size_t n) { /* NaN everywhere: unwritten outputs fail the check */
-    float *d = NULL;
-    CK(cudaMalloc((void **)&d, n * sizeof(float) + 16));
-    CK(cudaMemset(d, 0xff, n * sizeof(float)));
-    return d;
-}
-template <typename T> static std::vector<T> dev_download(const T *d, size_t n) {
-    std::vector<T> h(n);
-    CK(cudaDeviceSynchronize());
-    CK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-}
-
-static void check_rel(const char *what, const std::vector<float> &got, const std::vector<double> &ref, double bound) {
-    double num = 0, den = 0;
-    int nan = 0;
-    for (size_t i = 0; i < ref.size(); i++) {
-        if (!isfinite(got[i])) nan = 1;
-        double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-    int ok = !nan && rel <= bound;
-    g_checks++;
-    if (!ok) g_failed++;
-    printf("%-4s %-58s rel L2 %.2e (bound %.0e)%s\n", ok ? "ok" : "FAIL", what, rel, bound, nan ? " NaN/unwritten" : "");
-}
-
-static void check_true(const char *what, int ok) {
-    g_checks++;
-    if (!ok) g_failed++;
-    printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
-}
-
-static std::vector<float> randv(size_t n, float scale) {
-    std::vector<float> v(n);
-    for (auto &x : v) x = nrand() * scale;
-    return v;
-}
-static std::vector<uint16_t> randbf(size_t n, float scale) {
-    std::vector<uint16_t> v(n);
-    for (auto &x : v) x = f2bf(nrand() * scale);
-    return v;
-}
 
 /* ------------------------------------------------------------ RMSNorm */
 static void test_rmsnorm(int T, int H) {
@@ -285,27 +206,7 @@ static void test_attention(int T, int pos0, int nh, int nkv, int window, float s
     uint16_t *ds = dev_upload(sinks);
     CK(gptoss_attention(dq, pk.kv, ds, T, pos0, nh, nkv, window, dout, 0));
     auto out = dev_download(dout, (size_t)T * nh * D);
-    std::vector<double> ref((size_t)T * nh * D);
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < nh; h++) {
-            const int pos = pos0 + t, kh = h / (nh / nkv);
-            const int lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
-            std::vector<double> s(pos + 1);
-            double mx = bf2f(sinks[h]);
-            for (int j = lo; j <= pos; j++) {
-                double d = 0;
-                for (int i = 0; i < D; i++) d += (double)q[((size_t)t * nh + h) * D + i] * kc[(size_t)j * kvd + kh * D + i];
-                s[j] = d * 0.125;
-                if (s[j] > mx) mx = s[j];
-            }
-            double den = exp(bf2f(sinks[h]) - mx);
-            for (int j = lo; j <= pos; j++) den += exp(s[j] - mx);
-            for (int i = 0; i < D; i++) {
-                double o = 0;
-                for (int j = lo; j <= pos; j++) o += exp(s[j] - mx) / den * vc[(size_t)j * kvd + kh * D + i];
-                ref[((size_t)t * nh + h) * D + i] = o;
-            }
-        }
+    const auto ref = attention_ref(q, kc, vc, sinks, T, pos0, nh, nkv, window);
     char what[120];
     snprintf(what, sizeof what, "attention T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f (paged)", T, pos0, nh, nkv,
              window, sink_scale);
@@ -406,75 +307,18 @@ static void test_router(int T, int E) {
 /* ------------------------------------------------------------ MoE */
 static double fp4v(unsigned nib) { return gptoss_fp4_value(nib); }
 
-/* Dequantized W[e][n][k] of a checkpoint-layout MXFP4 tensor. */
-static double mx_w(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &sc, int N, int K, int e, int n, int k) {
-    const size_t b = ((size_t)e * N + n) * (K / 32) + k / 32;
-    const uint8_t byte = blk[b * 16 + (k % 32) / 2];
-    const unsigned nib = (k % 2) ? (byte >> 4) : (byte & 15);
-    return fp4v(nib) * ldexp(1.0, (int)sc[b] - 127);
-}
-
 static void test_moe(int T, int H, int I, int E) {
-    const float alpha = 1.702f, limit = 7.0f;
-    auto x = randv((size_t)T * H, 1.0f);
-    auto rl = randv((size_t)T * E, 1.0f);
-    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
-    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
-    for (auto &v : gub) v = (uint8_t)rnd64();
-    for (auto &v : dnb) v = (uint8_t)rnd64();
-    for (auto &v : gus) v = (uint8_t)(120 + rnd64() % 6);
-    for (auto &v : dns) v = (uint8_t)(120 + rnd64() % 6);
-    auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
-    auto x0 = randv((size_t)T * H, 1.0f); /* residual */
-
-    float *dx = dev_upload(x), *drl = dev_upload(rl), *dres = dev_upload(x0);
-    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
-    uint16_t *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
-    const int P = T * 4;
-    float *dw = dev_poison((size_t)P), *dgu = dev_poison((size_t)P * 2 * I), *dact = dev_poison((size_t)P * I),
-          *ddn = dev_poison((size_t)P * H);
-    int32_t *dids, *dcnt, *doff, *dpt, *dpo;
-    CK(cudaMalloc((void **)&dids, P * 4)); CK(cudaMalloc((void **)&dcnt, E * 4)); CK(cudaMalloc((void **)&doff, E * 4));
-    CK(cudaMalloc((void **)&dpt, P * 4)); CK(cudaMalloc((void **)&dpo, P * 4));
-    CK(gptoss_router_topk(drl, T, E, dids, dw, 0));
-    CK(gptoss_moe_route(dids, T, E, dcnt, doff, dpt, dpo, 0));
-    CK(gptoss_mxfp4_grouped(dx, H, dpt, dgub, dgus, dgb, dcnt, doff, E, T, H, 2 * I, dgu, 0));
-    CK(gptoss_swiglu(dgu, P, I, alpha, limit, dact, 0));
-    CK(gptoss_mxfp4_grouped(dact, I, NULL, ddnb, ddns, ddb, dcnt, doff, E, T, I, H, ddn, 0));
-    CK(gptoss_moe_combine(ddn, dw, dpo, T, H, dres, 0));
-    auto out = dev_download(dres, (size_t)T * H);
-    auto ids = dev_download(dids, (size_t)P);
-    auto w = dev_download(dw, (size_t)P);
-
-    std::vector<double> ref((size_t)T * H);
-    for (int t = 0; t < T; t++) {
-        for (int h = 0; h < H; h++) ref[(size_t)t * H + h] = x0[(size_t)t * H + h];
-        for (int k = 0; k < 4; k++) {
-            const int e = ids[t * 4 + k];
-            std::vector<double> act(I);
-            for (int j = 0; j < I; j++) {
-                double g = bf2f(gbias[(size_t)e * 2 * I + 2 * j]), u = bf2f(gbias[(size_t)e * 2 * I + 2 * j + 1]);
-                for (int kk = 0; kk < H; kk++) {
-                    g += x[(size_t)t * H + kk] * mx_w(gub, gus, 2 * I, H, e, 2 * j, kk);
-                    u += x[(size_t)t * H + kk] * mx_w(gub, gus, 2 * I, H, e, 2 * j + 1, kk);
-                }
-                g = g < limit ? g : limit;
-                u = u < -limit ? -limit : (u > limit ? limit : u);
-                act[j] = g / (1.0 + exp(-alpha * g)) * (u + 1.0);
-            }
-            for (int h = 0; h < H; h++) {
-                double y = bf2f(dbias[(size_t)e * H + h]);
-                for (int j = 0; j < I; j++) y += act[j] * mx_w(dnb, dns, H, I, e, h, j);
-                ref[(size_t)t * H + h] += w[t * 4 + k] * y;
-            }
-        }
-    }
+    moe_case c;
+    moe_case_make(&c, T, H, I, E);
+    CK(gptoss_mxfp4_grouped(c.dx, H, c.dpt, c.dgub, c.dgus, c.dgb, c.dcnt, c.doff, E, T, H, 2 * I, c.dgu, 0));
+    CK(gptoss_swiglu(c.dgu, c.P, I, c.alpha, c.limit, c.dact, 0));
+    CK(gptoss_mxfp4_grouped(c.dact, I, NULL, c.ddnb, c.ddns, c.ddb, c.dcnt, c.doff, E, T, I, H, c.ddn, 0));
+    CK(gptoss_moe_combine(c.ddn, c.dw, c.dpo, T, H, c.dres, 0));
+    auto out = dev_download(c.dres, (size_t)T * H);
     char what[96];
     snprintf(what, sizeof what, "MoE (route, MXFP4 gate_up, SwiGLU, down, gather) T=%d H=%d I=%d E=%d", T, H, I, E);
-    check_rel(what, out, ref, 1e-5);
-    cudaFree(dx); cudaFree(drl); cudaFree(dres); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
-    cudaFree(dgb); cudaFree(ddb); cudaFree(dw); cudaFree(dgu); cudaFree(dact); cudaFree(ddn);
-    cudaFree(dids); cudaFree(dcnt); cudaFree(doff); cudaFree(dpt); cudaFree(dpo);
+    check_rel(what, out, moe_case_ref(&c), 1e-5);
+    moe_case_free(&c);
 }
 
 /* ------------------------------------------------------------ decode MoE in three launches (moe_decode.cu)
@@ -1235,10 +1079,10 @@ int main(int argc, char **argv) {
     test_qkv_decode(64, 2, 1, 0, 0);
     test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
     test_qkv_decode(256, 4, 2, 70000, 0);
-    gptoss_tc_checks(&g_checks, &g_failed);
-    gptoss_test_batch_kernels(&g_checks, &g_failed); /* test_batch.cu: the batched decode-step kernels */
-    gptoss_test_rows_kernels(&g_checks, &g_failed);  /* test_rows.cu: the batched step's one-pass linear */
-    gptoss_moe_mma_checks(&g_checks, &g_failed);
-    printf("%d checks, %d failed\n", g_checks, g_failed);
-    return g_failed ? 1 : 0;
+    gptoss_tc_checks(&tu_checks, &tu_failed);
+    gptoss_test_batch_kernels(&tu_checks, &tu_failed); /* test_batch.cu: the batched decode-step kernels */
+    gptoss_test_rows_kernels(&tu_checks, &tu_failed);  /* test_rows.cu: the batched step's one-pass linear */
+    gptoss_moe_mma_checks(&tu_checks, &tu_failed);
+    printf("%d checks, %d failed\n", tu_checks, tu_failed);
+    return tu_failed ? 1 : 0;
 }

@@ -17,56 +17,12 @@
 #include "engines/gptoss_cuda/moe_mma.cu"
 #include "engines/gptoss_cuda/tc.h"
 
-static int mm_failed = 0, mm_checks = 0;
+#define TU_SEED 0x6d6d61ull
+#include "tests/gpu/gptoss_kernels/test_util.h"
 
-#define MCK(call)                                                                                 \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                              \
-        }                                                                                         \
-    } while (0)
-
-static uint64_t mm_rng = 0x6d6d61ull;
-static uint64_t mm_rnd64(void) {
-    uint64_t z = (mm_rng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double mm_urand(void) { return (double)(mm_rnd64() >> 11) * (1.0 / 9007199254740992.0); }
-static float mm_nrand(void) {
-    double u1 = mm_urand() + 1e-12, u2 = mm_urand();
-    return (float)(sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2));
-}
-static uint16_t mm_f2bf(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-template <typename T> static T *mm_up(const std::vector<T> &h) {
-    T *d = NULL;
-    MCK(cudaMalloc((void **)&d, h.size() * sizeof(T) + 16));
-    MCK(cudaMemcpy(d, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-}
-static float *mm_poison(size_t n) {
-    float *d = NULL;
-    MCK(cudaMalloc((void **)&d, n * sizeof(float) + 16));
-    MCK(cudaMemset(d, 0xff, n * sizeof(float)));
-    return d;
-}
-template <typename T> static std::vector<T> mm_down(const T *d, size_t n) {
-    std::vector<T> h(n);
-    MCK(cudaDeviceSynchronize());
-    MCK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-    return h;
-}
 static void mm_check(const char *what, int ok, const char *detail) {
-    mm_checks++;
-    if (!ok) mm_failed++;
+    tu_checks++;
+    if (!ok) tu_failed++;
     printf("%-4s %s%s\n", ok ? "ok" : "FAIL", what, detail ? detail : "");
 }
 static void mm_check_rel(const char *what, double num, double den, int nan, double bound) {
@@ -92,9 +48,9 @@ static uint16_t mm_rule(int nib, int s) {
 
 static void test_mma_table(void) {
     uint16_t *d = NULL;
-    MCK(cudaMalloc((void **)&d, 4096 * 2));
-    MCK(gptoss_mxfp4_mma_table(d, 0));
-    auto h = mm_down(d, 4096);
+    CK(cudaMalloc((void **)&d, 4096 * 2));
+    CK(gptoss_mxfp4_mma_table(d, 0));
+    auto h = dev_download(d, 4096);
     int bad = 0, first = -1;
     for (int s = 0; s < 256; s++)
         for (int n = 0; n < 16; n++)
@@ -121,16 +77,16 @@ static void mm_layer_make(mm_layer *L, int E, int H, int I) {
     L->gus.resize((size_t)E * 2 * I * (H / 32));
     L->dnb.resize((size_t)E * H * (I / 32) * 16);
     L->dns.resize((size_t)E * H * (I / 32));
-    for (size_t i = 0; i < L->gub.size(); i += 8) { uint64_t r = mm_rnd64(); memcpy(&L->gub[i], &r, 8); }
-    for (size_t i = 0; i < L->dnb.size(); i += 8) { uint64_t r = mm_rnd64(); memcpy(&L->dnb[i], &r, 8); }
-    for (auto &v : L->gus) v = (uint8_t)(118 + mm_rnd64() % 6);
-    for (auto &v : L->dns) v = (uint8_t)(118 + mm_rnd64() % 6);
+    for (size_t i = 0; i < L->gub.size(); i += 8) { uint64_t r = rnd64(); memcpy(&L->gub[i], &r, 8); }
+    for (size_t i = 0; i < L->dnb.size(); i += 8) { uint64_t r = rnd64(); memcpy(&L->dnb[i], &r, 8); }
+    for (auto &v : L->gus) v = (uint8_t)(118 + rnd64() % 6);
+    for (auto &v : L->dns) v = (uint8_t)(118 + rnd64() % 6);
     L->gbias.resize((size_t)E * 2 * I);
     L->dbias.resize((size_t)E * H);
-    for (auto &v : L->gbias) v = mm_f2bf(mm_nrand() * 0.5f);
-    for (auto &v : L->dbias) v = mm_f2bf(mm_nrand() * 0.5f);
-    L->d_gub = mm_up(L->gub); L->d_gus = mm_up(L->gus); L->d_dnb = mm_up(L->dnb); L->d_dns = mm_up(L->dns);
-    L->d_gbias = mm_up(L->gbias); L->d_dbias = mm_up(L->dbias);
+    for (auto &v : L->gbias) v = f2bf(nrand() * 0.5f);
+    for (auto &v : L->dbias) v = f2bf(nrand() * 0.5f);
+    L->d_gub = dev_upload(L->gub); L->d_gus = dev_upload(L->gus); L->d_dnb = dev_upload(L->dnb); L->d_dns = dev_upload(L->dns);
+    L->d_gbias = dev_upload(L->gbias); L->d_dbias = dev_upload(L->dbias);
 }
 static void mm_layer_free(mm_layer *L) {
     cudaFree(L->d_gub); cudaFree(L->d_gus); cudaFree(L->d_dnb); cudaFree(L->d_dns);
@@ -158,7 +114,7 @@ static std::vector<int32_t> mm_ids(int T, int E, int skew) {
         int k = 0;
         if (skew) ids[(size_t)t * 4 + k++] = 0;
         while (k < 4) {
-            const int e = (int)(mm_rnd64() % (uint64_t)(E - 2));
+            const int e = (int)(rnd64() % (uint64_t)(E - 2));
             int dup = 0;
             for (int j = 0; j < k; j++) dup |= ids[(size_t)t * 4 + j] == e;
             if (!dup) ids[(size_t)t * 4 + k++] = e;
@@ -172,12 +128,12 @@ typedef struct {
     int32_t *ids, *counts, *offsets, *pair_token, *pair_of;
 } mm_route;
 static void mm_route_make(mm_route *r, const std::vector<int32_t> &ids, int T, int E) {
-    r->ids = mm_up(ids);
-    MCK(cudaMalloc((void **)&r->counts, GPTOSS_MAX_EXPERTS * 4));
-    MCK(cudaMalloc((void **)&r->offsets, GPTOSS_MAX_EXPERTS * 4));
-    MCK(cudaMalloc((void **)&r->pair_token, (size_t)T * 16));
-    MCK(cudaMalloc((void **)&r->pair_of, (size_t)T * 16));
-    MCK(gptoss_moe_route(r->ids, T, E, r->counts, r->offsets, r->pair_token, r->pair_of, 0));
+    r->ids = dev_upload(ids);
+    CK(cudaMalloc((void **)&r->counts, GPTOSS_MAX_EXPERTS * 4));
+    CK(cudaMalloc((void **)&r->offsets, GPTOSS_MAX_EXPERTS * 4));
+    CK(cudaMalloc((void **)&r->pair_token, (size_t)T * 16));
+    CK(cudaMalloc((void **)&r->pair_of, (size_t)T * 16));
+    CK(gptoss_moe_route(r->ids, T, E, r->counts, r->offsets, r->pair_token, r->pair_of, 0));
 }
 static void mm_route_free(mm_route *r) {
     cudaFree(r->ids); cudaFree(r->counts); cudaFree(r->offsets); cudaFree(r->pair_token); cudaFree(r->pair_of);
@@ -186,9 +142,9 @@ static void mm_route_free(mm_route *r) {
 /* gate_up + SwiGLU into act [P, I], down + bias into dn [P, H]. */
 static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn) {
     const float alpha = 1.702f, limit = 7.0f;
-    MCK(gptoss_mxfp4_mma(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets, L->E,
+    CK(gptoss_mxfp4_mma(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets, L->E,
                          L->H, 2 * L->I, 1, alpha, limit, dact, 0));
-    MCK(gptoss_mxfp4_mma(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E, L->I, L->H,
+    CK(gptoss_mxfp4_mma(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E, L->I, L->H,
                          0, 0.0f, 0.0f, ddn, 0));
 }
 
@@ -197,16 +153,16 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     const int E = L->E, H = L->H, I = L->I, P = T * 4;
     const float alpha = 1.702f, limit = 7.0f;
     std::vector<float> x((size_t)T * H);
-    for (auto &v : x) v = mm_nrand();
+    for (auto &v : x) v = nrand();
     auto ids = mm_ids(T, E, skew);
     mm_route r;
     mm_route_make(&r, ids, T, E);
-    float *dx = mm_up(x), *dact = mm_poison((size_t)P * I), *ddn = mm_poison((size_t)P * H);
+    float *dx = dev_upload(x), *dact = dev_poison((size_t)P * I), *ddn = dev_poison((size_t)P * H);
     mm_run(L, &r, dx, 0, dact, ddn);
-    auto act = mm_down(dact, (size_t)P * I);
-    auto dn = mm_down(ddn, (size_t)P * H);
-    auto pair_of = mm_down(r.pair_of, (size_t)P);
-    auto counts = mm_down(r.counts, (size_t)E);
+    auto act = dev_download(dact, (size_t)P * I);
+    auto dn = dev_download(ddn, (size_t)P * H);
+    auto pair_of = dev_download(r.pair_of, (size_t)P);
+    auto counts = dev_download(r.counts, (size_t)E);
     /* the CPU: act from x (double), dn from the GPU's act (so each matmul is checked on its own) */
     const int step = P <= max_pairs ? 1 : P / max_pairs;
     double an = 0, ad = 0, dnum = 0, dden = 0;
@@ -254,10 +210,10 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
         std::vector<float> xs(x.size());
         for (int t = 0; t < T; t++)
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
-        float *dxs = mm_up(xs), *dact2 = mm_poison((size_t)P * I), *ddn2 = mm_poison((size_t)P * H);
+        float *dxs = dev_upload(xs), *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
         mm_run(L, &r, dxs, 1, dact2, ddn2);
-        auto act2 = mm_down(dact2, (size_t)P * I);
-        auto dn2 = mm_down(ddn2, (size_t)P * H);
+        auto act2 = dev_download(dact2, (size_t)P * I);
+        auto dn2 = dev_download(ddn2, (size_t)P * H);
         snprintf(what, sizeof what, "mxfp4_mma T=%d: swizzled activations give the same bits", T);
         mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
         cudaFree(dxs); cudaFree(dact2); cudaFree(ddn2);
@@ -267,12 +223,12 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
         std::vector<int32_t> ids1(ids.end() - 4, ids.end());
         mm_route r1;
         mm_route_make(&r1, ids1, 1, E);
-        float *dx1 = mm_up(std::vector<float>(x.end() - H, x.end()));
-        float *dact1 = mm_poison((size_t)4 * I), *ddn1 = mm_poison((size_t)4 * H);
+        float *dx1 = dev_upload(std::vector<float>(x.end() - H, x.end()));
+        float *dact1 = dev_poison((size_t)4 * I), *ddn1 = dev_poison((size_t)4 * H);
         mm_run(L, &r1, dx1, 0, dact1, ddn1);
-        auto act1 = mm_down(dact1, (size_t)4 * I);
-        auto dn1 = mm_down(ddn1, (size_t)4 * H);
-        auto pof1 = mm_down(r1.pair_of, 4);
+        auto act1 = dev_download(dact1, (size_t)4 * I);
+        auto dn1 = dev_download(ddn1, (size_t)4 * H);
+        auto pof1 = dev_download(r1.pair_of, 4);
         int same = 1;
         for (int k = 0; k < 4; k++) {
             const int pb = pair_of[(size_t)(T - 1) * 4 + k], pa = pof1[k];
@@ -291,15 +247,15 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
 /* ms per call of f, averaged over reps after one warm-up. */
 template <typename F> static double mm_time(F f, int reps) {
     cudaEvent_t a, b;
-    MCK(cudaEventCreate(&a));
-    MCK(cudaEventCreate(&b));
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
     f();
-    MCK(cudaEventRecord(a, 0));
+    CK(cudaEventRecord(a, 0));
     for (int i = 0; i < reps; i++) f();
-    MCK(cudaEventRecord(b, 0));
-    MCK(cudaEventSynchronize(b));
+    CK(cudaEventRecord(b, 0));
+    CK(cudaEventSynchronize(b));
     float ms = 0;
-    MCK(cudaEventElapsedTime(&ms, a, b));
+    CK(cudaEventElapsedTime(&ms, a, b));
     cudaEventDestroy(a);
     cudaEventDestroy(b);
     return ms / reps;
@@ -312,8 +268,8 @@ static void time_mma(int T, const mm_layer *L) {
     const int E = L->E, H = L->H, I = L->I, P = T * 4;
     const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
     std::vector<float> x((size_t)T * H);
-    for (auto &v : x) v = mm_nrand();
-    float *dx = mm_up(x), *dact = mm_poison((size_t)P * I), *ddn = mm_poison((size_t)P * H);
+    for (auto &v : x) v = nrand();
+    float *dx = dev_upload(x), *dact = dev_poison((size_t)P * I), *ddn = dev_poison((size_t)P * H);
     auto ids = mm_ids(T, E, 0);
     mm_route r;
     mm_route_make(&r, ids, T, E);
@@ -321,28 +277,28 @@ static void time_mma(int T, const mm_layer *L) {
     const int reps = T >= 512 ? 5 : 20;
     if (T <= GPTOSS_DECODE_MAX_T) {
         std::vector<uint16_t> nw(H), rw((size_t)E * H), rb(E);
-        for (auto &v : nw) v = mm_f2bf(1.0f + 0.1f * mm_nrand());
-        for (auto &v : rw) v = mm_f2bf(0.05f * mm_nrand());
-        for (auto &v : rb) v = mm_f2bf(0.5f * mm_nrand());
-        uint16_t *dnw = mm_up(nw), *drw = mm_up(rw), *drb = mm_up(rb);
-        float *dhs = mm_poison((size_t)T * H), *dw = mm_poison((size_t)P), *drl = mm_poison((size_t)T * E);
+        for (auto &v : nw) v = f2bf(1.0f + 0.1f * nrand());
+        for (auto &v : rw) v = f2bf(0.05f * nrand());
+        for (auto &v : rb) v = f2bf(0.5f * nrand());
+        uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb);
+        float *dhs = dev_poison((size_t)T * H), *dw = dev_poison((size_t)P), *drl = dev_poison((size_t)T * E);
         int32_t *dgrp, *dctr;
-        MCK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
-        MCK(cudaMalloc((void **)&dctr, (1 + T) * 4));
-        MCK(cudaMemset(dctr, 0, (1 + T) * 4));
+        CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
+        CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
+        CK(cudaMemset(dctr, 0, (1 + T) * 4));
         t_old = mm_time([&]() {
-            MCK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
-            MCK(gptoss_moe_gate_up_decode(dhs, dgrp, T, L->d_gub, L->d_gus, L->d_gbias, E, H, I, alpha, limit, dact, 0));
-            MCK(gptoss_moe_down_decode(dact, dgrp, T, dw, L->d_dnb, L->d_dns, L->d_dbias, E, I, H, dx, 0));
+            CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
+            CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, L->d_gub, L->d_gus, L->d_gbias, E, H, I, alpha, limit, dact, 0));
+            CK(gptoss_moe_down_decode(dact, dgrp, T, dw, L->d_dnb, L->d_dns, L->d_dbias, E, I, H, dx, 0));
         }, reps);
         t_new = mm_time([&]() {
-            MCK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
-            MCK(gptoss_moe_route(r.ids, T, E, r.counts, r.offsets, r.pair_token, r.pair_of, 0));
-            MCK(gptoss_mxfp4_mma(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
+            CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
+            CK(gptoss_moe_route(r.ids, T, E, r.counts, r.offsets, r.pair_token, r.pair_of, 0));
+            CK(gptoss_mxfp4_mma(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
                                  2 * I, 1, alpha, limit, dact, 0));
-            MCK(gptoss_mxfp4_mma(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, I, H, 0, 0.0f,
+            CK(gptoss_mxfp4_mma(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, I, H, 0, 0.0f,
                                  0.0f, ddn, 0));
-            MCK(gptoss_moe_combine(ddn, dw, r.pair_of, T, H, dx, 0));
+            CK(gptoss_moe_combine(ddn, dw, r.pair_of, T, H, dx, 0));
         }, reps);
         cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dhs); cudaFree(dw); cudaFree(drl);
         cudaFree(dgrp); cudaFree(dctr);
@@ -350,7 +306,7 @@ static void time_mma(int T, const mm_layer *L) {
         gptoss_tc tc;
         memset(&tc, 0, sizeof tc);
         void *ws = NULL;
-        MCK(cudaMalloc(&ws, GPTOSS_TC_CUBLAS_WS));
+        CK(cudaMalloc(&ws, GPTOSS_TC_CUBLAS_WS));
         char err[256];
         if (gptoss_tc_init(&tc, 0, 2, ws, err, sizeof err)) { fprintf(stderr, "gptoss_tc_init: %s\n", err); exit(1); }
         tc.no_batched = 1;
@@ -358,21 +314,21 @@ static void time_mma(int T, const mm_layer *L) {
         tc.xs_elems = gptoss_tc_xs_elems(T, 2, H, H, I, 0);
         tc.ys_elems = gptoss_tc_ys_elems(T, 2, H, H, I, E);
         tc.wbf_elems = gptoss_tc_wbf_elems(H, I, 1);
-        MCK(cudaMalloc((void **)&tc.xs, tc.xs_elems * 2));
-        MCK(cudaMalloc((void **)&tc.ys, tc.ys_elems * 4));
-        MCK(cudaMalloc((void **)&tc.wbf, tc.wbf_elems * 2));
-        float *dgu = mm_poison((size_t)P * 2 * I);
+        CK(cudaMalloc((void **)&tc.xs, tc.xs_elems * 2));
+        CK(cudaMalloc((void **)&tc.ys, tc.ys_elems * 4));
+        CK(cudaMalloc((void **)&tc.wbf, tc.wbf_elems * 2));
+        float *dgu = dev_poison((size_t)P * 2 * I);
         t_old = mm_time([&]() {
-            MCK(gptoss_tc_fetch_counts(&tc, r.counts, E));
-            MCK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, P, H,
+            CK(gptoss_tc_fetch_counts(&tc, r.counts, E));
+            CK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, P, H,
                                   2 * I, dgu));
-            MCK(gptoss_swiglu(dgu, P, I, alpha, limit, dact, 0));
-            MCK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, P, I, H,
+            CK(gptoss_swiglu(dgu, P, I, alpha, limit, dact, 0));
+            CK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, P, I, H,
                                   ddn));
         }, reps);
         t_new = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
         const double t_gu = mm_time([&]() {
-            MCK(gptoss_mxfp4_mma(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H, 2 * I,
+            CK(gptoss_mxfp4_mma(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H, 2 * I,
                                  1, alpha, limit, dact, 0));
         }, reps);
         const double flop = 2.0 * 2.0 * (double)P * ((double)2 * I * H + (double)H * I); /* x2: hi and lo */
@@ -381,7 +337,7 @@ static void time_mma(int T, const mm_layer *L) {
         cudaFree(dgu); cudaFree(tc.xs); cudaFree(tc.ys); cudaFree(tc.wbf); cudaFree(ws);
         gptoss_tc_destroy(&tc);
     }
-    auto counts = mm_down(r.counts, (size_t)E);
+    auto counts = dev_download(r.counts, (size_t)E);
     int touched = 0;
     for (int e = 0; e < E; e++) touched += counts[e] > 0;
     const double bytes = (double)touched * ((double)2 * I * H + (double)H * I) * (17.0 / 32.0);
@@ -413,6 +369,6 @@ void gptoss_moe_mma_checks(int *checks, int *failed) {
     const int Ts[] = {1, 8, 64, 512, 4096};
     for (int i = 0; i < 5; i++) time_mma(Ts[i], &b);
     mm_layer_free(&b);
-    *checks += mm_checks;
-    *failed += mm_failed;
+    *checks += tu_checks;
+    *failed += tu_failed;
 }

@@ -19,22 +19,8 @@
 #include "engines/gptoss_cuda/attention_rows.cu"
 #include "engines/gptoss_cuda/linear_rows.cu"
 
-static int r_checks, r_failed;
-
-#define RCK(call)                                                                                  \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-static void rcheck(const char *what, int ok) {
-    printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
-    r_checks++;
-    if (!ok) r_failed++;
-}
+#define TU_SEED 0x7065a1ull
+#include "tests/gpu/gptoss_kernels/test_util.h"
 
 static uint64_t r_rng = 0x7065a1ull;
 static float rrand(void) {
@@ -46,12 +32,6 @@ static uint16_t r_bf16(float f) { /* truncation is fine: any bf16 value is a val
     memcpy(&u, &f, 4);
     return (uint16_t)(u >> 16);
 }
-static float r_f32(uint16_t b) {
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accumulate, int timed) {
     std::vector<float> x((size_t)T * ldx), y0((size_t)T * ldy);
@@ -62,29 +42,29 @@ static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accum
     for (auto &v : b) v = r_bf16(rrand());
     float *dx, *dy;
     uint16_t *dW, *db;
-    RCK(cudaMalloc((void **)&dx, x.size() * 4));
-    RCK(cudaMalloc((void **)&dy, y0.size() * 4));
-    RCK(cudaMalloc((void **)&dW, W.size() * 2));
-    RCK(cudaMalloc((void **)&db, b.size() * 2));
-    RCK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
-    RCK(gptoss_linear_rows(dx, ldx, dW, bias ? db : NULL, T, K, N, dy, ldy, accumulate, 0));
+    CK(cudaMalloc((void **)&dx, x.size() * 4));
+    CK(cudaMalloc((void **)&dy, y0.size() * 4));
+    CK(cudaMalloc((void **)&dW, W.size() * 2));
+    CK(cudaMalloc((void **)&db, b.size() * 2));
+    CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dy, y0.data(), y0.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dW, W.data(), W.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+    CK(gptoss_linear_rows(dx, ldx, dW, bias ? db : NULL, T, K, N, dy, ldy, accumulate, 0));
     std::vector<float> y(y0.size());
-    RCK(cudaDeviceSynchronize());
-    RCK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y.data(), dy, y.size() * 4, cudaMemcpyDeviceToHost));
     double worst = 0;
     int ok = 1;
     for (int t = 0; t < T; t++) {
         for (int n = 0; n < N; n++) {
             double s = 0, mag = 0;
             for (int k = 0; k < K; k++) {
-                const double p = (double)x[(size_t)t * ldx + k] * r_f32(W[(size_t)n * K + k]);
+                const double p = (double)x[(size_t)t * ldx + k] * bf2f(W[(size_t)n * K + k]);
                 s += p;
                 mag += fabs(p);
             }
-            if (bias) s += r_f32(b[n]);
+            if (bias) s += bf2f(b[n]);
             if (accumulate) s += y0[(size_t)t * ldy + n];
             const double got = y[(size_t)t * ldy + n], err = fabs(got - s) / (mag + 1.0);
             if (!(err <= 2e-6)) ok = 0; /* NaN fails too */
@@ -96,14 +76,14 @@ static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accum
     char what[200];
     if (timed) {
         cudaEvent_t e0, e1;
-        RCK(cudaEventCreate(&e0));
-        RCK(cudaEventCreate(&e1));
-        RCK(cudaEventRecord(e0, 0));
-        for (int i = 0; i < 20; i++) RCK(gptoss_linear_rows(dx, ldx, dW, db, T, K, N, dy, ldy, 0, 0));
-        RCK(cudaEventRecord(e1, 0));
-        RCK(cudaEventSynchronize(e1));
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        CK(cudaEventRecord(e0, 0));
+        for (int i = 0; i < 20; i++) CK(gptoss_linear_rows(dx, ldx, dW, db, T, K, N, dy, ldy, 0, 0));
+        CK(cudaEventRecord(e1, 0));
+        CK(cudaEventSynchronize(e1));
         float ms = 0;
-        RCK(cudaEventElapsedTime(&ms, e0, e1));
+        CK(cudaEventElapsedTime(&ms, e0, e1));
         const double us = 1000.0 * ms / 20;
         snprintf(what, sizeof what, "linear_rows T=%d K=%d N=%d: rel err %.1e (%.1f us, %.2f TB/s of W)", T, K, N, worst,
                  us, (double)N * K * 2 / (us * 1e-6) / 1e12);
@@ -113,7 +93,7 @@ static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accum
         snprintf(what, sizeof what, "linear_rows T=%d K=%d N=%d ldx=%d ldy=%d bias=%d acc=%d: rel err %.1e", T, K, N,
                  ldx, ldy, bias, accumulate, worst);
     }
-    rcheck(what, ok);
+    check_true(what, ok);
     cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
 }
 
@@ -142,24 +122,24 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
     float *dpool, *dq, *dout;
     int32_t *dtab, *dpos;
     uint16_t *ds;
-    RCK(cudaMalloc((void **)&dpool, pool.size() * 4));
-    RCK(cudaMalloc((void **)&dq, q.size() * 4));
-    RCK(cudaMalloc((void **)&dout, q.size() * 4));
-    RCK(cudaMalloc((void **)&dtab, ids.size() * 4));
-    RCK(cudaMalloc((void **)&dpos, pos.size() * 4));
-    RCK(cudaMalloc((void **)&ds, sinks.size() * 2));
-    RCK(cudaMemcpy(dpool, pool.data(), pool.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(dtab, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(dpos, pos.data(), pos.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(ds, sinks.data(), sinks.size() * 2, cudaMemcpyHostToDevice));
-    RCK(cudaMemset(dout, 0xff, q.size() * 4)); /* NaN: an unwritten output fails */
+    CK(cudaMalloc((void **)&dpool, pool.size() * 4));
+    CK(cudaMalloc((void **)&dq, q.size() * 4));
+    CK(cudaMalloc((void **)&dout, q.size() * 4));
+    CK(cudaMalloc((void **)&dtab, ids.size() * 4));
+    CK(cudaMalloc((void **)&dpos, pos.size() * 4));
+    CK(cudaMalloc((void **)&ds, sinks.size() * 2));
+    CK(cudaMemcpy(dpool, pool.data(), pool.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dtab, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dpos, pos.data(), pos.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(ds, sinks.data(), sinks.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dout, 0xff, q.size() * 4)); /* NaN: an unwritten output fails */
     gptoss_kv kv;
     kv.pool = dpool; kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
-    RCK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
+    CK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
     std::vector<float> out(q.size());
-    RCK(cudaDeviceSynchronize());
-    RCK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
     double worst = 0;
     int ok = 1;
     std::vector<double> sc;
@@ -168,7 +148,7 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
             const int kvh = h / (nh / nkv), p = pos[b], lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
             const float *qq = &q[((size_t)b * nh + h) * D];
             sc.assign((size_t)(p - lo + 1), 0.0);
-            double mx = r_f32(sinks[h]);
+            double mx = bf2f(sinks[h]);
             for (int j = lo; j <= p; j++) {
                 const float *k = &pool[(size_t)ids[(size_t)b * max_pages + j / P] * pf + loff + (size_t)(j % P) * kvd + (size_t)kvh * D];
                 double d = 0;
@@ -176,7 +156,7 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
                 sc[j - lo] = d / 8.0;
                 mx = std::max(mx, sc[j - lo]);
             }
-            double den = exp((double)r_f32(sinks[h]) - mx);
+            double den = exp((double)bf2f(sinks[h]) - mx);
             for (double &x : sc) { x = exp(x - mx); den += x; }
             for (int i = 0; i < D; i++) {
                 double o = 0;
@@ -192,18 +172,18 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
     char what[240];
     if (timed) {
         float *dout2;
-        RCK(cudaMalloc((void **)&dout2, q.size() * 4));
+        CK(cudaMalloc((void **)&dout2, q.size() * 4));
         cudaEvent_t e0, e1, e2;
-        RCK(cudaEventCreate(&e0)); RCK(cudaEventCreate(&e1)); RCK(cudaEventCreate(&e2));
-        RCK(cudaEventRecord(e0, 0));
-        for (int i = 0; i < 10; i++) RCK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
-        RCK(cudaEventRecord(e1, 0));
-        for (int i = 0; i < 10; i++) RCK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
-        RCK(cudaEventRecord(e2, 0));
-        RCK(cudaEventSynchronize(e2));
+        CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1)); CK(cudaEventCreate(&e2));
+        CK(cudaEventRecord(e0, 0));
+        for (int i = 0; i < 10; i++) CK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
+        CK(cudaEventRecord(e1, 0));
+        for (int i = 0; i < 10; i++) CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
+        CK(cudaEventRecord(e2, 0));
+        CK(cudaEventSynchronize(e2));
         float ms1 = 0, ms2 = 0;
-        RCK(cudaEventElapsedTime(&ms1, e0, e1));
-        RCK(cudaEventElapsedTime(&ms2, e1, e2));
+        CK(cudaEventElapsedTime(&ms1, e0, e1));
+        CK(cudaEventElapsedTime(&ms2, e1, e2));
         snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e (%.1f us; attention_at %.1f us)",
                  B, nh, nkv, window, ctx, worst, 100.0 * ms1, 100.0 * ms2);
         cudaEventDestroy(e0); cudaEventDestroy(e1); cudaEventDestroy(e2);
@@ -212,7 +192,7 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
         snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e", B, nh, nkv,
                  window, ctx, worst);
     }
-    rcheck(what, ok);
+    check_true(what, ok);
     cudaFree(dpool); cudaFree(dq); cudaFree(dout); cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
 }
 
@@ -233,17 +213,17 @@ static void test_sample_rows(int B, int V) {
     float *dl, *w1, *w2;
     int32_t *c1, *c2, *o1, *o2;
     gptoss_sample_row *drows;
-    RCK(cudaMalloc((void **)&dl, logits.size() * 4));
-    RCK(cudaMalloc((void **)&c1, counts.size() * 4));
-    RCK(cudaMalloc((void **)&c2, counts.size() * 4));
-    RCK(cudaMalloc((void **)&o1, (size_t)B * 4));
-    RCK(cudaMalloc((void **)&o2, (size_t)B * 4));
-    RCK(cudaMalloc((void **)&w1, (size_t)V * 4));
-    RCK(cudaMalloc((void **)&w2, gptoss_sample_rows_work(B, V) * 4));
-    RCK(cudaMalloc((void **)&drows, (size_t)B * sizeof(gptoss_sample_row)));
-    RCK(cudaMemcpy(dl, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(c1, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
-    RCK(cudaMemcpy(c2, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc((void **)&dl, logits.size() * 4));
+    CK(cudaMalloc((void **)&c1, counts.size() * 4));
+    CK(cudaMalloc((void **)&c2, counts.size() * 4));
+    CK(cudaMalloc((void **)&o1, (size_t)B * 4));
+    CK(cudaMalloc((void **)&o2, (size_t)B * 4));
+    CK(cudaMalloc((void **)&w1, (size_t)V * 4));
+    CK(cudaMalloc((void **)&w2, gptoss_sample_rows_work(B, V) * 4));
+    CK(cudaMalloc((void **)&drows, (size_t)B * sizeof(gptoss_sample_row)));
+    CK(cudaMemcpy(dl, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(c1, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(c2, counts.data(), counts.size() * 4, cudaMemcpyHostToDevice));
     for (int b = 0; b < B; b++) {
         gptoss_sample_args a;
         memset(&a, 0, sizeof a);
@@ -260,23 +240,23 @@ static void test_sample_rows(int B, int V) {
         rows[b].counts = pen ? c2 + (size_t)b * V : NULL;
         rows[b].a = a;
         rows[b].count_token = pen;
-        RCK(gptoss_sample(dl + (size_t)b * V, V, pen ? c1 + (size_t)b * V : NULL, a, w1, o1 + b, 0));
-        if (pen) RCK(gptoss_count_token(c1 + (size_t)b * V, o1 + b, 0));
+        CK(gptoss_sample(dl + (size_t)b * V, V, pen ? c1 + (size_t)b * V : NULL, a, w1, o1 + b, 0));
+        if (pen) CK(gptoss_count_token(c1 + (size_t)b * V, o1 + b, 0));
     }
-    RCK(cudaMemcpy(drows, rows.data(), (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice));
-    RCK(gptoss_sample_rows(drows, B, V, w2, o2, 0));
+    CK(cudaMemcpy(drows, rows.data(), (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice));
+    CK(gptoss_sample_rows(drows, B, V, w2, o2, 0));
     std::vector<int32_t> t1(B), t2(B), k1(counts.size()), k2(counts.size());
-    RCK(cudaDeviceSynchronize());
-    RCK(cudaMemcpy(t1.data(), o1, (size_t)B * 4, cudaMemcpyDeviceToHost));
-    RCK(cudaMemcpy(t2.data(), o2, (size_t)B * 4, cudaMemcpyDeviceToHost));
-    RCK(cudaMemcpy(k1.data(), c1, k1.size() * 4, cudaMemcpyDeviceToHost));
-    RCK(cudaMemcpy(k2.data(), c2, k2.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(t1.data(), o1, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(t2.data(), o2, (size_t)B * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(k1.data(), c1, k1.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(k2.data(), c2, k2.size() * 4, cudaMemcpyDeviceToHost));
     int valid = 1;
     for (int b = 0; b < B; b++) valid &= t2[b] >= 0 && t2[b] < V;
     char what[200];
     snprintf(what, sizeof what, "sample_rows B=%d V=%d (greedy, top-k/p, min-p, penalties, ties, NaN) = %d gptoss_sample launches, counts too",
              B, V, B);
-    rcheck(what, valid && t1 == t2 && k1 == k2);
+    check_true(what, valid && t1 == t2 && k1 == k2);
     cudaFree(dl); cudaFree(c1); cudaFree(c2); cudaFree(o1); cudaFree(o2); cudaFree(w1); cudaFree(w2); cudaFree(drows);
 }
 
@@ -297,7 +277,7 @@ void gptoss_test_rows_kernels(int *checks, int *failed) {
                                           (float *)256, 8, 0, 0) == cudaErrorInvalidValue &&
                        gptoss_linear_rows_max(4096) == 12 && gptoss_linear_rows_max(2880) == 16 &&
                        gptoss_linear_rows_max(7) == 0;
-        rcheck("linear_rows refuses shapes it cannot take", ok);
+        check_true("linear_rows refuses shapes it cannot take", ok);
     }
     test_rows(4, 2880, 4096, 2880, 4096, 1, 0, 1);  /* q_proj, timed */
     test_rows(16, 2880, 4096, 2880, 4096, 1, 0, 1);
@@ -321,8 +301,8 @@ void gptoss_test_rows_kernels(int *checks, int *failed) {
                            cudaErrorInvalidValue && /* heads not a multiple of the KV heads */
                        gptoss_attention_rows(NULL, kv, NULL, (const int32_t *)256, 2, 64, 4, 0, NULL, 0) ==
                            cudaErrorInvalidValue; /* kvd does not match */
-        rcheck("attention_rows refuses shapes it cannot take", ok);
+        check_true("attention_rows refuses shapes it cannot take", ok);
     }
-    *checks += r_checks;
-    *failed += r_failed;
+    *checks += tu_checks;
+    *failed += tu_failed;
 }

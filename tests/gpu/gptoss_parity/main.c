@@ -26,6 +26,9 @@
 #include "engines/gptoss_cuda/debug_api.h"
 #include "llmr_engine.h"
 
+#define DRIVER_NAME "gptoss_parity"
+#include "tests/gpu/gpu_driver.h"
+
 int parity_gpu_available(char *why, size_t n);
 
 #define ACCEPT_REL 2e-2
@@ -34,31 +37,6 @@ int parity_gpu_available(char *why, size_t n);
 
 static const llmr_engine_api *api;
 static gptoss_cuda_debug_eval_fn debug_eval;
-static int n_checks, n_failed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%-4s ", ok ? "ok" : "FAIL");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    n_checks++;
-    if (!ok) n_failed++;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "gptoss_parity: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(2);
-}
-
 /* snprintf that refuses to truncate (paths and shell commands must be whole). */
 #define FMT(buf, ...) \
     do { \
@@ -69,19 +47,6 @@ static void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p) die("out of memory (%zu bytes)", n);
     return p;
-}
-
-/* Path next to this binary: build/tests/gpu/gptoss_parity -> build/<rel>. */
-static void beside_build(char *out, size_t n, const char *rel) {
-    char exe[4096];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) die("cannot read /proc/self/exe");
-    exe[len] = 0;
-    for (int i = 0; i < 3; i++) {
-        char *s = strrchr(exe, '/');
-        if (s) *s = 0;
-    }
-    if (snprintf(out, n, "%s/%s", exe, rel) >= (int)n) die("path too long");
 }
 
 static void open_engine(const char *path) {
@@ -148,12 +113,6 @@ static llmr_sampling_params greedy_params(void) {
     memset(&sp, 0, sizeof sp);
     sp.struct_size = sizeof sp;
     return sp;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static double rel_l2(const float *a, const float *ref, size_t n) {
