@@ -56,11 +56,16 @@ static __device__ __forceinline__ void gptoss_prefetch_range(const void *p, size
     for (size_t off = (size_t)tid * 128; off < n; off += (size_t)nthreads * 128) gptoss_prefetch_l2(c + off);
 }
 
-/* Launches kernel k like k<<<grid, block, smem, s>>>(args...), with the programmatic-serialization
- * attribute when pdl != 0 (captured into a graph as a programmatic edge). Returns the launch status. */
+/* Launches kernel k like k<<<grid, block, smem, s>>>(args...) (exactly that when pdl == 0), with the
+ * programmatic-serialization attribute when pdl != 0 (captured into a graph as a programmatic edge).
+ * Returns the launch status. */
 template <typename... KA, typename... A>
 static cudaError_t gptoss_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, int pdl,
                                  A... args) {
+    if (!pdl) {
+        k<<<grid, block, smem, s>>>((KA)args...);
+        return cudaGetLastError();
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
@@ -70,7 +75,7 @@ static cudaError_t gptoss_launch(void (*k)(KA...), dim3 grid, dim3 block, size_t
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = 1;
     return cudaLaunchKernelEx(&cfg, k, (KA)args...);
 }
 
