@@ -9,6 +9,7 @@
  * shared memory with the same rule.
  * K/V rows are read through the paged layout (gptoss_kv_k / gptoss_kv_v in kernels.h). */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/pdl.h"
 
 #define ATT_WARPS 4
 
@@ -104,9 +105,10 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
                                                                          const uint16_t *sinks,
                                                                          int pos0, const int32_t *pos_dev,
                                                                          int n_heads, int n_kv, int window,
-                                                                         float *out) {
+                                                                         float *out, int pdl) {
     const int D = GPTOSS_HEAD_DIM;
     __shared__ float sm[ATT_SPLIT], sl[ATT_SPLIT], sacc[ATT_SPLIT][GPTOSS_HEAD_DIM];
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): q and the new K/V come from the kernel before */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x % n_heads, t = blockIdx.x / n_heads;
     const int kvh = h / (n_heads / n_kv);
@@ -157,7 +159,7 @@ cudaError_t gptoss_attention(const float *q, gptoss_kv kv, const uint16_t *sinks
     if (n_kv <= 0 || n_heads % n_kv != 0 || !kv_ok(kv, n_kv)) return cudaErrorInvalidValue;
     if (warps <= 512) { /* decode: too few (query, head) pairs to fill the GPU with one warp each */
         attention_split_kernel<<<(unsigned)warps, ATT_SPLIT * 32, 0, s>>>(q, kv, sinks, pos0, NULL, n_heads, n_kv,
-                                                                          window, out);
+                                                                          window, out, 0);
         return cudaGetLastError();
     }
     attention_kernel<<<(unsigned)((warps + ATT_WARPS - 1) / ATT_WARPS), ATT_WARPS * 32, 0, s>>>(
@@ -169,7 +171,8 @@ cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *si
                                 int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
     if (B <= 0 || n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos || !kv_ok(kv, n_kv))
         return cudaErrorInvalidValue;
-    attention_split_kernel<<<(unsigned)(B * n_heads), ATT_SPLIT * 32, 0, s>>>(q, kv, sinks, 0, pos, n_heads, n_kv,
-                                                                               window, out);
-    return cudaGetLastError();
+    const cudaError_t e = gptoss_launch(attention_split_kernel, dim3((unsigned)(B * n_heads)), dim3(ATT_SPLIT * 32), 0, s,
+                                        B == 1 && gptoss_pdl_enabled(), q, kv, sinks, 0, pos, n_heads, n_kv, window, out,
+                                        (int)(B == 1 && gptoss_pdl_enabled()));
+    return e != cudaSuccess ? e : cudaGetLastError();
 }

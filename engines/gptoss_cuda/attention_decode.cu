@@ -11,6 +11,7 @@
  * of a (row, KV head) to finish (a counter, reset by that block) merges the splits in split order with
  * the sink, so the result does not depend on which block ran first. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/pdl.h"
 
 #define AD_WARPS 8
 #define AD_SLOT (2 + GPTOSS_HEAD_DIM) /* floats per (row, head, split): max, sum, acc[64] */
@@ -18,7 +19,8 @@
 __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks,
                                                                         const int32_t *pos_dev, int n_heads, int n_kv,
                                                                         int window, float *out, float *part,
-                                                                        int32_t *counters) {
+                                                                        int32_t *counters, int pdl) {
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): q and the new K/V come from the kernel before */
     const int D = GPTOSS_HEAD_DIM, NS = gridDim.y;
     const int b = blockIdx.x / n_kv, g = blockIdx.x % n_kv, s = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = n_heads / n_kv;
@@ -115,7 +117,8 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
     if (B <= 0 || n_heads <= 0 || n_kv <= 0 || n_heads % n_kv != 0 || !pos || !part || !counters || !kv.pool ||
         !kv.table || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
         return cudaErrorInvalidValue;
-    attention_decode_kernel<<<dim3((unsigned)(B * n_kv), GPTOSS_ATT_SPLITS), AD_WARPS * 32, 0, s>>>(
-        q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters);
-    return cudaGetLastError();
+    const cudaError_t e = gptoss_launch(attention_decode_kernel, dim3((unsigned)(B * n_kv), GPTOSS_ATT_SPLITS),
+                                        dim3(AD_WARPS * 32), 0, s, B == 1 && gptoss_pdl_enabled(), q, kv, sinks, pos,
+                                        n_heads, n_kv, window, out, part, counters, (int)(B == 1 && gptoss_pdl_enabled()));
+    return e != cudaSuccess ? e : cudaGetLastError();
 }

@@ -57,6 +57,14 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
  * before launching. */
 void gptoss_linear_use_gemv1(int on);
 
+/* Selects programmatic dependent launch for the batch-1 decode kernels (gptoss_gemv1, gptoss_qkv_decode,
+ * gptoss_attention_at / gptoss_attention_decode with B = 1, the three gptoss_moe_*_decode with T = 1):
+ * on, each is launched with cudaLaunchAttributeProgrammaticStreamSerialization, prefetches its static
+ * weights into L2 and then waits for the previous kernel (engines/gptoss_cuda/pdl.h states the rules).
+ * Results are bit-identical on or off. Off by default; LLMR_GPTOSS_PDL=1 at model load turns it on.
+ * Process-wide; set it before launching. */
+void gptoss_use_pdl(int on);
+
 /* ---- batched-step linears (linear_rows.cu): gptoss_linear for 2..GPTOSS_ROWS_MAX_T rows with ONE pass
  * over W for all rows (the T <= 4 GEMV re-reads W per group of 4 rows). y[t, n] (+)= sum_k x[t, k] W[n, k]
  * + b[n] for t < T. x rows are staged in shared memory (T * K floats, at most ~200 KiB), so
@@ -259,6 +267,27 @@ void gptoss_moe_router_blocks(int n);
 cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, int T, const uint8_t *blocks,
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
                                       float limit, float *act_sw, cudaStream_t stream);
+
+/* The T = 1 MXFP4 GEMVs with the weights streamed through shared memory by cp.async, one warp task
+ * ahead (moe_decode_async.cu; LLMR_GPTOSS_MOE_ASYNC=1): on, gptoss_moe_gate_up_decode and
+ * gptoss_moe_down_decode with T = 1 and 2 rows per warp use them where they apply (K % 64 == 0, K <=
+ * ~2,900, blocks 16-byte and scales 4-byte aligned), bit-identical to the plain kernels. Sets the
+ * kernels' shared-memory opt-in, so call it outside any graph capture. Returns whether it is on. */
+int gptoss_moe_decode_async(int on);
+cudaError_t gptoss_moe_gate_up_decode_async(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
+                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                            float limit, float *act_sw, cudaStream_t stream);
+cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *groups, const float *w, const uint8_t *blocks,
+                                         const uint8_t *scales, const uint16_t *bias, int I, int H, float *x,
+                                         cudaStream_t stream);
+
+/* How the two MXFP4 decode GEMVs turn 4-bit values into floats: off (the default), the bit operations
+ * of moe_decode.cu; on (LLMR_GPTOSS_MOE_LUT=1), byte-permute table lookups (engines/gptoss_cuda/
+ * mxfp4_lut.h: fewer instructions per weight, ~8% faster gate_up/down on the H200). Meant to be
+ * bit-identical (kernel check); the fixed table decode has not yet passed a GPU run (mxfp4_lut.h says
+ * why), hence off. The cp.async variant (gptoss_moe_decode_async) always uses the table decode.
+ * Process-wide; set it before launching. */
+void gptoss_moe_decode_lut(int on);
 
 /* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
  * same numerics). Process-wide; set it before launching. */

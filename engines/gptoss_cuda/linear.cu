@@ -9,6 +9,7 @@
  * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/tile.h"
+#include "engines/gptoss_cuda/pdl.h"
 
 #define LIN_BM GPTOSS_TILE /* tokens per tile */
 #define LIN_BN GPTOSS_TILE /* outputs per tile */
@@ -101,10 +102,15 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
 #define GEMV1_WARPS 8
 
 __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
-                                                                 int K, int N, float *y, int accumulate) {
+                                                                 int K, int N, float *y, int accumulate, int pdl) {
     extern __shared__ float4 xs4[]; /* [2][K / 8] */
     const int K8 = K / 8;
     const float4 *x4 = (const float4 *)x;
+    { /* PDL (pdl.h): this warp's first row into L2 while the previous kernel finishes, then wait */
+        const int n = blockIdx.x * GEMV1_WARPS + (threadIdx.x >> 5);
+        if (pdl && n < N) gptoss_prefetch_range(W + (size_t)n * K, (size_t)K * 2, threadIdx.x & 31, 32);
+        gptoss_pdl_sync(pdl);
+    }
     for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -161,8 +167,10 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
     long blocks = (long)sms * per_sm;
     const long need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
     if (blocks > need) blocks = need;
-    gemv1_kernel<<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, W, b, K, N, y, accumulate);
-    return cudaGetLastError();
+    const int pdl = gptoss_pdl_enabled(); /* the prefetch only where it can overlap: measured a cost otherwise */
+    e = gptoss_launch(gemv1_kernel, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, pdl, x, W, b, K, N, y,
+                      accumulate, pdl);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 static int g_use_gemv1 = 1;

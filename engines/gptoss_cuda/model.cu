@@ -525,6 +525,12 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_moe_router_blocks(rbv ? atoi(rbv) : 1);
         const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
         gptoss_moe_decode_rows(mr && strcmp(mr, "4") == 0 ? 4 : 2);
+        const char *pd = getenv("LLMR_GPTOSS_PDL"); /* 1: programmatic dependent launch in the decode step */
+        gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
+        const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
+        gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
+        const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 1: the table-lookup MXFP4 decode (not yet gated) */
+        gptoss_moe_decode_lut(lut && strcmp(lut, "1") == 0);
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);

@@ -28,6 +28,9 @@
 
 #include <cuda_fp16.h>
 
+#include "engines/gptoss_cuda/mxfp4_lut.h"
+#include "engines/gptoss_cuda/pdl.h"
+
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
 /* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
  * per SM) or 4 (x loads shared by 4 rows, 128 registers, 2 blocks per SM); LLMR_GPTOSS_MOE_ROWS picks. */
@@ -54,13 +57,18 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
                                                                        float *wts, int32_t *groups, float *rl,
-                                                                       int32_t *counter) {
+                                                                       int32_t *counter, int pdl) {
     extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[32];
     __shared__ float lg[GPTOSS_MAX_EXPERTS];
     __shared__ int last, last_t;
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
+    { /* PDL (pdl.h): this block's router rows into L2 (static), then wait for x */
+        const int epb = (E + RB - 1) / RB, e0 = rbk * epb, e1 = min(E, e0 + epb);
+        if (pdl && e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
+        gptoss_pdl_sync(pdl);
+    }
     const float *xr = x + (size_t)t * H;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
     float ss = 0.0f;
@@ -204,9 +212,11 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
         return cudaErrorInvalidValue;
     int RB = g_router_blocks < E ? g_router_blocks : E;
     if (!router_logits) RB = 1; /* the split needs the scratch */
-    moe_router_decode_kernel<<<dim3((unsigned)T, (unsigned)RB), RT_THREADS, (size_t)H * sizeof(float), s>>>(
-        x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter);
-    return cudaGetLastError();
+    const int pdl = T == 1 && gptoss_pdl_enabled();
+    const cudaError_t e = gptoss_launch(moe_router_decode_kernel, dim3((unsigned)T, (unsigned)RB), dim3(RT_THREADS),
+                                        (size_t)H * sizeof(float), s, pdl, x, norm_w, eps, router_w, router_b, T, H, E,
+                                        h_sw, ids, w, groups, router_logits, counter, pdl);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ MXFP4 chunk decode */
@@ -233,10 +243,10 @@ static __device__ __forceinline__ float fp4_scale(uint8_t s) {
  * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
  * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
  * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
-template <int G, int R>
+template <int G, int R, bool LUT, int NCC>
 static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
                                                int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
-    const int NC = K / 32;
+    const int NC = NCC ? NCC : K / 32; /* NCC: K / 32 known at compile time (immediate x offsets) */
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
@@ -276,23 +286,34 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const uint32_t w = k == 0 ? q[r][u].x : k == 1 ? q[r][u].y : k == 2 ? q[r][u].z : q[r][u].w;
-                    const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
-                    const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+                    /* v[n] = nibble n; the products go in the order 0, 4, 1, 5, 2, 6, 3, 7 either way */
+                    float v[8];
+                    if constexpr (LUT) {
+                        float2 f[4];
+                        mxfp4_lut8(w, f);
+                        v[0] = f[0].x; v[1] = f[0].y; v[2] = f[1].x; v[3] = f[1].y;
+                        v[4] = f[2].x; v[5] = f[2].y; v[6] = f[3].x; v[7] = f[3].y;
+                    } else {
+                        const float2 p0 = __half22float2(fp4_pair<0>(w)), p1 = __half22float2(fp4_pair<1>(w));
+                        const float2 p2 = __half22float2(fp4_pair<2>(w)), p3 = __half22float2(fp4_pair<3>(w));
+                        v[0] = p0.x; v[4] = p0.y; v[1] = p1.x; v[5] = p1.y;
+                        v[2] = p2.x; v[6] = p2.y; v[3] = p3.x; v[7] = p3.y;
+                    }
 #pragma unroll
                     for (int i = 0; i < G; i++) {
                         if (i >= ng) break;
                         float t = part[r][i];
-                        t = fmaf(xa[i].x, p0.x, t); t = fmaf(xb[i].x, p0.y, t);
-                        t = fmaf(xa[i].y, p1.x, t); t = fmaf(xb[i].y, p1.y, t);
-                        t = fmaf(xa[i].z, p2.x, t); t = fmaf(xb[i].z, p2.y, t);
-                        t = fmaf(xa[i].w, p3.x, t); t = fmaf(xb[i].w, p3.y, t);
+                        t = fmaf(xa[i].x, v[0], t); t = fmaf(xb[i].x, v[4], t);
+                        t = fmaf(xa[i].y, v[1], t); t = fmaf(xb[i].y, v[5], t);
+                        t = fmaf(xa[i].z, v[2], t); t = fmaf(xb[i].z, v[6], t);
+                        t = fmaf(xa[i].w, v[3], t); t = fmaf(xb[i].w, v[7], t);
                         part[r][i] = t;
                     }
                 }
             }
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const float scale = fp4_scale((uint8_t)sc[r][u]);
+                const float scale = LUT ? mxfp4_lut_scale((uint8_t)sc[r][u]) : fp4_scale((uint8_t)sc[r][u]);
 #pragma unroll
                 for (int i = 0; i < G; i++) acc[r][i] = fmaf(part[r][i], scale, acc[r][i]);
             }
@@ -309,11 +330,12 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 
 /* Block (x, g): expert group g; warp tasks = pairs of activations (j, j+1) = gate_up rows 4j' .. 4j'+3,
  * strided over the blocks of the group. */
-template <int G, int MD_R>
+template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_decode_kernel(const float *h_sw, const int32_t *groups, int T,
                                                                           const uint8_t *blocks, const uint8_t *scales,
                                                                           const uint16_t *bias, int H, int I, float alpha,
-                                                                          float limit, float *act_sw) {
+                                                                          float limit, float *act_sw, int pdl) {
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h): the groups come from the router just before */
     const int g = blockIdx.y, GM = T * GPTOSS_TOPK;
     if (g >= groups[0]) return;
     const int e = grp_e(groups)[g], ng = groups[1 + GM + g];
@@ -325,7 +347,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
     const int N = 2 * I, tasks = N / MD_R;
     for (int tk = blockIdx.x * MD_WARPS + warp; tk < tasks; tk += gridDim.x * MD_WARPS) {
         float acc[MD_R][G];
-        md_rows<G, MD_R>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
+        md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
         if (lane < ng) {
             const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MD_R;
             float *out = act_sw + (size_t)pairs[lane] * I;
@@ -346,6 +368,9 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
 
 static int g_moe_rows = 2;
 void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
+
+static int g_moe_lut = 0; /* off until the fixed table decode passes the GPU gate (mxfp4_lut.h) */
+void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
 
 static int sm_count(void) {
     static int sms = 0;
@@ -373,6 +398,10 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
+    if (T == 1 && R == 2) { /* the cp.async variant where it is on and applies (moe_decode_async.cu) */
+        const cudaError_t ea = gptoss_moe_gate_up_decode_async(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, s);
+        if (ea != cudaErrorNotSupported) return ea;
+    }
     /* T = 1: one wave of resident blocks in all (the register budget allows MD_MINB per SM; measured).
      * T > 1: one task per warp (a wave sized to SMs left ~40 tasks per warp at T = 8: 204 us for
      * gate_up, latency-bound; the grid size does not change any result). */
@@ -381,14 +410,20 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
     const dim3 grid((unsigned)gx, (unsigned)G);
-#define GU_LAUNCH(GG, RR)                                                                                   \
-    moe_gate_up_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(h_sw, groups, T, blocks, scales, bias, H, I, alpha, \
-                                                                     limit, act_sw)
+    const int pdl = T == 1 && gptoss_pdl_enabled();
+    cudaError_t e;
+#define GU_ONE(GG, RR, L, NCC)                                                                                      \
+    gptoss_launch(moe_gate_up_decode_kernel<GG, RR, L, NCC>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
+                  scales, bias, H, I, alpha, limit, act_sw, pdl)
+    /* the gpt-oss shape (H = 2,880: 90 blocks per row) gets K as a compile-time constant */
+#define GU_LAUNCH(GG, RR) \
+    e = !g_moe_lut ? GU_ONE(GG, RR, false, 0) : H == 2880 ? GU_ONE(GG, RR, true, 90) : GU_ONE(GG, RR, true, 0)
     /* T == 1: one pair per group, a variant with a quarter of the accumulators */
     if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
     else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
 #undef GU_LAUNCH
-    return cudaGetLastError();
+#undef GU_ONE
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ down + routing weights + residual */
@@ -397,15 +432,27 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
  * order of w * y, one writer each. */
-template <int G, int MD_R>
+template <int G, int MD_R, bool LUT, int NCC>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
-                                                                       int I, int H, float *x) {
+                                                                       int I, int H, float *x, int pdl) {
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
-    const int GM = T * GPTOSS_TOPK, ngroups = groups[0];
+    const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * DN_ROWS;
+    if (pdl) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
+                     * final; this block's rows of every group's expert go into L2 before the wait */
+        const int NC = I / 32, nr = min(DN_ROWS, H - n0);
+        const int ng0 = __ldcg(groups); /* L2 reads: no L1 line of an older launch can be seen */
+        for (int g = 0; g < ng0; g++) {
+            const size_t r0 = (size_t)__ldcg(grp_e(groups) + g) * H + n0;
+            gptoss_prefetch_range(blocks + r0 * NC * 16, (size_t)nr * NC * 16, threadIdx.x, blockDim.x);
+            gptoss_prefetch_range(scales + r0 * NC, (size_t)nr * NC, threadIdx.x, blockDim.x);
+        }
+    }
+    gptoss_pdl_sync(pdl); /* the activations come from gate_up just before, x from earlier kernels */
+    const int ngroups = groups[0];
     const int tasks = (DN_ROWS / MD_R) * ngroups;
     for (int tk = warp; tk < tasks; tk += MD_WARPS) {
         const int rt = tk % (DN_ROWS / MD_R), g = tk / (DN_ROWS / MD_R);
@@ -418,7 +465,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
         const int nrows = H - r0 < MD_R ? H - r0 : MD_R;
         if (nrows <= 0) continue;
         float acc[MD_R][G];
-        md_rows<G, MD_R>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
+        md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
         if (lane == 0) {
 #pragma unroll
             for (int i = 0; i < G; i++) {
@@ -447,11 +494,22 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
+    if (T == 1 && g_moe_rows == 2) { /* the cp.async variant where it is on and applies */
+        const cudaError_t ea = gptoss_moe_down_decode_async(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
+        if (ea != cudaErrorNotSupported) return ea;
+    }
     const unsigned grid = (unsigned)((H + DN_ROWS - 1) / DN_ROWS);
+    /* the prefetch before the wait relies on gate_up being launched with PDL too (pdl.h, rule 3) */
+    const int pdl = T == 1 && gptoss_pdl_enabled();
+    cudaError_t e;
+#define DN_ONE(GG, RR, L, NCC)                                                                                     \
+    gptoss_launch(moe_down_decode_kernel<GG, RR, L, NCC>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
+                  blocks, scales, bias, I, H, x, pdl)
 #define DN_LAUNCH(GG, RR) \
-    moe_down_decode_kernel<GG, RR><<<grid, MD_WARPS * 32, 0, s>>>(act_sw, groups, T, w, blocks, scales, bias, I, H, x)
+    e = !g_moe_lut ? DN_ONE(GG, RR, false, 0) : I == 2880 ? DN_ONE(GG, RR, true, 90) : DN_ONE(GG, RR, true, 0)
     if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
     else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
 #undef DN_LAUNCH
-    return cudaGetLastError();
+#undef DN_ONE
+    return e != cudaSuccess ? e : cudaGetLastError();
 }

@@ -9,6 +9,7 @@
  * applied in the epilogue with both halves in registers: the angle float(pos) * inv_freq[i], cos/sin
  * times attn_factor, exactly as gptoss_rope. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/pdl.h"
 
 #define QKV_WARPS 8
 #define QKV_UNROLL 6
@@ -24,10 +25,23 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
                                                                    const uint16_t *kw, const uint16_t *kb,
                                                                    const uint16_t *vw, const uint16_t *vb, int H, int NH,
                                                                    int NKV, const int32_t *pos_dev, const float *inv_freq,
-                                                                   float af, float *q, gptoss_kv kv) {
+                                                                   float af, float *q, gptoss_kv kv, int pdl) {
     extern __shared__ float4 xs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[QKV_WARPS];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, K8 = H / 8;
+    const int half = GPTOSS_HEAD_DIM / 2, pairs = (NH + 2 * NKV) * half;
+    { /* PDL (pdl.h): this warp's first row pair into L2 (static weights), then wait for x */
+        const int tp = blockIdx.x * QKV_WARPS + warp;
+        if (pdl && tp < pairs) {
+            const int head = tp / half, i = tp % half;
+            const uint16_t *W = head < NH ? qw : head < NH + NKV ? kw : vw;
+            const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
+            const int n1 = hl * GPTOSS_HEAD_DIM + i;
+            gptoss_prefetch_range(W + (size_t)n1 * H, (size_t)H * 2, lane, 32);
+            gptoss_prefetch_range(W + (size_t)(n1 + half) * H, (size_t)H * 2, lane, 32);
+        }
+        gptoss_pdl_sync(pdl);
+    }
     float ss = 0.0f;
     for (int i = tid; i < H; i += blockDim.x) ss += x[i] * x[i];
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
@@ -42,8 +56,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
         xsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
     }
     __syncthreads();
-    const int pos = *pos_dev, half = GPTOSS_HEAD_DIM / 2;
-    const int pairs = (NH + 2 * NKV) * half;
+    const int pos = *pos_dev;
     for (int tp = blockIdx.x * QKV_WARPS + warp; tp < pairs; tp += gridDim.x * QKV_WARPS) {
         const int head = tp / half, i = tp % half;
         const uint16_t *W, *B;
@@ -111,7 +124,8 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
     long blocks = (long)sms * 4;
     const long need = (pairs + QKV_WARPS - 1) / QKV_WARPS;
     if (blocks > need) blocks = need;
-    qkv_decode_kernel<<<(unsigned)blocks, QKV_WARPS * 32, (size_t)H * sizeof(float), s>>>(
-        x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq, attn_factor, q, kv);
-    return cudaGetLastError();
+    e = gptoss_launch(qkv_decode_kernel, dim3((unsigned)blocks), dim3(QKV_WARPS * 32), (size_t)H * sizeof(float), s,
+                      gptoss_pdl_enabled(), x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq,
+                      attn_factor, q, kv, gptoss_pdl_enabled());
+    return e != cudaSuccess ? e : cudaGetLastError();
 }

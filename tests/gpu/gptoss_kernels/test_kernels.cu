@@ -17,6 +17,8 @@
 #include "engines/gptoss_cuda/linear.cu"
 #include "engines/gptoss_cuda/moe.cu"
 #include "engines/gptoss_cuda/moe_decode.cu"
+#include "engines/gptoss_cuda/pdl.cu"
+#include "engines/gptoss_cuda/moe_decode_async.cu"
 #include "engines/gptoss_cuda/qkv_decode.cu"
 #include "engines/gptoss_cuda/rmsnorm.cu"
 #include "engines/gptoss_cuda/rope.cu"
@@ -337,6 +339,25 @@ static void mx_row(const std::vector<uint8_t> &blk, const std::vector<uint8_t> &
     }
 }
 
+/* The table-lookup MXFP4 decode (mxfp4_lut.h) run on the host (prmt emulated): every 16-bit nibble
+ * pattern in both halves of a word gives exactly the e2m1 values, -0 included. */
+static void test_mxfp4_lut_host(void) {
+    int ok = 1;
+    for (uint32_t v = 0; v < 65536u && ok; v++) {
+        const uint32_t w = v | ((v ^ 0x5A5Au) << 16);
+        uint32_t h[4];
+        mxfp4_lut_halves(w, h);
+        for (int n = 0; n < 8; n++) {
+            const uint16_t hb = (uint16_t)(h[n / 2] >> (16 * (n & 1)));
+            __half hv;
+            memcpy(static_cast<void *>(&hv), &hb, 2);
+            const float got = __half2float(hv), want = (float)gptoss_fp4_value((w >> (4 * n)) & 15u);
+            ok &= !memcmp(&got, &want, 4);
+        }
+    }
+    check_true("mxfp4 table decode on the host (prmt emulated): all nibble patterns = e2m1 values", ok);
+}
+
 static void test_moe_decode(int T, int H, int I, int E, int timing) {
     const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
     auto x0 = randv((size_t)T * H, 1.0f);
@@ -378,6 +399,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     run();
     auto out2 = dev_download(dx, (size_t)T * H);
+    /* the table-lookup decode (LLMR_GPTOSS_MOE_LUT=1) instead of the bit operations: bit for bit */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_moe_decode_lut(1);
+    run();
+    gptoss_moe_decode_lut(0);
+    auto outb = dev_download(dx, (size_t)T * H);
     /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
     CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     gptoss_moe_decode_rows(4);
@@ -390,6 +417,38 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     run();
     gptoss_moe_router_blocks(1);
     auto out8 = dev_download(dx, (size_t)T * H);
+    for (int c : dev_download(dctr, 1 + T)) ctr |= c;
+    /* the cp.async MXFP4 kernels (T = 1): the same sums, so bit for bit; alone and with PDL */
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    const int async_on = gptoss_moe_decode_async(1);
+    run();
+    auto outa = dev_download(dx, (size_t)T * H);
+    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    gptoss_use_pdl(1);
+    run();
+    gptoss_use_pdl(0);
+    gptoss_moe_decode_async(0);
+    auto outap = dev_download(dx, (size_t)T * H);
+    /* programmatic dependent launch (pdl.h; used at T = 1): a chain of an o_proj-like GEMV into the
+     * residual, then the MoE block, three times back to back, with and without PDL: bit for bit */
+    std::vector<float> chain[2];
+    {
+        auto ow = randbf((size_t)H * H, 0.02f);
+        uint16_t *dow = dev_upload(ow);
+        float *dtmp = dev_upload(randv((size_t)H, 1.0f));
+        for (int pdl = 0; pdl < 2; pdl++) {
+            CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+            gptoss_use_pdl(pdl);
+            for (int r = 0; r < 3; r++) {
+                for (int t = 0; t < T; t++) CK(gptoss_gemv1(dtmp, dow, drb, H, H, dx + (size_t)t * H, 1, 0));
+                run();
+            }
+            gptoss_use_pdl(0);
+            chain[pdl] = dev_download(dx, (size_t)T * H);
+        }
+        cudaFree(dow);
+        cudaFree(dtmp);
+    }
     for (int c : dev_download(dctr, 1 + T)) ctr |= c;
 
     /* CPU: rmsnorm, router (double), top-4, softmax, experts with the CPU's ids */
@@ -471,8 +530,15 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     check_rel(what, out, ref, 1e-5);
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: two runs bit for bit, 4 rows/warp = 2 rows/warp", T, H, I, E);
     check_true(what, !memcmp(out.data(), out2.data(), out.size() * 4) && !memcmp(out.data(), out4.data(), out.size() * 4));
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: table-lookup MXFP4 decode = bit-operation decode, bit for bit", T, H, I, E);
+    check_true(what, !memcmp(out.data(), outb.data(), out.size() * 4));
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: router over 8 blocks per token = 1 block, bit for bit", T, H, I, E);
     check_true(what, !memcmp(out.data(), out8.data(), out.size() * 4) && ctr == 0);
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: cp.async MXFP4 kernels (%s) = plain, bit for bit, also with PDL",
+             T, H, I, E, async_on ? "on" : "not available");
+    check_true(what, async_on && !memcmp(out.data(), outa.data(), out.size() * 4) && !memcmp(out.data(), outap.data(), out.size() * 4));
+    snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: gemv1 + MoE chain x3 with PDL = without, bit for bit", T, H, I, E);
+    check_true(what, !memcmp(chain[0].data(), chain[1].data(), chain[0].size() * 4) && ctr == 0);
 
     /* the older 8-launch path on the same inputs */
     {
@@ -500,8 +566,12 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             CK(cudaEventCreate(&e0));
             CK(cudaEventCreate(&e1));
             const int reps = 50;
-            for (int which = 0; which < 3; which++) {
+            for (int which = 0; which < 7; which++) {
+                if (which >= 4 && which <= 5 && T != 1) continue;
+                gptoss_moe_decode_lut(which == 6);
                 gptoss_moe_decode_rows(which == 2 ? 4 : 2);
+                gptoss_use_pdl(which == 3 || which == 5);
+                gptoss_moe_decode_async(which == 4 || which == 5);
                 for (int r = 0; r < 3; r++) { if (which) run(); else old(); }
                 CK(cudaEventRecord(e0, 0));
                 for (int r = 0; r < reps; r++) { if (which) run(); else old(); }
@@ -511,17 +581,23 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventElapsedTime(&ms, e0, e1));
                 const double bytes = (double)P * 3.0 * I * H / 32.0 * 17.0; /* selected experts' blocks + scales */
                 printf("     timing MoE block %s T=%d: %.1f us per layer, %.0f GB/s of expert weights\n",
-                       which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)", T, ms * 1000.0 / reps,
+                       which == 6 ? "fused, table decode (LUT=1)" : which == 5 ? "fused, cp.async + PDL" : which == 4 ? "fused, cp.async" : which == 3 ? "fused, PDL" : which == 2 ? "fused, 4 rows/warp" : which ? "fused (3 launches)" : "old (8 launches)",
+                       T, ms * 1000.0 / reps,
                        bytes / (ms / reps * 1e-3) / 1e9);
             }
             gptoss_moe_decode_rows(2);
-            for (int k = 0; k < 4; k++) { /* each fused kernel alone, repeated back to back (3: router over 8 blocks) */
+            gptoss_use_pdl(0);
+            gptoss_moe_decode_lut(0);
+            for (int k = 0; k < 8; k++) { /* 4, 5: gate_up, down with cp.async (T = 1); 6, 7: table decode */
+                if (k >= 4 && k <= 5 && T != 1) continue;
+                gptoss_moe_decode_async(k >= 4 && k <= 5);
+                gptoss_moe_decode_lut(k >= 6); /* each kernel alone, back to back (3: router over 8 blocks) */
                 gptoss_moe_router_blocks(k == 3 ? 8 : 1);
                 auto one = [&]() {
                     if (k == 0 || k == 3)
                         CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
-                    if (k == 1) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
-                    if (k == 2) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                    if (k == 1 || k == 4 || k == 6) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+                    if (k == 2 || k == 5 || k == 7) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                 };
                 one();
                 CK(cudaEventRecord(e0, 0));
@@ -530,11 +606,15 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
-                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 || k == 6 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
-                       k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : "router_decode, 8 blocks/token",
+                       k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : k == 4 ? "gate_up_decode, cp.async"
+                       : k == 5 ? "down_decode, cp.async" : k == 6 ? "gate_up_decode, table decode" : k == 7 ? "down_decode, table decode"
+                       : "router_decode, 8 blocks/token",
                        T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
             }
+            gptoss_moe_decode_async(0);
+            gptoss_moe_decode_lut(0);
             cudaEventDestroy(e0);
             cudaEventDestroy(e1);
         }
@@ -977,6 +1057,7 @@ int main(int argc, char **argv) {
     test_moe(37, 64, 96, 8);
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);
+    test_mxfp4_lut_host();
     test_moe_decode(1, 64, 64, 8, 0);
     test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
     test_moe_decode(5, 256, 96, 16, 0);
