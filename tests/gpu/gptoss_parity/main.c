@@ -438,6 +438,8 @@ typedef struct pass_stats {
     int greedy_n, greedy_agree, first_tie, greedy_ok, greedy_noise;
     double diverge_margin; /* reference top-2 margin at the first differing greedy step (-1: none) */
     double prefill_s, decode_s;
+    int32_t eng_tok[512];  /* the engine's own greedy tokens (decode path), the first eng_n of them */
+    int eng_n;
 } pass_stats;
 
 /* The reference dump (hf_reference.py's index.json and binaries). */
@@ -507,6 +509,9 @@ static void greedy_compare(const reference *R, llmr_engine_session *s, int greed
     const int must = ps->first_tie < 0 ? n : ps->first_tie; /* steps before the first near-tie must agree */
     int agree = 0;
     while (agree < n && agree < c.n && c.tok[agree] == (int32_t)json_integer_value(json_array_get(gt, (size_t)agree))) agree++;
+    ps->eng_n = c.n < n ? c.n : n;
+    if (ps->eng_n > (int)(sizeof ps->eng_tok / sizeof ps->eng_tok[0])) ps->eng_n = (int)(sizeof ps->eng_tok / sizeof ps->eng_tok[0]);
+    memcpy(ps->eng_tok, c.tok, (size_t)ps->eng_n * sizeof(int32_t));
     ps->greedy_n = n;
     ps->greedy_agree = agree;
     ps->greedy_ok = agree >= must;
@@ -649,6 +654,44 @@ typedef struct teacher_stats {
     double miss_margin;                          /* reference margin at first_miss */
 } teacher_stats;
 
+/* Decode self-consistency, independent of the reference: the engine's own greedy tokens (its decode
+ * path: fused kernels, CUDA graph) fed back through its prompt path (debug_eval) must be the argmax
+ * there at every step, except where the two paths' top-2 margin is within the noise (max(NEAR_TIE,
+ * 2 x the largest |logit error| measured against the reference)). A decode kernel that computes
+ * something else fails here even when the teacher-forced reference tokens (prompt path only) agree.
+ * Returns the first inconsistent step, or -1; *checked gets the steps compared. */
+static int decode_self_consistency(const reference *R, llmr_engine_model *m, const pass_stats *fr, double noise,
+                                   int *checked) {
+    const int n = fr->eng_n, V = R->V;
+    *checked = 0;
+    if (n < 1) return -1;
+    char err[1024];
+    float *lg = xmalloc((size_t)n * V * 4);
+    llmr_engine_session *s = new_session(api, m, 0);
+    collect c;
+    memset(&c, 0, sizeof c);
+    llmr_generate_result res;
+    llmr_engine_status st = gen(api, s, R->tok, (size_t)R->T, 0, greedy_params(), NULL, 0, lg, &c, &res, err, sizeof err);
+    if (st == LLMR_ENGINE_OK && n > 1)
+        st = debug_eval(s, fr->eng_tok, (size_t)(n - 1), lg + V, NULL, NULL, NULL, err, sizeof err);
+    api->session_destroy(s);
+    if (st != LLMR_ENGINE_OK) die("decode self-consistency: %s: %s", llmr_engine_status_name(st), err);
+    const double tol = noise * 2.0 > NEAR_TIE ? noise * 2.0 : NEAR_TIE;
+    int first_bad = -1;
+    for (int i = 0; i < n && first_bad < 0; i++) {
+        const float *row = lg + (size_t)i * V;
+        const int best = argmax(row, (size_t)V);
+        if (best != fr->eng_tok[i] && (double)row[best] - (double)row[fr->eng_tok[i]] > tol) {
+            first_bad = i;
+            printf("-- decode self-consistency: step %d: the decode path chose %d, the prompt path's argmax is %d "
+                   "by %.4g (> %.3g)\n", i, fr->eng_tok[i], best, (double)row[best] - (double)row[fr->eng_tok[i]], tol);
+        }
+    }
+    *checked = n;
+    free(lg);
+    return first_bad;
+}
+
 static void teacher_forced(const reference *R, llmr_engine_model *m, int greedy_n, teacher_stats *ts) {
     memset(ts, 0, sizeof *ts);
     ts->first_miss = ts->first_decode_tie = -1;
@@ -766,8 +809,12 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
                          (ts.first_decode_tie >= 0 && ts.first_decode_tie <= forced_div);
     const int free_explained = (fr.logit_max_kept <= ACCEPT_REL || fr.router_diff > 0) && free_g;
     const int forced_explained = fo.logit_max_all <= ACCEPT_REL && forced_g;
-    const int literal = free_ok;
-    const int pass = literal || (forced_explained && free_explained);
+    int sc_checked = 0;
+    const int sc_bad = decode_self_consistency(&R, m, &fr, fr.logit_max_abs, &sc_checked);
+    printf("-- decode self-consistency (the engine's greedy tokens re-evaluated by its prompt path): %s over %d steps\n",
+           sc_bad < 0 ? "consistent" : "INCONSISTENT", sc_checked);
+    const int literal = free_ok && sc_bad < 0;
+    const int pass = sc_bad < 0 && (literal || (forced_explained && free_explained));
     printf("VERDICT %s: %s (free-running: logits %.2e, greedy %d/%d%s; forced routing: logits %.2e, greedy %d/%d%s)\n",
            label, literal ? "PASS" : pass ? "PASS (explained: see above)" : "FAIL", fr.logit_max_kept, fr.greedy_agree,
            fr.greedy_n, fr.greedy_ok ? " ok" : fr.greedy_noise ? " noise" : (fr.router_diff ? " after expert flips" : " FAIL"),
@@ -780,13 +827,13 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
                        "\"free_greedy\":%d,\"free_ok\":%s,\"forced_logits_all\":%.4e,\"forced_top1\":%d,"
                        "\"forced_greedy\":%d,\"forced_ok\":%s,\"greedy_n\":%d,\"first_tie\":%d,\"prefill_s\":%.3f,"
                        "\"decode_tok_s\":%.2f,\"literal\":%s,\"free_noise\":%s,\"forced_noise\":%s,"
-                       "\"max_abs\":%.3e,\"tf_agree\":%d,\"tf_first_miss\":%d,\"decode_tie\":%d,\"pass\":%s}\n",
+                       "\"max_abs\":%.3e,\"tf_agree\":%d,\"tf_first_miss\":%d,\"decode_tie\":%d,\"self_bad\":%d,\"pass\":%s}\n",
                     label, R.T, ref_dtype ? ref_dtype : "?", R.P, n_excluded, fr.logit_max_kept, fr.logit_max_all, fr.top1,
                     fr.router_diff, fr.greedy_agree, free_ok ? "true" : "false", fo.logit_max_all, fo.top1,
                     fo.greedy_agree, forced_ok ? "true" : "false", fr.greedy_n, fr.first_tie, fr.prefill_s,
                     fr.decode_s > 0 ? fr.greedy_n / fr.decode_s : 0.0, literal ? "true" : "false",
                     fr.greedy_noise ? "true" : "false", fo.greedy_noise ? "true" : "false", fr.logit_max_abs,
-                    ts.agree, ts.first_miss, ts.first_decode_tie, pass ? "true" : "false");
+                    ts.agree, ts.first_miss, ts.first_decode_tie, sc_bad, pass ? "true" : "false");
             fclose(f);
         }
     }
