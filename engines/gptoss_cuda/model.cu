@@ -529,17 +529,18 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
-        const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 1: the table-lookup MXFP4 decode (not yet gated) */
-        gptoss_moe_decode_lut(lut && strcmp(lut, "1") == 0);
+        const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 0: the bit-operation MXFP4 decode (the table one is default) */
+        gptoss_moe_decode_lut(!(lut && strcmp(lut, "0") == 0));
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
-        /* 1: the batched step's experts on gptoss_mxfp4_mma. Off by default although it is faster (H200:
-         * 64 streams 932 -> 1,254 out tok/s): with it gptoss_batching fails one seeded request (alone, T = 1
-         * on decode2's kernels, and batched now differ at fp32 rounding level and one sampled token flips);
-         * LLMR_GPTOSS_MOE_MMA_T1=1 restores bit equality but halves batch-1 decode (444 -> 239 tok/s). */
-        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 0, 0, 1);
+        /* The batched step's experts on gptoss_mxfp4_mma (default; 0: decode2's fused kernels, each expert
+         * read once per 4 of its tokens). H200, same call: 64 streams 1,015 -> 1,452 out tok/s. A lone
+         * request (T = 1, decode2's kernels) and the batch now sum in other orders (both fp32-accurate), so
+         * a sampled token may differ at a near-tie: gptoss_batching accepts exactly those (near_tie there);
+         * LLMR_GPTOSS_MOE_MMA_T1=1 makes the two bit-identical but halves batch-1 decode (444 -> 239 tok/s). */
+        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */

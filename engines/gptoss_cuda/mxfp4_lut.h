@@ -11,10 +11,11 @@
  * per pair places two bytes as the high bytes of a half2 (the other bytes from a zero), then the exact
  * fp16 -> fp32 conversion. ~3.8 instructions per weight including its FFMA.
  *
- * Status: OFF by default (LLMR_GPTOSS_MOE_LUT=1 turns it on). The first version had a sign bug that the
- * H200 kernel checks caught (decode1 call 2); the fixed lookup was then checked on the CPU only, with an
- * exact emulation of prmt over 2 M random words (every nibble bit-identical to the e2m1 value, -0
- * included), not yet on a GPU. Measured speed of the (wrong-sign, same instruction mix) first version on
+ * Status: ON by default (LLMR_GPTOSS_MOE_LUT=0 turns it off). The first version had a sign bug that the
+ * H200 kernel checks caught (decode1 call 2); the fixed lookup was checked on the CPU with an exact
+ * emulation of prmt over 2 M random words (every nibble bit-identical to the e2m1 value, -0 included),
+ * then on the H200 (session 4, lead's final call: kernel checks 253/253 incl. table = bit decode bit for
+ * bit, parity and gptoss_batching passing with it on; batch-1 decode 435.8 -> 448.8 tok/s). Measured speed of the (wrong-sign, same instruction mix) first version on
  * the H200: gate_up 21.7 -> 20.0 us, down 12.4 -> 11.0 us back to back, batch-1 decode 416 -> 425-431
  * tok/s at context 128 in the same call.
  *
