@@ -216,6 +216,7 @@ typedef struct gen {
     int refs;
     char *out; size_t out_len, out_cap; /* SSE bytes waiting for the loop */
     int finished;               /* the worker wrote its last event */
+    atomic_int holds_slot;      /* 1 while this request counts in n->active_requests (release_slot) */
     atomic_int gone;            /* the client disconnected */
     llmr_host_session *session; /* under mu: cancel may come from the loop */
     llmr_gen_params p;
@@ -271,7 +272,15 @@ static void drain(void *arg) {
 }
 
 /* Worker: queues one event (stolen) and wakes the loop. */
+/* Gives this request's --max-concurrency slot back, once. Called when the last event is queued (before it
+ * can reach the router) so a router that saw the end and sends the next request at once does not get a 429
+ * busy from a node that was in fact free (the slot used to be returned only when the worker exited). */
+static void release_slot(gen *x) {
+    if (atomic_exchange(&x->holds_slot, 0)) atomic_fetch_sub(&x->g->n->active_requests, 1);
+}
+
 static void emit(gen *x, json_t *ev, int last) {
+    if (last) release_slot(x);
     char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
     json_decref(ev);
     pthread_mutex_lock(&x->mu);
@@ -535,7 +544,7 @@ static void *worker(void *arg) {
     harmony_destroy(x->hp);
     tokenizer_decoder_destroy(x->dec);
     llmr_stopper_free(&x->stopper);
-    atomic_fetch_sub(&g->n->active_requests, 1);
+    release_slot(x);
     pthread_mutex_lock(&g->mu);
     for (gen **p = &g->active; *p; p = &(*p)->next)
         if (*p == x) { *p = x->next; break; }
@@ -582,6 +591,7 @@ static void h_generate(llmr_http_request *req, void *user) {
         return;
     }
     pthread_mutex_init(&x->mu, NULL);
+    atomic_init(&x->holds_slot, 1); /* the slot taken above; the last event gives it back */
     x->g = g;
     x->req = req;
     x->refs = 2; /* the stream and the handler/worker */
@@ -592,14 +602,13 @@ static void h_generate(llmr_http_request *req, void *user) {
     json_t *body = json_loadb(btext ? btext : "", blen, 0, &je);
     char err[512];
     if (!body) {
-        atomic_fetch_sub(&n->active_requests, 1);
         emit_error(x, "invalid_request", "body is not valid JSON: %s (line %d)", je.text, je.line);
         gen_unref(x);
         return;
     }
     int bad = llmr_gen_params_parse(body, &x->p, err, sizeof err);
     json_decref(body);
-    if (bad) { atomic_fetch_sub(&n->active_requests, 1); emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
+    if (bad) { emit_error(x, "invalid_request", "%s", err); gen_unref(x); return; }
     llmr_http_on_client_gone(req, on_gone, x);
     pthread_mutex_lock(&g->mu);
     int stopping = g->stopping;
@@ -616,7 +625,6 @@ static void h_generate(llmr_http_request *req, void *user) {
             g->n_active--;
             pthread_mutex_unlock(&g->mu);
         }
-        atomic_fetch_sub(&n->active_requests, 1);
         emit_error(x, "internal", stopping ? "the node is shutting down" : "cannot start a generation thread");
         gen_unref(x);
     }
