@@ -535,12 +535,14 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
-        /* The batched step's experts on gptoss_mxfp4_mma (default; 0: decode2's fused kernels, each expert
-         * read once per 4 of its tokens). H200, same call: 64 streams 1,015 -> 1,452 out tok/s. A lone
-         * request (T = 1, decode2's kernels) and the batch now sum in other orders (both fp32-accurate), so
-         * a sampled token may differ at a near-tie: gptoss_batching accepts exactly those (near_tie there);
-         * LLMR_GPTOSS_MOE_MMA_T1=1 makes the two bit-identical but halves batch-1 decode (444 -> 239 tok/s). */
-        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
+        /* 1: the batched step's experts on gptoss_mxfp4_mma, each touched expert read once per step (H200,
+         * same call: 64 streams 1,015 -> 1,452 out tok/s). Off by default: its activations are split in 2
+         * bf16 parts (~2^-17 each), and on the full-size 20b that puts a batched row ~1e-2 away from the same
+         * request alone in the logits: gptoss_batching --model (20b) saw a greedy token flip at a top-2 margin
+         * of 0.0164 and 5 of 8 seeded requests diverge, against none greedy and one true near-tie (1e-5) with
+         * it off. A 3-part split (as the batched linears use) should bring it to fp32 level; until then 0.
+         * LLMR_GPTOSS_MOE_MMA_T1=1 puts the T = 1 experts on it too (bit-identical, but 444 -> 239 tok/s). */
+        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 0, 0, 1);
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
