@@ -344,8 +344,8 @@ cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *
  *               (clamp(u, -limit, limit) + 1)                                (y [P, N / 2]).
  * W_e as gptoss_mxfp4_grouped (blocks [E, N, K/32, 16], scales [E, N, K/32]; the values exactly those of
  * gptoss_mxfp4_dequant). x_swz = 1: each x row is chunk-swizzled (gptoss_swz; needs ldx == K), as the
- * decode router writes h_sw. Numerics: x = hi + lo in bf16 (as tc.h with S = 2), mma.sync bf16 with fp32
- * accumulation, ~1e-5 relative; deterministic, and a pair's result does not depend on the other pairs.
+ * decode router writes h_sw. Numerics: x = hi + mid + lo in bf16 (as tc.h with S = 3), mma.sync bf16 with
+ * fp32 accumulation, fp32 level (~1e-7 relative); deterministic, and a pair's result does not depend on the other pairs.
  * Each expert's packed weights are read once per 32 of its pairs (once per launch at decode sizes).
  * Needs K % 32 == 0, ldx >= K even, x 8-byte and blocks 16-byte aligned, E <= 65535. Rows of y of
  * pairs outside every expert's range are not written. */

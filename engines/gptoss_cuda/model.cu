@@ -535,14 +535,16 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
-        /* 1: the batched step's experts on gptoss_mxfp4_mma, each touched expert read once per step (H200,
-         * same call: 64 streams 1,015 -> 1,452 out tok/s). Off by default: its activations are split in 2
-         * bf16 parts (~2^-17 each), and on the full-size 20b that puts a batched row ~1e-2 away from the same
-         * request alone in the logits: gptoss_batching --model (20b) saw a greedy token flip at a top-2 margin
-         * of 0.0164 and 5 of 8 seeded requests diverge, against none greedy and one true near-tie (1e-5) with
-         * it off. A 3-part split (as the batched linears use) should bring it to fp32 level; until then 0.
-         * LLMR_GPTOSS_MOE_MMA_T1=1 puts the T = 1 experts on it too (bit-identical, but 444 -> 239 tok/s). */
-        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 0, 0, 1);
+        /* The batched step's experts on gptoss_mxfp4_mma (each touched expert read once per step) from
+         * LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows (default 32; fewer rows keep decode2's fused kernels, which are
+         * faster there: H200 8 streams 506 vs 427 out tok/s); LLMR_GPTOSS_MOE_MMA=0 turns it off. H200, 64
+         * streams 1,099 -> 1,285 out tok/s. Its first version (2-part activations, one tensor-core
+         * accumulation chain over all K) left ~1e-5 relative at the 20b's shapes and a batched row ~1e-2
+         * from the same request alone in the logits; with 3 parts and fp32 partial sums per 128 k it is
+         * 5e-7 and gptoss_batching --model (20b) finds no difference at all. LLMR_GPTOSS_MOE_MMA_T1=1 puts
+         * the T = 1 experts on it too (slower: 444 -> 239 tok/s with the first version). */
+        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
+        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 32, 2, GPTOSS_MAX_BATCH);
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */

@@ -84,10 +84,11 @@ struct gptoss_model {
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
-     * step's MoE (LLMR_GPTOSS_MOE_MMA, default 0: see model.cu), moe_mma_prefill for the T > 1 forward's experts
+     * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 32: see
+     * model.cu), moe_mma_prefill for the T > 1 forward's experts
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default 0), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
-    int moe_mma, moe_mma_prefill, moe_mma_t1;
+    int moe_mma, moe_mma_min_rows, moe_mma_prefill, moe_mma_t1;
     int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;

@@ -17,9 +17,12 @@
  *    bf16; checkpoint scales sit far below 128); other scales
  *    take the per-value rule of tc.cu's dequantization (fp32 product, upper 16 bits), so the weights
  *    used are bit for bit those of gptoss_mxfp4_dequant;
- *  - activations are fp32 and stay so: each is split x = hi + lo (hi = bf16(x), lo = bf16(x - hi), as
- *    tc.h with S = 2) and both parts are multiplied into the same fp32 accumulator (W·x = W·hi + W·lo),
- *    ~2^-17 of x unrepresented, ~1e-5 relative;
+ *  - activations are fp32 and stay so: each is split x = hi + mid + lo (hi = bf16(x), mid = bf16(x - hi),
+ *    lo = bf16(x - hi - mid), as tc.h with S = 3; each difference is exact in fp32) and the three parts
+ *    are multiplied into the same fp32 accumulator: ~2^-25 of x unrepresented, fp32 level. With two parts
+ *    (~2^-17) a batched row on the full-size 20b ended ~1e-2 away from the same request alone in the
+ *    logits (a greedy flip at a top-2 margin of 0.0164, H200); the third mma per step costs little, the
+ *    kernel is bound by its weight passes, not by tensor work;
  *  - the dot product is order-free inside an mma, so lane (g, t) of a warp loads 16 contiguous bytes
  *    (one whole 32-value MXFP4 block, block 4c + t of a 128-value super-chunk c) per row and the
  *    activations are staged in shared memory in the matching k permutation: no shuffles; one E8M0
@@ -38,8 +41,9 @@
 #define MMA_WARPS 4
 #define MMA_BN 32     /* tokens per pass: four n8 tiles */
 #define MMA_KC 256    /* k values staged per pass (8 MXFP4 blocks, two super-chunks) */
-#define MMA_UNITS (MMA_KC / 4) /* 16-byte units per token and pass: 4 k values, hi then lo */
+#define MMA_UNITS (MMA_KC / 4) /* units per token and pass: 4 k values (16 bytes hi + mid, 8 bytes lo) */
 #define MMA_STRIDE (MMA_UNITS + 1) /* units per staged token row (odd: tokens fall on other banks) */
+#define MMA_SMEM ((size_t)MMA_BN * MMA_STRIDE * (sizeof(uint4) + sizeof(uint2))) /* > 48 KB: dynamic */
 
 /* ------------------------------------------------------------------ MXFP4 -> bf16 */
 
@@ -132,8 +136,8 @@ static __device__ __forceinline__ uint32_t mma_pack(float a, float b) {
 
 /* Staged unit of (token i, logical unit u): the 4 k values of step j = u & 7... in the order the A
  * fragment holds them: x[k0 + 2h], x[k0 + 2h + 4] (b0 b1) and x[k0 + 2h + 1], x[k0 + 2h + 5] (b2 b3),
- * h = u & 1, k0 = 8 (u >> 1), as hi (.x .y) then lo (.z .w). */
-static __device__ __forceinline__ uint4 mma_stage_unit(const float *row, int swz, int K, int k) {
+ * h = u & 1, k0 = 8 (u >> 1), as hi (.x .y) then mid (.z .w) in *hm and lo (.x .y) in *lo. */
+static __device__ __forceinline__ void mma_stage_unit(const float *row, int swz, int K, int k, uint4 *hm, uint2 *lo) {
     float2 p, q; /* (k, k + 1), (k + 4, k + 5) */
     if (swz) {
         const int K8 = K / 8;
@@ -143,15 +147,21 @@ static __device__ __forceinline__ uint4 mma_stage_unit(const float *row, int swz
         p = *(const float2 *)(row + k);
         q = *(const float2 *)(row + k + 4);
     }
-    const float x0 = p.x, x1 = p.y, x4 = q.x, x5 = q.y;
-    const __nv_bfloat16 h0 = __float2bfloat16_rn(x0), h1 = __float2bfloat16_rn(x1);
-    const __nv_bfloat16 h4 = __float2bfloat16_rn(x4), h5 = __float2bfloat16_rn(x5);
-    uint4 u;
-    u.x = mma_pack(__bfloat162float(h0), __bfloat162float(h4));
-    u.y = mma_pack(__bfloat162float(h1), __bfloat162float(h5));
-    u.z = mma_pack(x0 - __bfloat162float(h0), x4 - __bfloat162float(h4));
-    u.w = mma_pack(x1 - __bfloat162float(h1), x5 - __bfloat162float(h5));
-    return u;
+    const float x[4] = {p.x, q.x, p.y, q.y}; /* the order of the two B registers: (k, k+4), (k+1, k+5) */
+    float h[4], m[4], l[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        h[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+        const float r = x[i] - h[i]; /* exact */
+        m[i] = __bfloat162float(__float2bfloat16_rn(r));
+        l[i] = r - m[i]; /* exact; rounded to bf16 by mma_pack */
+    }
+    hm->x = mma_pack(h[0], h[1]);
+    hm->y = mma_pack(h[2], h[3]);
+    hm->z = mma_pack(m[0], m[1]);
+    hm->w = mma_pack(m[2], m[3]);
+    lo->x = mma_pack(l[0], l[1]);
+    lo->y = mma_pack(l[2], l[3]);
 }
 
 /* A lane's weights of pass kc: block kc*8 + 4s + t of its rows rows[mt][r] (zeros past K or N; their
@@ -183,9 +193,19 @@ static __device__ __forceinline__ void mma_load_w(const uint8_t *eb, const uint8
  * range, so the decode is branch-free; else each value goes through mma_fp4_pair_any. */
 template <bool FAST>
 static __device__ __forceinline__ void mma_pass(const uint4 wq[2][2][2], const uint32_t ws[2][2][2], const uint4 *xs,
-                                                int g, int t, int ntl, float acc[2][4][4]) {
+                                                const uint2 *xl, int g, int t, int ntl, float acc[2][4][4]) {
 #pragma unroll
     for (int s = 0; s < 2; s++) {
+        /* This super-chunk's 128 k values go into a fresh accumulator, added to acc in fp32 afterwards: the
+         * tensor core's own fp32 accumulation truncates, so a chain over all K = 2,880 drifted to ~1e-5
+         * relative (H200, 20b shapes) where ~24 products per chain stay near fp32's rounding. */
+        float part[2][4][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) part[mt][nt][i] = 0.0f;
         __nv_bfloat162 sc[2][2];
 #pragma unroll
         for (int mt = 0; mt < 2; mt++)
@@ -214,24 +234,34 @@ static __device__ __forceinline__ void mma_pass(const uint4 wq[2][2][2], const u
             for (int nt = 0; nt < 4; nt++) {
                 if (nt >= ntl) break;
                 const uint4 bv = xs[(nt * 8 + g) * MMA_STRIDE + pu];
+                const uint2 bl = xl[(nt * 8 + g) * MMA_STRIDE + pu];
 #pragma unroll
                 for (int mt = 0; mt < 2; mt++) {
-                    mma_bf16(acc[mt][nt], a[mt], bv.x, bv.y); /* hi */
-                    mma_bf16(acc[mt][nt], a[mt], bv.z, bv.w); /* lo */
+                    mma_bf16(part[mt][nt], a[mt], bv.x, bv.y); /* hi */
+                    mma_bf16(part[mt][nt], a[mt], bv.z, bv.w); /* mid */
+                    mma_bf16(part[mt][nt], a[mt], bl.x, bl.y); /* lo */
                 }
             }
         }
+#pragma unroll
+        for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) acc[mt][nt][i] += part[mt][nt][i];
     }
 }
 
 /* Grid (row tiles, E). See gptoss_mxfp4_mma in kernels.h for the arguments. Per tile of MMA_BN tokens:
- * for each pass of MMA_KC k values, stage the tokens' activations (hi/lo bf16), then multiply while the
+ * for each pass of MMA_KC k values, stage the tokens' activations (hi/mid/lo bf16), then multiply while the
  * next pass's weights are already in flight (loaded into registers before this pass's products). */
-__global__ void __launch_bounds__(MMA_WARPS * 32, 3)
+__global__ void __launch_bounds__(MMA_WARPS * 32, 2)
     mxfp4_mma_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                      const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets, int K,
                      int N, int swiglu, float alpha, float limit, float *y) {
-    __shared__ uint4 xs[MMA_BN * MMA_STRIDE];
+    extern __shared__ uint4 mma_smem[]; /* MMA_SMEM bytes: xs (hi, mid) then xl (lo) */
+    uint4 *xs = mma_smem;
+    uint2 *xl = (uint2 *)(mma_smem + MMA_BN * MMA_STRIDE);
     const int e = blockIdx.y, cnt = counts[e];
     if (cnt <= 0) return;
     const int off = offsets[e];
@@ -262,20 +292,24 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 3)
         uint32_t ws[2][2][2];
         mma_load_w(eb, es, rows, N, NC, 0, t, cnt <= MMA_BN, wq, ws);
         for (int kc = 0; kc < nk; kc++) {
-            /* 1. stage the tokens' activations of this pass, split into hi/lo bf16 */
+            /* 1. stage the tokens' activations of this pass, split into hi/mid/lo bf16 */
             for (int idx = threadIdx.x; idx < ntok * MMA_UNITS; idx += MMA_WARPS * 32) {
                 const int i = idx / MMA_UNITS, u = idx % MMA_UNITS;
                 const int k = kc * MMA_KC + 8 * (u >> 1) + 2 * (u & 1);
                 uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                uint2 vl = make_uint2(0u, 0u);
                 if (k < K) {
                     const int p = off + tile0 + i;
                     const int src = gather ? gather[p] : p;
-                    v = mma_stage_unit(x + (size_t)src * ldx, swz, K, k);
+                    mma_stage_unit(x + (size_t)src * ldx, swz, K, k, &v, &vl);
                 }
                 xs[i * MMA_STRIDE + mma_phys(u)] = v;
+                xl[i * MMA_STRIDE + mma_phys(u)] = vl;
             }
-            for (int idx = ntok * MMA_UNITS + threadIdx.x; idx < ntl * 8 * MMA_UNITS; idx += MMA_WARPS * 32)
+            for (int idx = ntok * MMA_UNITS + threadIdx.x; idx < ntl * 8 * MMA_UNITS; idx += MMA_WARPS * 32) {
                 xs[(idx / MMA_UNITS) * MMA_STRIDE + mma_phys(idx % MMA_UNITS)] = make_uint4(0u, 0u, 0u, 0u);
+                xl[(idx / MMA_UNITS) * MMA_STRIDE + mma_phys(idx % MMA_UNITS)] = make_uint2(0u, 0u);
+            }
             __syncthreads();
             /* 2. the next pass's weights in flight, then this pass's products */
             uint4 wn[2][2][2];
@@ -288,8 +322,8 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 3)
                 for (int mt = 0; mt < 2; mt++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) fast = fast && MMA_FAST_S(ws[s][mt][r]);
-            if (__all_sync(0xffffffffu, fast)) mma_pass<true>(wq, ws, xs, g, t, ntl, acc);
-            else mma_pass<false>(wq, ws, xs, g, t, ntl, acc);
+            if (__all_sync(0xffffffffu, fast)) mma_pass<true>(wq, ws, xs, xl, g, t, ntl, acc);
+            else mma_pass<false>(wq, ws, xs, xl, g, t, ntl, acc);
             __syncthreads();
             if (kc + 1 < nk) {
 #pragma unroll
@@ -341,8 +375,14 @@ cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *
         N <= 0 || (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
+    static int smem_set; /* the > 48 KB dynamic shared memory opt-in, once per process (not a stream operation) */
+    if (!smem_set) {
+        const cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MMA_SMEM);
+        if (e != cudaSuccess) return e;
+        smem_set = 1;
+    }
     const dim3 grid((unsigned)((N + MMA_BM - 1) / MMA_BM), (unsigned)E);
-    mxfp4_mma_kernel<<<grid, MMA_WARPS * 32, 0, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, K,
+    mxfp4_mma_kernel<<<grid, MMA_WARPS * 32, MMA_SMEM, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, K,
                                                           N, swiglu, alpha, limit, y);
     return cudaGetLastError();
 }

@@ -329,7 +329,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         PART_(2);
         K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
         PART_(3);
-        if (m->fused && m->moe_mma) { /* experts on tensor cores: each touched expert read once per step */
+        if (m->fused && m->moe_mma && n >= m->moe_mma_min_rows) { /* experts on tensor cores, each read once per step */
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));

@@ -400,7 +400,8 @@ int main(int argc, char **argv) {
                                               {"LLMR_GPTOSS_BATCH_ATTN", "2"},
                                               {"LLMR_GPTOSS_BATCH_TC_MIN", "2"},
                                               {"LLMR_GPTOSS_BATCH_SAMPLE", "0"},
-                                              {"LLMR_GPTOSS_PREFILL_BURST", "3"}};
+                                              {"LLMR_GPTOSS_PREFILL_BURST", "3"},
+                                              {"LLMR_GPTOSS_MOE_MMA_MIN_ROWS", "2"}};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         printf("     with %s=%s:\n", variants[v][0], variants[v][1]);
         setenv(variants[v][0], variants[v][1], 1);
