@@ -395,40 +395,33 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     auto hs = dev_download(dhs, (size_t)T * H);
     int ctr = 0;
     for (int c : dev_download(dctr, 1 + T)) ctr |= c;
-    /* second run from the same residual: bitwise equal */
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
-    run();
-    auto out2 = dev_download(dx, (size_t)T * H);
+    /* the block again from the same residual, with whatever variant is switched on */
+    auto rerun = [&]() {
+        CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+        run();
+        return dev_download(dx, (size_t)T * H);
+    };
+    auto out2 = rerun(); /* bitwise equal */
     /* the table-lookup decode (LLMR_GPTOSS_MOE_LUT=1) instead of the bit operations: bit for bit */
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     gptoss_moe_decode_lut(1);
-    run();
+    auto outb = rerun();
     gptoss_moe_decode_lut(0);
-    auto outb = dev_download(dx, (size_t)T * H);
     /* the 4-rows-per-warp variant: each row's sums are formed the same way, so bit for bit */
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     gptoss_moe_decode_rows(4);
-    run();
+    auto out4 = rerun();
     gptoss_moe_decode_rows(2);
-    auto out4 = dev_download(dx, (size_t)T * H);
     /* the router rows split over 8 blocks per token: the same logits, so bit for bit */
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     gptoss_moe_router_blocks(8);
-    run();
+    auto out8 = rerun();
     gptoss_moe_router_blocks(1);
-    auto out8 = dev_download(dx, (size_t)T * H);
     for (int c : dev_download(dctr, 1 + T)) ctr |= c;
     /* the cp.async MXFP4 kernels (T = 1): the same sums, so bit for bit; alone and with PDL */
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     const int async_on = gptoss_moe_decode_async(1);
-    run();
-    auto outa = dev_download(dx, (size_t)T * H);
-    CK(cudaMemcpy(dx, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    auto outa = rerun();
     gptoss_use_pdl(1);
-    run();
+    auto outap = rerun();
     gptoss_use_pdl(0);
     gptoss_moe_decode_async(0);
-    auto outap = dev_download(dx, (size_t)T * H);
     /* programmatic dependent launch (pdl.h; used at T = 1): a chain of an o_proj-like GEMV into the
      * residual, then the MoE block, three times back to back, with and without PDL: bit for bit */
     std::vector<float> chain[2];
@@ -945,26 +938,7 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
     CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout2, dpart, dctr, 0));
     auto out2 = dev_download(dout2, (size_t)nh * D);
     auto ctr = dev_download(dctr, nkv);
-    std::vector<double> ref((size_t)nh * D);
-    for (int h = 0; h < nh; h++) {
-        const int kh = h / (nh / nkv);
-        const int lo = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
-        std::vector<double> s(pos + 1);
-        double mx = bf2f(sinks[h]);
-        for (int j = lo; j <= pos; j++) {
-            double d = 0;
-            for (int i = 0; i < D; i++) d += (double)q[(size_t)h * D + i] * kc[(size_t)j * kvd + kh * D + i];
-            s[j] = d * 0.125;
-            if (s[j] > mx) mx = s[j];
-        }
-        double den = exp(bf2f(sinks[h]) - mx);
-        for (int j = lo; j <= pos; j++) den += exp(s[j] - mx);
-        for (int i = 0; i < D; i++) {
-            double o = 0;
-            for (int j = lo; j <= pos; j++) o += exp(s[j] - mx) / den * vc[(size_t)j * kvd + kh * D + i];
-            ref[(size_t)h * D + i] = o;
-        }
-    }
+    const auto ref = attention_ref(q, kc, vc, sinks, 1, pos, nh, nkv, window); /* one query at position pos */
     int zero = 1;
     for (int c : ctr) zero &= c == 0;
     char what[160];
