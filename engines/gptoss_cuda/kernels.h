@@ -30,6 +30,18 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
 #endif
 }
 
+#ifdef __CUDACC__
+/* The 8 bf16 of one 16-byte load as fp32 (element 2i from the low half of word i), for the bf16 GEMVs. */
+static __device__ __forceinline__ void gptoss_bf16x8(uint4 v, float w[8]) {
+    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        w[2 * i] = __uint_as_float(u[i] << 16);
+        w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+    }
+}
+#endif
+
 /* x[t, :] = embed[tokens[t], :] for t < T (bf16 rows to fp32). */
 cudaError_t gptoss_embed(const uint16_t *embed, const int32_t *tokens, int T, int H, float *x, cudaStream_t stream);
 

@@ -51,15 +51,6 @@ __global__ void __launch_bounds__(256) linear_kernel(const float *x, int ldx, co
 
 #define GEMV_WARPS 8
 
-static __device__ __forceinline__ void bf16x8(uint4 v, float w[8]) {
-    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        w[2 * i] = __uint_as_float(u[i] << 16);
-        w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-    }
-}
-
 template <int NT>
 __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, int ldx, const uint16_t *W,
                                                                const uint16_t *b, int K, int N, float *y, int ldy,
@@ -73,7 +64,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
     for (int t = 0; t < NT; t++) acc[t] = 0.0f;
     for (int i = lane; i < K / 8; i += 32) {
         float w[8];
-        bf16x8(__ldg(w4 + i), w);
+        gptoss_bf16x8(__ldg(w4 + i), w);
 #pragma unroll
         for (int t = 0; t < NT; t++) {
             const float4 *x4 = (const float4 *)(x + (size_t)t * ldx + (size_t)i * 8);
@@ -129,7 +120,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
                 const int c = c0 + 32 * u;
                 if (c < K8) {
                     float w[8];
-                    bf16x8(v[u], w);
+                    gptoss_bf16x8(v[u], w);
                     const float4 a = xs4[c], d = xs4[K8 + c];
                     acc += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + d.x * w[4] + d.y * w[5] + d.z * w[6] +
                            d.w * w[7];

@@ -17,15 +17,6 @@
 #define ROWS_U 2  /* chunks per lane per row in flight */
 #define ROWS_SMEM_MAX (200 * 1024)
 
-static __device__ __forceinline__ void rows_bf16x8(uint4 v, float w[8]) {
-    const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        w[2 * i] = __uint_as_float(u[i] << 16);
-        w[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-    }
-}
-
 template <int NT>
 __global__ void __launch_bounds__(ROWS_WARPS * 32, 1)
     rows_kernel(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y, int ldy,
@@ -63,7 +54,7 @@ __global__ void __launch_bounds__(ROWS_WARPS * 32, 1)
                 if (c >= K8) break;
                 float w[ROWS_NR][8];
 #pragma unroll
-                for (int r = 0; r < ROWS_NR; r++) rows_bf16x8(v[u][r], w[r]);
+                for (int r = 0; r < ROWS_NR; r++) gptoss_bf16x8(v[u][r], w[r]);
 #pragma unroll
                 for (int t = 0; t < NT; t++) {
                     const float4 a = xs4[(size_t)t * 2 * K8 + c], d = xs4[(size_t)t * 2 * K8 + K8 + c];

@@ -188,6 +188,16 @@ static __device__ __forceinline__ void mma_load_w(const uint8_t *eb, const uint8
     }
 }
 
+/* A warp's accumulators (2 m16 tiles x 4 n8 tiles x 4 fp32) set to zero. */
+static __device__ __forceinline__ void mma_zero(float a[2][4][4]) {
+#pragma unroll
+    for (int mt = 0; mt < 2; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[mt][nt][i] = 0.0f;
+}
+
 /* The products of one staged pass: 2 super-chunks x 8 k16 steps; A decoded per step in registers, B
  * (hi and lo) from shared memory, both into acc. FAST: every scale of the warp is in the exact bf16
  * range, so the decode is branch-free; else each value goes through mma_fp4_pair_any. */
@@ -200,12 +210,7 @@ static __device__ __forceinline__ void mma_pass(const uint4 wq[2][2][2], const u
          * tensor core's own fp32 accumulation truncates, so a chain over all K = 2,880 drifted to ~1e-5
          * relative (H200, 20b shapes) where ~24 products per chain stay near fp32's rounding. */
         float part[2][4][4];
-#pragma unroll
-        for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-            for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) part[mt][nt][i] = 0.0f;
+        mma_zero(part);
         __nv_bfloat162 sc[2][2];
 #pragma unroll
         for (int mt = 0; mt < 2; mt++)
@@ -282,12 +287,7 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 2)
     for (int tile0 = 0; tile0 < cnt; tile0 += MMA_BN) {
         const int ntok = min(MMA_BN, cnt - tile0), ntl = (ntok + 7) / 8;
         float acc[2][4][4];
-#pragma unroll
-        for (int mt = 0; mt < 2; mt++)
-#pragma unroll
-            for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) acc[mt][nt][i] = 0.0f;
+        mma_zero(acc);
         uint4 wq[2][2][2];
         uint32_t ws[2][2][2];
         mma_load_w(eb, es, rows, N, NC, 0, t, cnt <= MMA_BN, wq, ws);
