@@ -19,6 +19,7 @@
 
 #include "common/gptoss/config.h"
 #include "engines/gptoss_cuda/debug_api.h"
+#include "bench/gptoss_bench.h"
 #include "llmr_engine.h"
 
 static double now_s(void) {
@@ -70,34 +71,20 @@ int main(int argc, char **argv) {
         i++;
     }
     if (!model || ntok < 1 || ntok > 100000) { usage(); return 2; }
-    if (!engine[0]) { /* build/bench/decode -> build/engines/gptoss_cuda/libgptoss_cuda.so */
-        char exe[4000];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0) { fprintf(stderr, "decode: cannot read /proc/self/exe\n"); return 2; }
-        exe[n] = 0;
-        for (int k = 0; k < 2; k++) { char *s = strrchr(exe, '/'); if (s) *s = 0; }
-        snprintf(engine, sizeof engine, "%s/engines/gptoss_cuda/libgptoss_cuda.so", exe);
-    }
     char err[1024];
     gptoss_config cfg;
     if (gptoss_config_load(model, &cfg, err, sizeof err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
-    void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "decode: dlopen %s: %s\n", engine, dlerror()); return 1; }
-    llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
+    void *h = NULL;
+    const llmr_engine_api *api = NULL;
+    const int orc = bench_open_engine("decode", engine, sizeof engine, &h, &api);
+    if (orc) return orc;
     gptoss_cuda_copy_bandwidth_fn bw = (gptoss_cuda_copy_bandwidth_fn)dlsym(h, GPTOSS_CUDA_COPY_BW_SYMBOL);
-    const llmr_engine_api *api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
-    if (!api || !bw) { fprintf(stderr, "decode: %s is not the gptoss_cuda engine\n", engine); return 1; }
+    if (!bw) { fprintf(stderr, "decode: %s is not the gptoss_cuda engine\n", engine); return 1; }
 
-    int cs[16], nc = 0, maxc = 0;
-    for (const char *p = contexts; *p && nc < 16;) {
-        cs[nc] = atoi(p);
-        if (cs[nc] < 1) { fprintf(stderr, "decode: bad --contexts %s\n", contexts); return 2; }
-        if (cs[nc] > maxc) maxc = cs[nc];
-        nc++;
-        p = strchr(p, ',');
-        if (!p) break;
-        p++;
-    }
+    int cs[16], maxc = 0;
+    const int nc = bench_parse_list(contexts, 1 << 30, cs, 16);
+    if (nc < 0) { fprintf(stderr, "decode: bad --contexts %s\n", contexts); return 2; }
+    for (int k = 0; k < nc; k++) maxc = cs[k] > maxc ? cs[k] : maxc;
     llmr_model_descriptor d = {sizeof d, "bench", "safetensors", "gptoss", "GptOssForCausalLM", model, NULL};
     llmr_load_params lp = {sizeof lp, 0, 0, (uint32_t)(maxc + ntok + 8), 1, NULL};
     llmr_engine_model *m = NULL;

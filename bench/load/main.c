@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/gptoss_bench.h"
 #include "llmr_engine.h"
 
 static double now_s(void) {
@@ -84,19 +85,10 @@ int main(int argc, char **argv) {
         i++;
     }
     if (!model || reps < 1 || reps > 50 || ctx < 2) { usage(); return 2; }
-    if (!engine[0]) { /* build/bench/load -> build/engines/gptoss_cuda/libgptoss_cuda.so */
-        char exe[4000];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0) { fprintf(stderr, "load: cannot read /proc/self/exe\n"); return 2; }
-        exe[n] = 0;
-        for (int k = 0; k < 2; k++) { char *s = strrchr(exe, '/'); if (s) *s = 0; }
-        snprintf(engine, sizeof engine, "%s/engines/gptoss_cuda/libgptoss_cuda.so", exe);
-    }
-    void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "load: dlopen %s: %s\n", engine, dlerror()); return 1; }
-    llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
-    const llmr_engine_api *api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
-    if (!api) { fprintf(stderr, "load: %s is not an llmr engine\n", engine); return 1; }
+    void *h = NULL;
+    const llmr_engine_api *api = NULL;
+    const int orc = bench_open_engine("load", engine, sizeof engine, &h, &api);
+    if (orc) return orc;
 
     const double tw = now_s();
     const long long bytes = warm_cache(model);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/gptoss/config.h"
+#include "bench/gptoss_bench.h"
 #include "llmr_engine.h"
 
 static double now_s(void) {
@@ -50,19 +51,6 @@ static void usage(void) {
            "H100/H200 SXM), VRAM (see the source header).\n");
 }
 
-static int parse_list(const char *s, int *out, int cap) {
-    int n = 0;
-    for (const char *p = s; *p && n < cap;) {
-        out[n] = atoi(p);
-        if (out[n] < 1) return -1;
-        n++;
-        p = strchr(p, ',');
-        if (!p) break;
-        p++;
-    }
-    return n;
-}
-
 int main(int argc, char **argv) {
     const char *model = NULL, *lengths = "128,512,1024,4096", *gpu = "";
     char engine[4096] = "";
@@ -82,26 +70,17 @@ int main(int argc, char **argv) {
         i++;
     }
     int ls[16];
-    const int nl = parse_list(lengths, ls, 16);
+    const int nl = bench_parse_list(lengths, 1 << 30, ls, 16);
     if (!model || reps < 1 || reps > 100 || nl < 1 || peak <= 0) { usage(); return 2; }
     int maxl = 0;
     for (int k = 0; k < nl; k++) maxl = ls[k] > maxl ? ls[k] : maxl;
-    if (!engine[0]) { /* build/bench/prefill -> build/engines/gptoss_cuda/libgptoss_cuda.so */
-        char exe[4000];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n <= 0) { fprintf(stderr, "prefill: cannot read /proc/self/exe\n"); return 2; }
-        exe[n] = 0;
-        for (int k = 0; k < 2; k++) { char *s = strrchr(exe, '/'); if (s) *s = 0; }
-        snprintf(engine, sizeof engine, "%s/engines/gptoss_cuda/libgptoss_cuda.so", exe);
-    }
     char err[1024];
     gptoss_config cfg;
     if (gptoss_config_load(model, &cfg, err, sizeof err)) { fprintf(stderr, "prefill: %s\n", err); return 1; }
-    void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "prefill: dlopen %s: %s\n", engine, dlerror()); return 1; }
-    llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
-    const llmr_engine_api *api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
-    if (!api) { fprintf(stderr, "prefill: %s is not an llmr engine\n", engine); return 1; }
+    void *h = NULL;
+    const llmr_engine_api *api = NULL;
+    const int orc = bench_open_engine("prefill", engine, sizeof engine, &h, &api);
+    if (orc) return orc;
 
     llmr_model_descriptor d = {sizeof d, "bench", "safetensors", "gptoss", "GptOssForCausalLM", model, NULL};
     llmr_load_params lp = {sizeof lp, 0, 0, (uint32_t)(maxl + 8), 1, NULL};
