@@ -654,6 +654,22 @@ typedef struct teacher_stats {
     double miss_margin;                          /* reference margin at first_miss */
 } teacher_stats;
 
+/* The prompt, then a continuation fed back through the prompt path (debug_eval): lg [n, V] gets the
+ * distribution after the prompt and after each of toks[0..n-2]; rl (NULL: not wanted) the router logits of
+ * those n-1 positions [L, n-1, E]. Dies naming `what` on an engine error. */
+static void feed_continuation(const reference *R, llmr_engine_model *m, const int32_t *toks, int n, float *lg, float *rl,
+                              const char *what) {
+    char err[1024];
+    llmr_engine_session *s = new_session(api, m, 0);
+    collect c;
+    memset(&c, 0, sizeof c);
+    llmr_generate_result res;
+    llmr_engine_status st = gen(api, s, R->tok, (size_t)R->T, 0, greedy_params(), NULL, 0, lg, &c, &res, err, sizeof err);
+    if (st == LLMR_ENGINE_OK && n > 1) st = debug_eval(s, toks, (size_t)(n - 1), lg + R->V, NULL, rl, NULL, err, sizeof err);
+    api->session_destroy(s);
+    if (st != LLMR_ENGINE_OK) die("%s: %s: %s", what, llmr_engine_status_name(st), err);
+}
+
 /* Decode self-consistency, independent of the reference: the engine's own greedy tokens (its decode
  * path: fused kernels, CUDA graph) fed back through its prompt path (debug_eval) must be the argmax
  * there at every step, except where the two paths' top-2 margin is within the noise (max(NEAR_TIE,
@@ -665,17 +681,8 @@ static int decode_self_consistency(const reference *R, llmr_engine_model *m, con
     const int n = fr->eng_n, V = R->V;
     *checked = 0;
     if (n < 1) return -1;
-    char err[1024];
     float *lg = xmalloc((size_t)n * V * 4);
-    llmr_engine_session *s = new_session(api, m, 0);
-    collect c;
-    memset(&c, 0, sizeof c);
-    llmr_generate_result res;
-    llmr_engine_status st = gen(api, s, R->tok, (size_t)R->T, 0, greedy_params(), NULL, 0, lg, &c, &res, err, sizeof err);
-    if (st == LLMR_ENGINE_OK && n > 1)
-        st = debug_eval(s, fr->eng_tok, (size_t)(n - 1), lg + V, NULL, NULL, NULL, err, sizeof err);
-    api->session_destroy(s);
-    if (st != LLMR_ENGINE_OK) die("decode self-consistency: %s: %s", llmr_engine_status_name(st), err);
+    feed_continuation(R, m, fr->eng_tok, n, lg, NULL, "decode self-consistency");
     const double tol = noise * 2.0 > NEAR_TIE ? noise * 2.0 : NEAR_TIE;
     int first_bad = -1;
     for (int i = 0; i < n && first_bad < 0; i++) {
@@ -702,20 +709,10 @@ static void teacher_forced(const reference *R, llmr_engine_model *m, int greedy_
     if (n > greedy_n) n = greedy_n;
     if (n < 1) return;
     const int V = R->V, E = R->E, L = R->L;
-    char err[1024];
     int32_t *cont = xmalloc((size_t)n * sizeof(int32_t));
     for (int i = 0; i < n; i++) cont[i] = (int32_t)json_integer_value(json_array_get(gt, (size_t)i));
     float *lg = xmalloc((size_t)n * V * 4), *rl = xmalloc((size_t)L * n * E * 4);
-    llmr_engine_session *s = new_session(api, m, 0);
-    collect c;
-    memset(&c, 0, sizeof c);
-    llmr_generate_result res;
-    /* step 0: the distribution after the prompt */
-    llmr_engine_status st = gen(api, s, R->tok, (size_t)R->T, 0, greedy_params(), NULL, 0, lg, &c, &res, err, sizeof err);
-    /* steps 1..n-1: after each reference token (n-1 rows land at lg + V) */
-    if (st == LLMR_ENGINE_OK && n > 1) st = debug_eval(s, cont, (size_t)(n - 1), lg + V, NULL, rl, NULL, err, sizeof err);
-    api->session_destroy(s);
-    if (st != LLMR_ENGINE_OK) die("teacher forcing: %s: %s", llmr_engine_status_name(st), err);
+    feed_continuation(R, m, cont, n, lg, rl, "teacher forcing"); /* step 0 after the prompt, then after each reference token */
     ts->n = n;
     for (int i = 0; i < n; i++) {
         const int ok = argmax(lg + (size_t)i * V, (size_t)V) == cont[i];
