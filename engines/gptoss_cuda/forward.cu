@@ -171,6 +171,37 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
  * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
  * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
+/* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists with
+ * LLMR_GPTOSS_TC_STACKED=1, the default). */
+static int fwd_stacked(const gptoss_model *m, int T) {
+    return m->use_tc && T >= GPTOSS_TC_MIN_T && !m->moe_mma_prefill && m->tc.wst[0] && m->tc.wst[1];
+}
+
+/* Enqueues the stacked dequantization of layer l's gate_up (which 0) or down (1) on the side stream. */
+static cudaError_t fwd_prefetch(gptoss_model *m, int l, int which) {
+    const gptoss_config *c = &m->cfg;
+    const layer_weights *w = &m->layers[l];
+    const int H = c->hidden_size, I = c->intermediate_size, E = c->num_experts;
+    if (which == 0) return gptoss_tc_prefetch(&m->tc, 0, w->gu_blocks, w->gu_scales, w->gu_bias, E, 2 * I, H);
+    return gptoss_tc_prefetch(&m->tc, 1, w->dn_blocks, w->dn_scales, w->dn_bias, E, H, I);
+}
+
+/* The stacked experts of layer l (weights already prefetched): gate_up -> SwiGLU -> down into m->dn,
+ * and the next layer's weights prefetched as soon as this layer's GEMMs free each scratch. */
+static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
+    const int next = l + 1 < c->num_layers;
+    cudaError_t e;
+    if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
+    if ((e = gptoss_tc_experts_stacked(&m->tc, 0, m->h, H, m->pair_token, E, P, H, 2 * I, m->gu)) != cudaSuccess)
+        return e;
+    if (next && (e = fwd_prefetch(m, l + 1, 0)) != cudaSuccess) return e;
+    if ((e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, m->stream)) != cudaSuccess) return e;
+    if ((e = gptoss_tc_experts_stacked(&m->tc, 1, m->act, I, NULL, E, P, I, H, m->dn)) != cudaSuccess) return e;
+    return next ? fwd_prefetch(m, l + 1, 1) : cudaSuccess;
+}
+
 static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
@@ -223,7 +254,11 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
     do {                                                                                    \
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
-    const int pf = m->pf_ev != NULL && T > 1;
+    const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
+    if (stacked) { /* layer 0's expert weights; each layer then prefetches the next (fwd_experts_stacked) */
+        FWD_TRY(fwd_prefetch(m, 0, 0), "expert weight prefetch");
+        FWD_TRY(fwd_prefetch(m, 0, 1), "expert weight prefetch");
+    }
     PF_MARK(0);
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -256,7 +291,7 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         }
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
         PF_MARK(6 * l + 4);
-        FWD_TRY(fwd_experts(m, w, T), what);
+        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T), what);
         PF_MARK(6 * l + 5);
         CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         PF_MARK(6 * l + 6);

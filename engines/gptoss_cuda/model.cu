@@ -157,7 +157,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched;
+    int use_tc, tc_attn, splits, chunk, batched, stacked;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -179,6 +179,9 @@ static prefill_settings prefill_settings_get(void) {
     p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
     p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, GPTOSS_MAX_BATCH, 8192); /* a batched step uses the chunk workspace */
     p.batched = env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
+    /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization one layer
+     * ahead on a second stream; 3.2 GB of scratch on 20b); 0: the split/ys/reduce path */
+    p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 1, 0, 1);
     return p;
 }
 
@@ -218,12 +221,23 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(ctr, int32_t, 1 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
     if (ps.use_tc) {
-        CARVE(tc.xs, uint16_t, gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched));
+        uint64_t xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
+        if (ps.stacked && gptoss_tc_xst_elems(ps.chunk, ps.splits, (int)H, (int)I) > xs_elems)
+            xs_elems = gptoss_tc_xst_elems(ps.chunk, ps.splits, (int)H, (int)I);
+        CARVE(tc.xs, uint16_t, xs_elems);
+        if (ps.stacked) {
+            CARVE(tc.wst[0], uint16_t, gptoss_tc_wst_elems((int)H, (int)(2 * I), (int)E, ps.splits));
+            CARVE(tc.wst[1], uint16_t, gptoss_tc_wst_elems((int)I, (int)H, (int)E, ps.splits));
+        }
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
         CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
         if (m) {
-            m->tc.xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
+            m->tc.xs_elems = xs_elems;
+            if (ps.stacked) {
+                m->tc.wst_elems[0] = gptoss_tc_wst_elems((int)H, (int)(2 * I), (int)E, ps.splits);
+                m->tc.wst_elems[1] = gptoss_tc_wst_elems((int)I, (int)H, (int)E, ps.splits);
+            }
             m->tc.ys_elems = gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E);
             m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1);
         }
@@ -504,6 +518,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
+        /* 1: the stacked experts' GEMMs as one cublasGemmGroupedBatchedEx per projection (tc.h) */
+        m->tc.grouped = env_int("LLMR_GPTOSS_TC_GROUPED", 0, 0, 1);
     }
     if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);

@@ -225,6 +225,29 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
         snprintf(err, es, "cannot pin %zu bytes for the expert counts", GPTOSS_MAX_EXPERTS * sizeof(int32_t));
         return -1;
     }
+    /* the stacked experts' dequantization stream, its events and the grouped GEMM's pointer arrays */
+    const size_t gbytes = (size_t)2 * 3 * GPTOSS_MAX_EXPERTS * sizeof(void *);
+    if (cudaStreamCreateWithFlags(&tc->side, cudaStreamNonBlocking) != cudaSuccess) {
+        tc->side = NULL;
+        snprintf(err, es, "cannot create the dequantization stream");
+        return -1;
+    }
+    for (int i = 0; i < 2; i++)
+        if (cudaEventCreateWithFlags(&tc->ev_ready[i], cudaEventDisableTiming) != cudaSuccess ||
+            cudaEventCreateWithFlags(&tc->ev_free[i], cudaEventDisableTiming) != cudaSuccess) {
+            snprintf(err, es, "cannot create the dequantization events");
+            return -1;
+        }
+    if (cudaMallocHost((void **)&tc->gptr_host, gbytes) != cudaSuccess) {
+        tc->gptr_host = NULL;
+        snprintf(err, es, "cannot pin %zu bytes for the grouped GEMM's pointers", gbytes);
+        return -1;
+    }
+    if (cudaMalloc((void **)&tc->gptr_dev, gbytes) != cudaSuccess) {
+        tc->gptr_dev = NULL;
+        snprintf(err, es, "cannot allocate %zu bytes of GPU memory for the grouped GEMM's pointers", gbytes);
+        return -1;
+    }
     return 0;
 }
 
@@ -232,8 +255,19 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
     if (!tc) return;
     if (tc->handle) cublasDestroy(tc->handle);
     if (tc->counts_host) cudaFreeHost(tc->counts_host);
+    if (tc->side) cudaStreamSynchronize(tc->side); /* a prefetch may still be writing the scratch */
+    if (tc->side) cudaStreamDestroy(tc->side);
+    for (int i = 0; i < 2; i++) {
+        if (tc->ev_ready[i]) cudaEventDestroy(tc->ev_ready[i]);
+        if (tc->ev_free[i]) cudaEventDestroy(tc->ev_free[i]);
+        tc->ev_ready[i] = tc->ev_free[i] = NULL;
+    }
+    if (tc->gptr_host) cudaFreeHost(tc->gptr_host);
+    if (tc->gptr_dev) cudaFree(tc->gptr_dev);
     tc->handle = NULL;
     tc->counts_host = NULL;
+    tc->side = NULL;
+    tc->gptr_host = tc->gptr_dev = NULL;
 }
 
 /* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */

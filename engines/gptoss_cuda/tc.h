@@ -52,6 +52,14 @@ typedef struct gptoss_tc {
     int fast_dequant;       /* 1: the block-per-thread dequantization kernel (LLMR_GPTOSS_TC_FASTDQ=1) */
     int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
     char why[160];          /* the last cuBLAS failure, for the caller's message */
+    /* K-stacked experts (tc_stacked.cu; see "Stacked experts" below) */
+    uint16_t *wst[2];       /* dequantized stacked weights of every expert: [0] gate_up, [1] down */
+    size_t wst_elems[2];
+    cudaStream_t side;      /* the dequantization stream (non-blocking), made by gptoss_tc_init */
+    cudaEvent_t ev_ready[2], ev_free[2]; /* wst[i] written (side) / last read by a GEMM (stream) */
+    int grouped;            /* 1: one cublasGemmGroupedBatchedEx per projection instead of a GEMM per expert */
+    void **gptr_host;       /* pinned [2][3][GPTOSS_MAX_EXPERTS] A/B/C pointers of the grouped GEMM */
+    void **gptr_dev;        /* device copy of the same */
 } gptoss_tc;
 
 /* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
@@ -111,5 +119,57 @@ cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, i
  * their slice left as it was (counts may be NULL: all). */
 cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
                                      int K, uint16_t *w, int fast, cudaStream_t stream);
+
+/* ---- Stacked experts (tc_stacked.cu; the default, LLMR_GPTOSS_TC_STACKED=0 keeps the path above)
+ *
+ * Why: the path above writes S fp32 partial rows per pair (ys) and reads them back in a reduce pass,
+ * ~1.1 GB per layer at 4,096 tokens, and dequantizes each expert just before its GEMM (nothing
+ * overlaps it). Here the S parts are stacked along K instead of M: activation row p is
+ *   xs[p] = [ x_0 (K) | x_1 (K) | (x_2 (K)) | 1, 0 x 7 ]            (Ks = S*K + 8 bf16)
+ * and each expert's weight is dequantized S times side by side with its bias in the pad column:
+ *   W'[n] = [ W[n] | W[n] | (W[n]) | b[n], 0 x 7 ]                  ([N, Ks] bf16, exact)
+ * so ONE GEMM per expert (M = its pair count, K = Ks) sums the parts and adds the bias in its fp32
+ * accumulator and writes the output rows (pair order) directly: no ys, no reduce, no bias pass. The
+ * dequantization has no data dependency on the activations, so it runs on a second stream (tc->side)
+ * one layer ahead: the weights of layer l+1 are written while layer l's other work runs, into a scratch
+ * holding all E experts of one projection (wst[0] gate_up, wst[1] down), ordered by events (ev_free:
+ * the GEMMs that read it are done; ev_ready: its dequantization is done). Numerics: the same products
+ * as the split path (bf16 parts of x times exact bf16 weights, fp32 accumulation), summed in one
+ * accumulator instead of in a reduce; the bias enters as b * 1.0 (exact). */
+#define GPTOSS_TC_KPAD 8 /* the bias column plus zeros: Ks stays a multiple of 8 (16-byte rows) */
+
+/* Ks for K inputs and S parts. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int gptoss_tc_kstack(int K, int splits) { return splits * K + GPTOSS_TC_KPAD; }
+
+/* Elements of one projection's stacked scratch for E experts ([E, N, Ks]) and of the stacked
+ * activations for `chunk` tokens (P = 4 * chunk rows of Ks = S * max(H, I) + 8). */
+size_t gptoss_tc_wst_elems(int K, int N, int E, int splits);
+size_t gptoss_tc_xst_elems(int chunk, int splits, int H, int I);
+
+/* xs[p, :] = the stacked row of x[gather ? gather[p] : p] (layout above). Needs K % 8 == 0 and
+ * ldx % 4 == 0 (float4 loads), else cudaErrorInvalidValue. */
+cudaError_t gptoss_tc_split_stacked(const float *x, int ldx, const int32_t *gather, int rows, int K, int splits,
+                                    uint16_t *xs, cudaStream_t stream);
+
+/* w[e] = W'_e for all E experts (layout above; bias b [E, N] bf16, may be NULL: zeros). The values are
+ * bit for bit those of gptoss_mxfp4_dequant (same rule). K % 32 == 0. */
+cudaError_t gptoss_mxfp4_dequant_stacked(const uint8_t *blocks, const uint8_t *scales, const uint16_t *b, int E,
+                                         int N, int K, int splits, uint16_t *w, cudaStream_t stream);
+
+/* Enqueues on tc->side, after the GEMMs that last read wst[which], the stacked dequantization of all E
+ * experts of one projection (which 0: gate_up, 1: down) into wst[which]; records ev_ready[which].
+ * Needs E * N * Ks <= wst_elems[which]. */
+cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, const uint8_t *scales,
+                               const uint16_t *b, int E, int N, int K);
+
+/* As gptoss_tc_experts (same y, with the bias), from the weights gptoss_tc_prefetch(which) put in
+ * wst[which] for this layer, the counts already on the host: splits x into stacked rows, waits for
+ * ev_ready[which], runs the GEMMs (one per used expert, or one grouped call), records ev_free[which].
+ * Needs P * Ks <= xs_elems, K % 8 == 0, ldx % 4 == 0; counts not summing to P: cudaErrorInvalidValue. */
+cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, int ldx, const int32_t *gather, int E,
+                                      int P, int K, int N, float *y);
 
 #endif

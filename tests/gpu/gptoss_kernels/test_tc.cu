@@ -11,6 +11,7 @@
 
 #include "engines/gptoss_cuda/attention_tc.cu"
 #include "engines/gptoss_cuda/tc.cu"
+#include "engines/gptoss_cuda/tc_stacked.cu"
 
 #define TU_SEED 0x7e57c0deull
 #include "tests/gpu/gptoss_kernels/test_util.h"
@@ -166,6 +167,120 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
     tc_free(&tc, ws);
 }
 
+/* ------------------------------------------------------------ stacked experts (tc_stacked.cu) */
+
+/* The stacked weights are the exact dequantized values S times side by side, then [b, 0 x 7]; checked
+ * against gptoss_mxfp4_dequant (itself checked against the CPU above) with the same edge scales. */
+static void test_dequant_stacked(int E, int N, int K, int S, int with_bias) {
+    std::vector<uint8_t> blk((size_t)E * N * (K / 32) * 16), sc((size_t)E * N * (K / 32));
+    for (auto &v : blk) v = (uint8_t)rnd64();
+    for (size_t i = 0; i < sc.size(); i++) sc[i] = (uint8_t)(i % 7 == 0 ? (rnd64() % 255) : 118 + rnd64() % 12);
+    sc[0] = 0; sc[1] = 1; sc[2] = 254; sc[3] = 255;
+    const auto b = randbf((size_t)E * N, 0.5f);
+    uint8_t *db = dev_upload(blk), *ds = dev_upload(sc);
+    uint16_t *dbias = dev_upload(b), *dw = NULL, *dst = NULL;
+    const int Ks = gptoss_tc_kstack(K, S);
+    CK(cudaMalloc((void **)&dw, (size_t)N * K * 2));
+    CK(cudaMalloc((void **)&dst, gptoss_tc_wst_elems(K, N, E, S) * 2));
+    CK(cudaMemset(dst, 0xff, gptoss_tc_wst_elems(K, N, E, S) * 2)); /* NaN: an unwritten element differs */
+    CK(gptoss_mxfp4_dequant_stacked(db, ds, with_bias ? dbias : NULL, E, N, K, S, dst, 0));
+    const auto st = dev_download(dst, gptoss_tc_wst_elems(K, N, E, S));
+    long bad = 0;
+    for (int e = 0; e < E; e++) {
+        CK(gptoss_mxfp4_dequant(db, ds, e, N, K, dw, 1, 0));
+        const auto w = dev_download(dw, (size_t)N * K);
+        for (int n = 0; n < N; n++) {
+            const uint16_t *row = &st[((size_t)e * N + n) * Ks];
+            for (int s = 0; s < S; s++)
+                for (int k = 0; k < K; k++) bad += row[(size_t)s * K + k] != w[(size_t)n * K + k];
+            bad += row[(size_t)S * K] != (with_bias ? b[(size_t)e * N + n] : 0);
+            for (int j = 1; j < GPTOSS_TC_KPAD; j++) bad += row[(size_t)S * K + j] != 0;
+        }
+    }
+    char what[128];
+    snprintf(what, sizeof what, "mxfp4_dequant_stacked bit-exact, S=%d E=%d N=%d K=%d bias=%d (%ld mismatches)", S, E, N,
+             K, with_bias, bad);
+    check_true(what, bad == 0);
+    cudaFree(db); cudaFree(ds); cudaFree(dbias); cudaFree(dw); cudaFree(dst);
+}
+
+/* Stacked split rows: part s = bf16(x - earlier parts) exactly, [1, 0 x 7] after, gathered rows. */
+static void test_split_stacked(int rows, int K, int ldx, int S) {
+    auto x = randv((size_t)rows * ldx, 3.0f);
+    x[0] = 1e-30f; x[1] = -0.0f; x[2] = 3.0e38f; /* tiny, signed zero, near the top of fp32 */
+    std::vector<int32_t> gather(rows);
+    for (int p = 0; p < rows; p++) gather[p] = (int32_t)((p * 7 + 3) % rows);
+    float *dx = dev_upload(x);
+    int32_t *dg = dev_upload(gather);
+    const int Ks = gptoss_tc_kstack(K, S);
+    uint16_t *dxs = NULL;
+    CK(cudaMalloc((void **)&dxs, (size_t)rows * Ks * 2));
+    CK(cudaMemset(dxs, 0xff, (size_t)rows * Ks * 2));
+    CK(gptoss_tc_split_stacked(dx, ldx, dg, rows, K, S, dxs, 0));
+    const auto xs = dev_download(dxs, (size_t)rows * Ks);
+    long bad = 0;
+    for (int p = 0; p < rows; p++) {
+        for (int k = 0; k < K; k++) {
+            float v = x[(size_t)gather[p] * ldx + k];
+            for (int s = 0; s < S; s++) {
+                const uint16_t want = f2bf(v);
+                bad += xs[(size_t)p * Ks + (size_t)s * K + k] != want;
+                v -= bf2f(want);
+            }
+        }
+        bad += xs[(size_t)p * Ks + (size_t)S * K] != 0x3F80;
+        for (int j = 1; j < GPTOSS_TC_KPAD; j++) bad += xs[(size_t)p * Ks + (size_t)S * K + j] != 0;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "tc_split_stacked exact, rows=%d K=%d ldx=%d S=%d (%ld mismatches)", rows, K, ldx, S, bad);
+    check_true(what, bad == 0);
+    check_true("tc_split_stacked refuses K % 8 != 0 and ldx % 4 != 0",
+               gptoss_tc_split_stacked(dx, ldx, dg, rows, K - 4, S, dxs, 0) == cudaErrorInvalidValue &&
+                   gptoss_tc_split_stacked(dx, ldx + 1, dg, rows, K, S, dxs, 0) == cudaErrorInvalidValue);
+    cudaFree(dx); cudaFree(dg); cudaFree(dxs);
+}
+
+/* The whole MoE block through the stacked path, as the forward runs it: both projections prefetched
+ * on the side stream, gate_up, the next "layer's" gate_up prefetch racing the down GEMMs (same
+ * weights, so the result must not change), down, combine. grouped: one grouped GEMM per projection. */
+static void test_tc_moe_stacked(int T, int H, int I, int E, int S, int grouped) {
+    moe_case c;
+    moe_case_make(&c, T, H, I, E);
+    gptoss_tc tc;
+    void *ws = tc_make(&tc, T, S, H, H, I, E);
+    if (tc.xs_elems < gptoss_tc_xst_elems(T, S, H, I)) {
+        cudaFree(tc.xs);
+        tc.xs_elems = gptoss_tc_xst_elems(T, S, H, I);
+        CK(cudaMalloc((void **)&tc.xs, tc.xs_elems * 2));
+    }
+    tc.wst_elems[0] = gptoss_tc_wst_elems(H, 2 * I, E, S);
+    tc.wst_elems[1] = gptoss_tc_wst_elems(I, H, E, S);
+    CK(cudaMalloc((void **)&tc.wst[0], tc.wst_elems[0] * 2));
+    CK(cudaMalloc((void **)&tc.wst[1], tc.wst_elems[1] * 2));
+    tc.grouped = grouped;
+    const int P = c.P;
+    CK(gptoss_tc_prefetch(&tc, 0, c.dgub, c.dgus, c.dgb, E, 2 * I, H));
+    CK(gptoss_tc_prefetch(&tc, 1, c.ddnb, c.ddns, c.ddb, E, H, I));
+    CK(gptoss_tc_fetch_counts(&tc, c.dcnt, E));
+    CK(gptoss_tc_experts_stacked(&tc, 0, c.dx, H, c.dpt, E, P, H, 2 * I, c.dgu));
+    CK(gptoss_tc_prefetch(&tc, 0, c.dgub, c.dgus, c.dgb, E, 2 * I, H));
+    CK(gptoss_swiglu(c.dgu, P, I, c.alpha, c.limit, c.dact, 0));
+    CK(gptoss_tc_experts_stacked(&tc, 1, c.dact, I, NULL, E, P, I, H, c.ddn));
+    CK(gptoss_moe_combine(c.ddn, c.dw, c.dpo, T, H, c.dres, 0));
+    auto out = dev_download(c.dres, (size_t)T * H);
+    CK(cudaStreamSynchronize(tc.side));
+    tc.counts_host[0] += 1;
+    check_true("tc_experts_stacked refuses counts that do not match the routing",
+               gptoss_tc_experts_stacked(&tc, 0, c.dx, H, c.dpt, E, P, H, 2 * I, c.dgu) == cudaErrorInvalidValue);
+    char what[128];
+    snprintf(what, sizeof what, "tc MoE stacked (%s) S=%d T=%d H=%d I=%d E=%d", grouped ? "grouped GEMM" : "GEMM per expert",
+             S, T, H, I, E);
+    check_rel(what, out, moe_case_ref(&c), S == 2 ? 1e-5 : 2e-6);
+    moe_case_free(&c);
+    cudaFree(tc.wst[0]); cudaFree(tc.wst[1]);
+    tc_free(&tc, ws);
+}
+
 /* ------------------------------------------------------------ attention on tensor cores */
 static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, float sink_scale) {
     const int D = 64, ctx = pos0 + T, kvd = nkv * D;
@@ -222,6 +337,19 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(9, 64, 96, 32, 2, 0);     /* batched with idle experts (skipped by the dequantization) */
     test_tc_moe(9, 64, 96, 32, 2, 0, 1);  /* the same with the fast dequantization */
     test_tc_moe(70, 256, 256, 16, 2, 1, 1);
+    test_dequant_stacked(3, 64, 96, 2, 1);
+    test_dequant_stacked(2, 64, 96, 3, 0);
+    test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
+    test_split_stacked(37, 96, 100, 2);
+    test_split_stacked(64, 2880, 2880, 2);
+    test_split_stacked(9, 256, 256, 3);
+    test_tc_moe_stacked(40, 64, 96, 8, 2, 0);
+    test_tc_moe_stacked(70, 256, 256, 16, 2, 0);
+    test_tc_moe_stacked(70, 256, 256, 16, 3, 0);
+    test_tc_moe_stacked(9, 64, 96, 32, 2, 0);  /* idle experts: no GEMM for them */
+    test_tc_moe_stacked(32, 2880, 256, 32, 2, 0); /* the 20b hidden size as K of gate_up */
+    test_tc_moe_stacked(70, 256, 256, 16, 2, 1);
+    test_tc_moe_stacked(9, 64, 96, 32, 2, 1);
     test_attention_tc(64, 0, 8, 2, 0, 1.0f);      /* one block of queries, from position 0 */
     test_attention_tc(70, 1000, 16, 2, 0, 1.0f);  /* a later chunk over a long cache, ragged T */
     test_attention_tc(200, 0, 64, 8, 128, 2.0f);  /* the 20b heads, sliding window */
