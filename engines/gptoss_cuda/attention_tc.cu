@@ -17,6 +17,8 @@
  * Tiles a warp cannot see (past its last row's position, or before its first row's window) are
  * skipped by that warp (it still joins the block's barriers). */
 #include <cuda_bf16.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/tc.h"
@@ -47,6 +49,63 @@ static __device__ __forceinline__ uint16_t bf_hi(float x, float *rest) {
     return __bfloat16_as_ushort(h);
 }
 
+/* Stages the K and V tile of keys kt.. (rows past k_hi as zeros) as bf16 hi/lo into shared memory.
+ * packed (default): K rows as 8-byte stores of 4 packed dims (16 threads cover a row's 256 bytes:
+ * coalesced loads, conflict-free stores); V with a thread per key pair and 4 dims, so the transposed
+ * stores are 32-bit words of two keys and a warp's 32 stores hit 32 consecutive banks: 48 shared
+ * stores per thread and tile instead of 256 16-bit stores, most of them 8- to 16-way bank conflicts
+ * (LLMR_GPTOSS_ATC_STAGE=0: that original staging, kept for comparison). Same values either way. */
+template <bool PACKED>
+static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, int kt, int k_hi,
+                                                 uint16_t (*ks)[ATC_BK][ATC_LD], uint16_t (*vt)[64][ATC_LD]) {
+    const int D = GPTOSS_HEAD_DIM;
+    if (!PACKED) {
+        for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
+            const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
+            float4 kf = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (j <= k_hi) {
+                kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
+                vv = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
+            }
+            const float kx[4] = {kf.x, kf.y, kf.z, kf.w}, vx[4] = {vv.x, vv.y, vv.z, vv.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float r;
+                ks[0][kr][c4 + e] = bf_hi(kx[e], &r);
+                ks[1][kr][c4 + e] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
+                vt[0][c4 + e][kr] = bf_hi(vx[e], &r);
+                vt[1][c4 + e][kr] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
+            }
+        }
+        return;
+    }
+    for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
+        const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
+        float4 kf = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (j <= k_hi) kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
+        uint32_t h01, l01, h23, l23;
+        split2(kf.x, kf.y, &h01, &l01);
+        split2(kf.z, kf.w, &h23, &l23);
+        *(uint2 *)&ks[0][kr][c4] = make_uint2(h01, h23);
+        *(uint2 *)&ks[1][kr][c4] = make_uint2(l01, l23);
+    }
+    for (int i = threadIdx.x; i < ATC_BK / 2 * 16; i += ATC_WARPS * 32) {
+        const int kp = i & 31, c4 = (i >> 5) * 4, j = kt + 2 * kp;
+        float4 v0 = make_float4(0.f, 0.f, 0.f, 0.f), v1 = v0;
+        if (j <= k_hi) v0 = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
+        if (j + 1 <= k_hi) v1 = *(const float4 *)(gptoss_kv_v(kv, 0, j + 1) + kvh * D + c4);
+        const float a[4] = {v0.x, v0.y, v0.z, v0.w}, b[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            uint32_t hi, lo;
+            split2(a[e], b[e], &hi, &lo); /* key 2kp in the low half */
+            *(uint32_t *)&vt[0][c4 + e][2 * kp] = hi;
+            *(uint32_t *)&vt[1][c4 + e][2 * kp] = lo;
+        }
+    }
+}
+
+template <bool PACKED>
 __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const float *q, gptoss_kv kv,
                                                                       const uint16_t *sinks, int T,
                                                                       int pos0, int n_heads, int n_kv, int window,
@@ -56,7 +115,8 @@ __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const floa
     const int D = GPTOSS_HEAD_DIM, qd = n_heads * D;
     const int h = blockIdx.y, kvh = h / (n_heads / n_kv);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
-    const int q0 = blockIdx.x * ATC_BQ;                       /* block's first query (chunk row) */
+    /* packed: the last (longest, causal) query blocks of each head first, so the short ones fill the tail */
+    const int q0 = (PACKED ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * ATC_BQ; /* block's first query (chunk row) */
     const int qlast = min(q0 + ATC_BQ, T) - 1;
     const int k_hi = pos0 + qlast;                            /* last key any row of the block sees */
     const int k_lo = window > 0 ? max(0, pos0 + q0 - window + 1) : 0;
@@ -87,24 +147,7 @@ __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const floa
 
     for (int kt = k_lo; kt <= k_hi; kt += ATC_BK) {
         __syncthreads(); /* the previous tile is consumed */
-        /* K and V tile: 64 keys x 64 dims, float4 per thread-step, split into hi/lo. */
-        for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
-            const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
-            float4 kf = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (j <= k_hi) {
-                kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
-                vv = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
-            }
-            const float kx[4] = {kf.x, kf.y, kf.z, kf.w}, vx[4] = {vv.x, vv.y, vv.z, vv.w};
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float r;
-                ks[0][kr][c4 + e] = bf_hi(kx[e], &r);
-                ks[1][kr][c4 + e] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
-                vt[0][c4 + e][kr] = bf_hi(vx[e], &r);
-                vt[1][c4 + e][kr] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
-            }
-        }
+        atc_stage<PACKED>(kv, kvh, kt, k_hi, ks, vt); /* K and V tile: 64 keys x 64 dims, split into hi/lo */
         __syncthreads();
         if (kt > w_hi || kt + ATC_BK - 1 < w_lo) continue; /* nothing this warp can see */
 
@@ -208,7 +251,15 @@ cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *si
                                 int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
+    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=0: the original staging (atc_stage); read once */
+    if (packed < 0) {
+        const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
+        packed = !(v && strcmp(v, "0") == 0);
+    }
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
-    attention_tc_kernel<<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
+    if (packed)
+        attention_tc_kernel<true><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
+    else
+        attention_tc_kernel<false><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     return cudaGetLastError();
 }
