@@ -178,28 +178,34 @@ static int fwd_stacked(const gptoss_model *m, int T) {
 }
 
 /* Enqueues the stacked dequantization of layer l's gate_up (which 0) or down (1) on the side stream. */
-static cudaError_t fwd_prefetch(gptoss_model *m, int l, int which) {
+static cudaError_t fwd_prefetch(gptoss_model *m, int l, int which, int used_only) {
     const gptoss_config *c = &m->cfg;
     const layer_weights *w = &m->layers[l];
     const int H = c->hidden_size, I = c->intermediate_size, E = c->num_experts;
-    if (which == 0) return gptoss_tc_prefetch(&m->tc, 0, w->gu_blocks, w->gu_scales, w->gu_bias, E, 2 * I, H);
-    return gptoss_tc_prefetch(&m->tc, 1, w->dn_blocks, w->dn_scales, w->dn_bias, E, H, I);
+    if (which == 0) return gptoss_tc_prefetch(&m->tc, 0, w->gu_blocks, w->gu_scales, w->gu_bias, E, 2 * I, H, used_only);
+    return gptoss_tc_prefetch(&m->tc, 1, w->dn_blocks, w->dn_scales, w->dn_bias, E, H, I, used_only);
 }
 
-/* The stacked experts of layer l (weights already prefetched): gate_up -> SwiGLU -> down into m->dn,
- * and the next layer's weights prefetched as soon as this layer's GEMMs free each scratch. */
+/* The stacked experts of layer l: gate_up -> SwiGLU -> down into m->dn. tc.ahead (LLMR_GPTOSS_TC_AHEAD=1):
+ * the weights were prefetched a layer ahead, and the next layer's are as soon as this layer's GEMMs free
+ * each scratch; else (default) the used experts of both projections are dequantized now on the side
+ * stream, one launch each, and each GEMM waits only for its own expert (the down weights are written
+ * while the gate_up GEMMs run). */
 static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     const int next = l + 1 < c->num_layers;
     cudaError_t e;
+    const int ahead = m->tc.ahead;
     if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
+    if (!ahead && ((e = fwd_prefetch(m, l, 0, 1)) != cudaSuccess || (e = fwd_prefetch(m, l, 1, 1)) != cudaSuccess))
+        return e;
     if ((e = gptoss_tc_experts_stacked(&m->tc, 0, m->h, H, m->pair_token, E, P, H, 2 * I, m->gu)) != cudaSuccess)
         return e;
-    if (next && (e = fwd_prefetch(m, l + 1, 0)) != cudaSuccess) return e;
+    if (ahead && next && (e = fwd_prefetch(m, l + 1, 0, 0)) != cudaSuccess) return e;
     if ((e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, m->stream)) != cudaSuccess) return e;
     if ((e = gptoss_tc_experts_stacked(&m->tc, 1, m->act, I, NULL, E, P, I, H, m->dn)) != cudaSuccess) return e;
-    return next ? fwd_prefetch(m, l + 1, 1) : cudaSuccess;
+    return ahead && next ? fwd_prefetch(m, l + 1, 1, 0) : cudaSuccess;
 }
 
 static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
@@ -255,9 +261,9 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
-    if (stacked) { /* layer 0's expert weights; each layer then prefetches the next (fwd_experts_stacked) */
-        FWD_TRY(fwd_prefetch(m, 0, 0), "expert weight prefetch");
-        FWD_TRY(fwd_prefetch(m, 0, 1), "expert weight prefetch");
+    if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
+        FWD_TRY(fwd_prefetch(m, 0, 0, 0), "expert weight prefetch");
+        FWD_TRY(fwd_prefetch(m, 0, 1, 0), "expert weight prefetch");
     }
     PF_MARK(0);
     for (int l = 0; l < c->num_layers; l++) {

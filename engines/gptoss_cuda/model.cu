@@ -518,8 +518,13 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
-        /* 1: the stacked experts' GEMMs as one cublasGemmGroupedBatchedEx per projection (tc.h) */
-        m->tc.grouped = env_int("LLMR_GPTOSS_TC_GROUPED", 0, 0, 1);
+        /* the stacked experts (tc.h): GEMM streams (LLMR_GPTOSS_TC_STREAMS) and whether the weights are
+         * dequantized a whole layer ahead (LLMR_GPTOSS_TC_AHEAD=1) or the used experts in the layer (0) */
+        if (m->tc.wst[0] && gptoss_tc_stacked_setup(&m->tc, env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS),
+                                                    env_int("LLMR_GPTOSS_TC_AHEAD", 0, 0, 1), msg, sizeof msg)) {
+            st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
+            goto fail;
+        }
     }
     if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);

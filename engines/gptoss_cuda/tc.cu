@@ -3,6 +3,7 @@
 
 #include <cuda_bf16.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "engines/gptoss_cuda/kernels.h"
 
@@ -225,8 +226,7 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
         snprintf(err, es, "cannot pin %zu bytes for the expert counts", GPTOSS_MAX_EXPERTS * sizeof(int32_t));
         return -1;
     }
-    /* the stacked experts' dequantization stream, its events and the grouped GEMM's pointer arrays */
-    const size_t gbytes = (size_t)2 * 3 * GPTOSS_MAX_EXPERTS * sizeof(void *);
+    /* the stacked experts' dequantization stream and its events (tc_stacked.cu) */
     if (cudaStreamCreateWithFlags(&tc->side, cudaStreamNonBlocking) != cudaSuccess) {
         tc->side = NULL;
         snprintf(err, es, "cannot create the dequantization stream");
@@ -238,16 +238,8 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
             snprintf(err, es, "cannot create the dequantization events");
             return -1;
         }
-    if (cudaMallocHost((void **)&tc->gptr_host, gbytes) != cudaSuccess) {
-        tc->gptr_host = NULL;
-        snprintf(err, es, "cannot pin %zu bytes for the grouped GEMM's pointers", gbytes);
-        return -1;
-    }
-    if (cudaMalloc((void **)&tc->gptr_dev, gbytes) != cudaSuccess) {
-        tc->gptr_dev = NULL;
-        snprintf(err, es, "cannot allocate %zu bytes of GPU memory for the grouped GEMM's pointers", gbytes);
-        return -1;
-    }
+    tc->n_streams = 1;
+    tc->ahead = 1;
     return 0;
 }
 
@@ -261,13 +253,28 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
         if (tc->ev_ready[i]) cudaEventDestroy(tc->ev_ready[i]);
         if (tc->ev_free[i]) cudaEventDestroy(tc->ev_free[i]);
         tc->ev_ready[i] = tc->ev_free[i] = NULL;
+        for (int e = 0; tc->ev_exp[i] && e < GPTOSS_MAX_EXPERTS; e++)
+            if (tc->ev_exp[i][e]) cudaEventDestroy(tc->ev_exp[i][e]);
+        free(tc->ev_exp[i]);
+        tc->ev_exp[i] = NULL;
     }
-    if (tc->gptr_host) cudaFreeHost(tc->gptr_host);
-    if (tc->gptr_dev) cudaFree(tc->gptr_dev);
+    for (int i = 1; i < GPTOSS_TC_MAX_STREAMS; i++) {
+        if (tc->aux[i]) cudaStreamSynchronize(tc->aux[i]);
+        if (tc->aux_handle[i]) cublasDestroy(tc->aux_handle[i]);
+        if (tc->aux[i]) cudaStreamDestroy(tc->aux[i]);
+        if (tc->aux_ws[i]) cudaFree(tc->aux_ws[i]);
+        if (tc->ev_join[i]) cudaEventDestroy(tc->ev_join[i]);
+        tc->aux[i] = NULL;
+        tc->aux_handle[i] = NULL;
+        tc->aux_ws[i] = NULL;
+        tc->ev_join[i] = NULL;
+    }
+    if (tc->ev_fork) cudaEventDestroy(tc->ev_fork);
+    tc->ev_fork = NULL;
+    tc->side = NULL;
     tc->handle = NULL;
     tc->counts_host = NULL;
-    tc->side = NULL;
-    tc->gptr_host = tc->gptr_dev = NULL;
+
 }
 
 /* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */

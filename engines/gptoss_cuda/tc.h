@@ -37,6 +37,7 @@
 
 #define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
 #define GPTOSS_TC_CUBLAS_WS ((size_t)32 << 20) /* cuBLAS workspace, preallocated */
+#define GPTOSS_TC_MAX_STREAMS 8       /* GEMM streams of the stacked experts (LLMR_GPTOSS_TC_STREAMS) */
 
 typedef struct gptoss_tc {
     cublasHandle_t handle;
@@ -57,9 +58,14 @@ typedef struct gptoss_tc {
     size_t wst_elems[2];
     cudaStream_t side;      /* the dequantization stream (non-blocking), made by gptoss_tc_init */
     cudaEvent_t ev_ready[2], ev_free[2]; /* wst[i] written (side) / last read by a GEMM (stream) */
-    int grouped;            /* 1: one cublasGemmGroupedBatchedEx per projection instead of a GEMM per expert */
-    void **gptr_host;       /* pinned [2][3][GPTOSS_MAX_EXPERTS] A/B/C pointers of the grouped GEMM */
-    void **gptr_dev;        /* device copy of the same */
+    int ahead;              /* 1: whole-layer prefetch one layer ahead; 0: used experts, in the layer */
+    int per_expert[2];      /* how wst[i] was last filled: 1 per expert (ev_exp), 0 all at once (ev_ready) */
+    cudaEvent_t *ev_exp[2]; /* [GPTOSS_MAX_EXPERTS] expert e of wst[i] written (per-expert mode) */
+    int n_streams;          /* GEMM streams: tc->stream plus n_streams - 1 aux (GPTOSS_TC_MAX_STREAMS) */
+    cudaStream_t aux[GPTOSS_TC_MAX_STREAMS];
+    cublasHandle_t aux_handle[GPTOSS_TC_MAX_STREAMS];
+    void *aux_ws[GPTOSS_TC_MAX_STREAMS];     /* each aux handle's own workspace (owned here) */
+    cudaEvent_t ev_fork, ev_join[GPTOSS_TC_MAX_STREAMS];
 } gptoss_tc;
 
 /* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
@@ -159,16 +165,26 @@ cudaError_t gptoss_tc_split_stacked(const float *x, int ldx, const int32_t *gath
 cudaError_t gptoss_mxfp4_dequant_stacked(const uint8_t *blocks, const uint8_t *scales, const uint16_t *b, int E,
                                          int N, int K, int splits, uint16_t *w, cudaStream_t stream);
 
-/* Enqueues on tc->side, after the GEMMs that last read wst[which], the stacked dequantization of all E
- * experts of one projection (which 0: gate_up, 1: down) into wst[which]; records ev_ready[which].
- * Needs E * N * Ks <= wst_elems[which]. */
+/* Sets up the stacked experts' GEMM streams and dequantization mode: n_streams (1..GPTOSS_TC_MAX_STREAMS)
+ * GEMM streams, the extra ones each with its own cuBLAS handle and GPTOSS_TC_CUBLAS_WS workspace (the
+ * used experts go round robin over them, so several experts' GEMMs fill the GPU together where one
+ * expert's rows make too few tiles), and the per-expert events. ahead: see gptoss_tc_prefetch. Call
+ * after gptoss_tc_init; gptoss_tc_destroy frees it all. Returns 0, or -1 with the cause in err. */
+int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, size_t err_size);
+
+/* Enqueues on tc->side, after the GEMMs that last read wst[which], the stacked dequantization of one
+ * projection (which 0: gate_up, 1: down) into wst[which]: with used_only = 0 every expert in one launch
+ * (then ev_ready[which]; for the prefetch one layer ahead, tc->ahead = 1); with used_only = 1 only the
+ * experts with tokens (counts already on the host), one launch each, each followed by its ev_exp event
+ * so the GEMM of expert e waits only for its own weights. Needs E * N * Ks <= wst_elems[which]. */
 cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, const uint8_t *scales,
-                               const uint16_t *b, int E, int N, int K);
+                               const uint16_t *b, int E, int N, int K, int used_only);
 
 /* As gptoss_tc_experts (same y, with the bias), from the weights gptoss_tc_prefetch(which) put in
- * wst[which] for this layer, the counts already on the host: splits x into stacked rows, waits for
- * ev_ready[which], runs the GEMMs (one per used expert, or one grouped call), records ev_free[which].
- * Needs P * Ks <= xs_elems, K % 8 == 0, ldx % 4 == 0; counts not summing to P: cudaErrorInvalidValue. */
+ * wst[which] for this layer, the counts already on the host: splits x into stacked rows and runs one
+ * GEMM per used expert over the GEMM streams (each waiting for its weights), joins them back into
+ * tc->stream and records ev_free[which]. Needs P * Ks <= xs_elems, K % 8 == 0, ldx % 4 == 0; counts not
+ * summing to P: cudaErrorInvalidValue. */
 cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, int ldx, const int32_t *gather, int E,
                                       int P, int K, int N, float *y);
 

@@ -110,58 +110,92 @@ cudaError_t gptoss_mxfp4_dequant_stacked(const uint8_t *blocks, const uint8_t *s
     return cudaGetLastError();
 }
 
+int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, size_t es) {
+    if (n_streams < 1 || n_streams > GPTOSS_TC_MAX_STREAMS) {
+        snprintf(err, es, "LLMR_GPTOSS_TC_STREAMS must be 1..%d (got %d)", GPTOSS_TC_MAX_STREAMS, n_streams);
+        return -1;
+    }
+    tc->ahead = ahead != 0;
+    for (int i = 0; i < 2; i++) {
+        if (tc->ev_exp[i]) continue;
+        tc->ev_exp[i] = (cudaEvent_t *)calloc(GPTOSS_MAX_EXPERTS, sizeof(cudaEvent_t));
+        if (!tc->ev_exp[i]) {
+            snprintf(err, es, "out of memory for %d expert events", GPTOSS_MAX_EXPERTS);
+            return -1;
+        }
+        for (int e = 0; e < GPTOSS_MAX_EXPERTS; e++)
+            if (cudaEventCreateWithFlags(&tc->ev_exp[i][e], cudaEventDisableTiming) != cudaSuccess) {
+                tc->ev_exp[i][e] = NULL;
+                snprintf(err, es, "cannot create the per-expert dequantization events");
+                return -1;
+            }
+    }
+    if (!tc->ev_fork && cudaEventCreateWithFlags(&tc->ev_fork, cudaEventDisableTiming) != cudaSuccess) {
+        tc->ev_fork = NULL;
+        snprintf(err, es, "cannot create the GEMM streams' fork event");
+        return -1;
+    }
+    for (int i = 1; i < n_streams; i++) {
+        if (tc->aux[i]) continue;
+        cublasStatus_t bs;
+        if (cudaStreamCreateWithFlags(&tc->aux[i], cudaStreamNonBlocking) != cudaSuccess) {
+            tc->aux[i] = NULL;
+            snprintf(err, es, "cannot create GEMM stream %d", i);
+            return -1;
+        }
+        if (cudaEventCreateWithFlags(&tc->ev_join[i], cudaEventDisableTiming) != cudaSuccess) {
+            tc->ev_join[i] = NULL;
+            snprintf(err, es, "cannot create GEMM stream %d's join event", i);
+            return -1;
+        }
+        if (cudaMalloc(&tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS) != cudaSuccess) {
+            tc->aux_ws[i] = NULL;
+            snprintf(err, es, "no GPU memory for GEMM stream %d's %zu-byte cuBLAS workspace", i, GPTOSS_TC_CUBLAS_WS);
+            return -1;
+        }
+        if ((bs = cublasCreate(&tc->aux_handle[i])) != CUBLAS_STATUS_SUCCESS) {
+            tc->aux_handle[i] = NULL;
+            snprintf(err, es, "cublasCreate for GEMM stream %d failed: %s", i, cublasGetStatusString(bs));
+            return -1;
+        }
+        if ((bs = cublasSetStream(tc->aux_handle[i], tc->aux[i])) != CUBLAS_STATUS_SUCCESS ||
+            (bs = cublasSetWorkspace(tc->aux_handle[i], tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS)) != CUBLAS_STATUS_SUCCESS ||
+            (bs = cublasSetMathMode(tc->aux_handle[i], (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                                                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+                CUBLAS_STATUS_SUCCESS) {
+            snprintf(err, es, "configuring GEMM stream %d's cuBLAS handle failed: %s", i, cublasGetStatusString(bs));
+            return -1;
+        }
+    }
+    tc->n_streams = n_streams;
+    return 0;
+}
+
 cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, const uint8_t *scales,
-                               const uint16_t *b, int E, int N, int K) {
-    if (which < 0 || which > 1 || !tc->side || !tc->wst[which] ||
-        gptoss_tc_wst_elems(K, N, E, tc->splits) > tc->wst_elems[which])
+                               const uint16_t *b, int E, int N, int K, int used_only) {
+    if (which < 0 || which > 1 || !tc->side || !tc->wst[which] || E <= 0 || E > GPTOSS_MAX_EXPERTS ||
+        gptoss_tc_wst_elems(K, N, E, tc->splits) > tc->wst_elems[which] || (used_only && !tc->ev_exp[which]))
         return cudaErrorInvalidValue;
     cudaError_t r = cudaStreamWaitEvent(tc->side, tc->ev_free[which], 0); /* its last readers are done */
-    if (r == cudaSuccess) r = gptoss_mxfp4_dequant_stacked(blocks, scales, b, E, N, K, tc->splits, tc->wst[which], tc->side);
-    if (r == cudaSuccess) r = cudaEventRecord(tc->ev_ready[which], tc->side);
+    tc->per_expert[which] = used_only;
+    if (!used_only) {
+        if (r == cudaSuccess)
+            r = gptoss_mxfp4_dequant_stacked(blocks, scales, b, E, N, K, tc->splits, tc->wst[which], tc->side);
+        return r == cudaSuccess ? cudaEventRecord(tc->ev_ready[which], tc->side) : r;
+    }
+    const size_t Ks = (size_t)gptoss_tc_kstack(K, tc->splits), bytes = (size_t)N * (K / 2), sbytes = (size_t)N * (K / 32);
+    for (int e = 0; e < E && r == cudaSuccess; e++) {
+        if (tc->counts_host[e] == 0) continue;
+        r = gptoss_mxfp4_dequant_stacked(blocks + e * bytes, scales + e * sbytes, b ? b + (size_t)e * N : NULL, 1, N, K,
+                                         tc->splits, tc->wst[which] + (size_t)e * N * Ks, tc->side);
+        if (r == cudaSuccess) r = cudaEventRecord(tc->ev_exp[which][e], tc->side);
+    }
     return r;
 }
 
 static cudaError_t st_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
     snprintf(tc->why, sizeof tc->why, "cuBLAS %s: %s", what, cublasGetStatusString(s));
     return cudaErrorUnknown;
-}
-
-/* One cublasGemmGroupedBatchedEx over the used experts (a group of one problem each, since their row
- * counts differ). Returns CUBLAS_STATUS_NOT_SUPPORTED etc. untouched so the caller can fall back. */
-static cublasStatus_t grouped_gemm(gptoss_tc *tc, int which, int E, int K, int N, float *y, int *enqueue_fail) {
-    const int Ks = gptoss_tc_kstack(K, tc->splits);
-    cublasOperation_t ta[GPTOSS_MAX_EXPERTS], tb[GPTOSS_MAX_EXPERTS];
-    int mm[GPTOSS_MAX_EXPERTS], nn[GPTOSS_MAX_EXPERTS], kk[GPTOSS_MAX_EXPERTS], lda[GPTOSS_MAX_EXPERTS],
-        ldc[GPTOSS_MAX_EXPERTS], gs[GPTOSS_MAX_EXPERTS];
-    float alpha[GPTOSS_MAX_EXPERTS], beta[GPTOSS_MAX_EXPERTS];
-    void **A = tc->gptr_host + (size_t)which * 3 * GPTOSS_MAX_EXPERTS, **B = A + GPTOSS_MAX_EXPERTS,
-         **C = B + GPTOSS_MAX_EXPERTS;
-    int g = 0;
-    long off = 0;
-    for (int e = 0; e < E; e++) {
-        const int cnt = tc->counts_host[e];
-        if (cnt > 0) {
-            ta[g] = CUBLAS_OP_T; tb[g] = CUBLAS_OP_N;
-            mm[g] = N; nn[g] = cnt; kk[g] = Ks; lda[g] = Ks; ldc[g] = N; gs[g] = 1;
-            alpha[g] = 1.0f; beta[g] = 0.0f;
-            A[g] = tc->wst[which] + (size_t)e * N * Ks;
-            B[g] = tc->xs + (size_t)off * Ks;
-            C[g] = y + (size_t)off * N;
-            g++;
-        }
-        off += cnt;
-    }
-    void **dA = tc->gptr_dev + (size_t)which * 3 * GPTOSS_MAX_EXPERTS, **dB = dA + GPTOSS_MAX_EXPERTS,
-         **dC = dB + GPTOSS_MAX_EXPERTS;
-    /* the pinned staging is rewritten next layer only after the host's count sync: this copy is done */
-    if (cudaMemcpyAsync(dA, A, (size_t)3 * GPTOSS_MAX_EXPERTS * sizeof(void *), cudaMemcpyHostToDevice, tc->stream) !=
-        cudaSuccess) {
-        *enqueue_fail = 1;
-        return CUBLAS_STATUS_EXECUTION_FAILED;
-    }
-    return cublasGemmGroupedBatchedEx(tc->handle, ta, tb, mm, nn, kk, alpha, (const void *const *)dA, CUDA_R_16BF, lda,
-                                      (const void *const *)dB, CUDA_R_16BF, lda, beta, dC, CUDA_R_32F, ldc, g, gs,
-                                      CUBLAS_COMPUTE_32F);
 }
 
 cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, int ldx, const int32_t *gather, int E,
@@ -174,35 +208,36 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
     long total = 0;
     for (int e = 0; e < E; e++) total += tc->counts_host[e];
     if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
+    const int ns = tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1, per = tc->per_expert[which];
     cudaError_t r = gptoss_tc_split_stacked(x, ldx, gather, P, K, S, tc->xs, tc->stream);
-    if (r == cudaSuccess) r = cudaStreamWaitEvent(tc->stream, tc->ev_ready[which], 0); /* the weights are written */
-    int done = 0;
-    if (r == cudaSuccess && tc->grouped) {
-        int enqueue_fail = 0;
-        const cublasStatus_t bs = grouped_gemm(tc, which, E, K, N, y, &enqueue_fail);
-        if (enqueue_fail) return cudaErrorUnknown;
-        if (bs == CUBLAS_STATUS_SUCCESS) {
-            done = 1;
-        } else if (bs == CUBLAS_STATUS_NOT_SUPPORTED || bs == CUBLAS_STATUS_INVALID_VALUE) {
-            fprintf(stderr, "gptoss_cuda: grouped GEMM refused (%s); one GEMM per expert from now on\n",
-                    cublasGetStatusString(bs));
-            tc->grouped = 0;
-        } else {
-            return st_blas_fail(tc, "GemmGroupedBatchedEx", bs);
-        }
+    if (r == cudaSuccess && ns > 1) r = cudaEventRecord(tc->ev_fork, tc->stream); /* the split rows are written */
+    for (int i = 0; i < ns && r == cudaSuccess; i++) {
+        cudaStream_t st = i ? tc->aux[i] : tc->stream;
+        if (i) r = cudaStreamWaitEvent(st, tc->ev_fork, 0);
+        if (r == cudaSuccess && !per) r = cudaStreamWaitEvent(st, tc->ev_ready[which], 0); /* all weights written */
     }
     const float one = 1.0f, zero = 0.0f;
     long off = 0;
-    for (int e = 0; e < E && r == cudaSuccess && !done; e++) {
+    int j = 0; /* used experts so far: expert j-th goes to GEMM stream j % ns */
+    for (int e = 0; e < E && r == cudaSuccess; e++) {
         const int cnt = tc->counts_host[e];
         if (cnt > 0) {
+            const int i = j++ % ns;
+            if (per) r = cudaStreamWaitEvent(i ? tc->aux[i] : tc->stream, tc->ev_exp[which][e], 0);
             const cublasStatus_t bs =
-                cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, cnt, Ks, &one, tc->wst[which] + (size_t)e * N * Ks,
-                             CUDA_R_16BF, Ks, tc->xs + (size_t)off * Ks, CUDA_R_16BF, Ks, &zero, y + (size_t)off * N,
-                             CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                r != cudaSuccess ? CUBLAS_STATUS_SUCCESS
+                                 : cublasGemmEx(i ? tc->aux_handle[i] : tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, cnt, Ks, &one,
+                                                tc->wst[which] + (size_t)e * N * Ks, CUDA_R_16BF, Ks,
+                                                tc->xs + (size_t)off * Ks, CUDA_R_16BF, Ks, &zero, y + (size_t)off * N,
+                                                CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
             if (bs != CUBLAS_STATUS_SUCCESS) r = st_blas_fail(tc, "GemmEx", bs);
         }
         off += cnt;
+    }
+    for (int i = 1; i < ns; i++) { /* join (also after an error): tc->stream continues after every GEMM */
+        cudaError_t r2 = cudaEventRecord(tc->ev_join[i], tc->aux[i]);
+        if (r2 == cudaSuccess) r2 = cudaStreamWaitEvent(tc->stream, tc->ev_join[i], 0);
+        if (r == cudaSuccess) r = r2;
     }
     if (r == cudaSuccess) r = cudaEventRecord(tc->ev_free[which], tc->stream); /* wst[which] may be rewritten after */
     return r;
