@@ -261,6 +261,7 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
+    const int dense = m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.wd != NULL; /* LLMR_GPTOSS_TC_DENSE_STACKED */
     if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
         FWD_TRY(fwd_prefetch(m, 0, 0, 0), "expert weight prefetch");
         FWD_TRY(fwd_prefetch(m, 0, 1, 0), "expert weight prefetch");
@@ -271,9 +272,16 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         const gptoss_kv kv = gptoss_layer_kv(s, l);
         snprintf(what, sizeof what, "layer %d attention", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
-        FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
-        FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
-        FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+        if (dense) { /* one stacked split of h for q, k and v (tc.h "Stacked dense linears") */
+            FWD_TRY(gptoss_tc_split_stacked(m->h, H, NULL, T, H, m->tc.splits, m->tc.xs, st), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+        } else {
+            FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
+            FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
+            FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+        }
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
@@ -282,7 +290,12 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
                      m->q, kv, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o, st),
                  what);
         PF_MARK(6 * l + 2);
-        FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
+        if (dense) {
+            FWD_TRY(gptoss_tc_split_stacked(m->o, QD, NULL, T, QD, m->tc.splits, m->tc.xs, st), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
+        } else {
+            FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
+        }
         PF_MARK(6 * l + 3);
 
         snprintf(what, sizeof what, "layer %d experts", l);

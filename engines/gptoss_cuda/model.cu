@@ -157,7 +157,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched, stacked;
+    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -182,6 +182,9 @@ static prefill_settings prefill_settings_get(void) {
     /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization one layer
      * ahead on a second stream; 3.2 GB of scratch on 20b); 0: the split/ys/reduce path */
     p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 1, 0, 1);
+    /* 1: the prompt's q/k/v/o linears the same way (tc.h "Stacked dense linears"; 47 MB of scratch on
+     * 20b); 0: gptoss_tc_linear's split/ys/reduce */
+    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
     return p;
 }
 
@@ -224,7 +227,14 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
         uint64_t xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
         if (ps.stacked && gptoss_tc_xst_elems(ps.chunk, ps.splits, (int)H, (int)I) > xs_elems)
             xs_elems = gptoss_tc_xst_elems(ps.chunk, ps.splits, (int)H, (int)I);
+        const uint64_t KVD = (uint64_t)c->num_kv_heads * c->head_dim;
+        const uint64_t dense_rows = C * (uint64_t)gptoss_tc_kstack((int)(H > QD ? H : QD), ps.splits); /* T rows of Ks */
+        if (ps.dense_stacked && dense_rows > xs_elems) xs_elems = dense_rows;
         CARVE(tc.xs, uint16_t, xs_elems);
+        if (ps.dense_stacked) {
+            CARVE(tc.wd, uint16_t, gptoss_tc_wd_elems((int)H, (int)QD, (int)KVD, (int)E, ps.splits));
+            if (m) m->tc.wd_elems = gptoss_tc_wd_elems((int)H, (int)QD, (int)KVD, (int)E, ps.splits);
+        }
         if (ps.stacked) {
             CARVE(tc.wst[0], uint16_t, gptoss_tc_wst_elems((int)H, (int)(2 * I), (int)E, ps.splits));
             CARVE(tc.wst[1], uint16_t, gptoss_tc_wst_elems((int)I, (int)H, (int)E, ps.splits));

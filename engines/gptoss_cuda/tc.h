@@ -66,6 +66,8 @@ typedef struct gptoss_tc {
     cublasHandle_t aux_handle[GPTOSS_TC_MAX_STREAMS];
     void *aux_ws[GPTOSS_TC_MAX_STREAMS];     /* each aux handle's own workspace (owned here) */
     cudaEvent_t ev_fork, ev_join[GPTOSS_TC_MAX_STREAMS];
+    uint16_t *wd;           /* one dense weight stacked [W | W | b, 0 x 7] (gptoss_tc_linear_stacked) */
+    size_t wd_elems;
 } gptoss_tc;
 
 /* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
@@ -187,5 +189,24 @@ cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, 
  * summing to P: cudaErrorInvalidValue. */
 cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, int ldx, const int32_t *gather, int E,
                                       int P, int K, int N, float *y);
+
+/* ---- Stacked dense linears (the prompt's q/k/v/o/router; the batched step keeps gptoss_tc_linear)
+ * The same trick for a bf16 weight: gptoss_tc_stack_weight writes W' = [W | W | b, 0 x 7] into tc->wd
+ * (a copy, 2x the weight's bytes, ~30 us for q_proj), and one GEMM over rows that
+ * gptoss_tc_split_stacked wrote into tc->xs gives y (+)= x W^T + b with no fp32 partials and no reduce.
+ * q, k and v share one split of their input. */
+
+/* Elements of tc->wd for the dense linears of a model (the largest N * Ks among them). */
+size_t gptoss_tc_wd_elems(int H, int QD, int KVD, int E, int splits);
+
+/* wd = [W | W | (W) | b, 0 x 7] ([N, Ks], b may be NULL). W 16-byte aligned and K % 8 == 0. */
+cudaError_t gptoss_tc_stack_weight(const uint16_t *W, const uint16_t *b, int N, int K, int splits, uint16_t *wd,
+                                   cudaStream_t stream);
+
+/* y[t, n] (+)= sum_k x[t, k] W[n, k] + b[n] as gptoss_tc_linear, from the T stacked rows already in
+ * tc->xs (gptoss_tc_split_stacked of x with K and tc->splits): stacks W into tc->wd, one GEMM
+ * (beta = accumulate). Needs T * Ks <= xs_elems, N * Ks <= wd_elems, else cudaErrorInvalidValue. */
+cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y,
+                                     int ldy, int accumulate);
 
 #endif

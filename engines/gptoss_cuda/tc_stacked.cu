@@ -242,3 +242,48 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
     if (r == cudaSuccess) r = cudaEventRecord(tc->ev_free[which], tc->stream); /* wst[which] may be rewritten after */
     return r;
 }
+
+/* ---------------------------------------------------------------- dense linears */
+
+size_t gptoss_tc_wd_elems(int H, int QD, int KVD, int E, int splits) {
+    const size_t kh = (size_t)gptoss_tc_kstack(H, splits), kq = (size_t)gptoss_tc_kstack(QD, splits);
+    size_t m = (size_t)QD * kh; /* q_proj */
+    if ((size_t)KVD * kh > m) m = (size_t)KVD * kh;
+    if ((size_t)E * kh > m) m = (size_t)E * kh; /* router */
+    if ((size_t)H * kq > m) m = (size_t)H * kq; /* o_proj */
+    return m;
+}
+
+/* One thread per 8 weights (a 16-byte load) of row blockIdx.y, stored S times; thread 0 writes the pad. */
+__global__ void tc_stack_weight_kernel(const uint4 *W, const uint16_t *b, int K, int splits, uint16_t *wd) {
+    const int n = blockIdx.y, k8 = blockIdx.x * blockDim.x + threadIdx.x, Ks = gptoss_tc_kstack(K, splits);
+    uint16_t *row = wd + (size_t)n * Ks;
+    if (k8 < K / 8) {
+        const uint4 v = W[(size_t)n * (K / 8) + k8];
+        for (int s = 0; s < splits; s++) *(uint4 *)(row + (size_t)s * K + 8 * k8) = v;
+    }
+    if (k8 == 0) *(uint4 *)(row + (size_t)splits * K) = make_uint4(b ? b[n] : 0u, 0, 0, 0);
+}
+
+cudaError_t gptoss_tc_stack_weight(const uint16_t *W, const uint16_t *b, int N, int K, int splits, uint16_t *wd,
+                                   cudaStream_t st) {
+    if (N <= 0 || N > 65535 || K <= 0 || K % 8 || splits < 2 || splits > 3 || ((uintptr_t)W & 15) || ((uintptr_t)wd & 15))
+        return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)((K / 8 + 127) / 128), (unsigned)N);
+    tc_stack_weight_kernel<<<grid, 128, 0, st>>>((const uint4 *)W, b, K, splits, wd);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y,
+                                     int ldy, int accumulate) {
+    const int Ks = gptoss_tc_kstack(K, tc->splits);
+    if (T <= 0) return cudaSuccess;
+    if (!tc->wd || (size_t)T * Ks > tc->xs_elems || (size_t)N * Ks > tc->wd_elems) return cudaErrorInvalidValue;
+    cudaError_t r = gptoss_tc_stack_weight(W, b, N, K, tc->splits, tc->wd, tc->stream);
+    if (r != cudaSuccess) return r;
+    const float one = 1.0f, zero = 0.0f;
+    const cublasStatus_t bs = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, T, Ks, &one, tc->wd, CUDA_R_16BF, Ks,
+                                           tc->xs, CUDA_R_16BF, Ks, accumulate ? &one : &zero, y, CUDA_R_32F, ldy,
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    return bs == CUBLAS_STATUS_SUCCESS ? cudaSuccess : st_blas_fail(tc, "GemmEx", bs);
+}

@@ -296,6 +296,62 @@ static void test_tc_moe_stacked(int T, int H, int I, int E, int S, int ahead, in
     tc_free(&tc, ws);
 }
 
+/* The stacked dense linear (one split, weight stacked into wd, one GEMM) against the CPU, as the
+ * prompt's q/k/v (shared split, output into a wider row) and o_proj (accumulating) use it. */
+static void test_tc_linear_stacked(int T, int K, int N, int with_bias, int accumulate, int S, int ldy_pad) {
+    gptoss_tc tc;
+    void *ws = tc_make(&tc, T, S, K, K, 32, 32);
+    const int Ks = gptoss_tc_kstack(K, S), ldy = N + ldy_pad;
+    if (tc.xs_elems < (size_t)T * Ks) {
+        cudaFree(tc.xs);
+        tc.xs_elems = (size_t)T * Ks;
+        CK(cudaMalloc((void **)&tc.xs, tc.xs_elems * 2));
+    }
+    tc.wd_elems = (size_t)N * Ks;
+    CK(cudaMalloc((void **)&tc.wd, tc.wd_elems * 2));
+    auto x = randv((size_t)T * K, 1.0f);
+    auto W = randbf((size_t)N * K, 0.05f);
+    auto b = randbf(N, 0.5f);
+    auto y0 = randv((size_t)T * ldy, 1.0f);
+    float *dx = dev_upload(x), *dy = accumulate ? dev_upload(y0) : dev_poison((size_t)T * ldy);
+    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
+    CK(gptoss_tc_split_stacked(dx, K, NULL, T, K, S, tc.xs, 0));
+    CK(gptoss_tc_linear_stacked(&tc, dW, with_bias ? db : NULL, T, K, N, dy, ldy, accumulate));
+    /* the stacked weight itself: W twice (or three times), then [b, 0 x 7], bit for bit */
+    const auto wd = dev_download(tc.wd, (size_t)N * Ks);
+    long bad = 0;
+    for (int n = 0; n < N; n++) {
+        for (int s = 0; s < S; s++)
+            for (int k = 0; k < K; k++) bad += wd[(size_t)n * Ks + (size_t)s * K + k] != W[(size_t)n * K + k];
+        bad += wd[(size_t)n * Ks + (size_t)S * K] != (with_bias ? b[n] : 0);
+        for (int j = 1; j < GPTOSS_TC_KPAD; j++) bad += wd[(size_t)n * Ks + (size_t)S * K + j] != 0;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "tc_stack_weight exact, N=%d K=%d S=%d bias=%d (%ld mismatches)", N, K, S, with_bias, bad);
+    check_true(what, bad == 0);
+    auto yall = dev_download(dy, (size_t)T * ldy);
+    std::vector<float> y((size_t)T * N);
+    std::vector<double> ref((size_t)T * N);
+    int pad_ok = 1;
+    for (int t = 0; t < T; t++) {
+        for (int n = 0; n < N; n++) {
+            double sum = with_bias ? bf2f(b[n]) : 0.0;
+            for (int k = 0; k < K; k++) sum += (double)x[(size_t)t * K + k] * bf2f(W[(size_t)n * K + k]);
+            ref[(size_t)t * N + n] = sum + (accumulate ? y0[(size_t)t * ldy + n] : 0.0);
+            y[(size_t)t * N + n] = yall[(size_t)t * ldy + n];
+        }
+        for (int n = N; n < ldy; n++) /* the rest of a wider row is not touched */
+            if (accumulate ? yall[(size_t)t * ldy + n] != y0[(size_t)t * ldy + n] : !isnan(yall[(size_t)t * ldy + n]))
+                pad_ok = 0;
+    }
+    snprintf(what, sizeof what, "tc_linear_stacked S=%d T=%d K=%d N=%d bias=%d acc=%d ldy=%d", S, T, K, N, with_bias,
+             accumulate, ldy);
+    check_rel(what, y, ref, S == 2 ? 1e-5 : 3e-6);
+    check_true("tc_linear_stacked leaves the columns past N of each output row alone", pad_ok);
+    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db); cudaFree(tc.wd);
+    tc_free(&tc, ws);
+}
+
 /* ------------------------------------------------------------ attention on tensor cores */
 static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, float sink_scale) {
     const int D = 64, ctx = pos0 + T, kvd = nkv * D;
@@ -366,6 +422,10 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe_stacked(9, 64, 96, 32, 2, 0, 4);  /* idle experts: no dequantization, no GEMM for them */
     test_tc_moe_stacked(9, 64, 96, 32, 2, 1, 2);
     test_tc_moe_stacked(32, 2880, 256, 32, 2, 0, 4); /* the 20b hidden size as K of gate_up */
+    test_tc_linear_stacked(32, 2880, 4096, 1, 0, 2, 0);  /* q_proj */
+    test_tc_linear_stacked(100, 2880, 512, 1, 0, 2, 64); /* k_proj into a wider row */
+    test_tc_linear_stacked(64, 4096, 2880, 1, 1, 2, 0);  /* o_proj into the residual */
+    test_tc_linear_stacked(77, 256, 200, 0, 1, 3, 8);
     test_attention_tc(64, 0, 8, 2, 0, 1.0f);      /* one block of queries, from position 0 */
     test_attention_tc(70, 1000, 16, 2, 0, 1.0f);  /* a later chunk over a long cache, ragged T */
     test_attention_tc(200, 0, 64, 8, 128, 2.0f);  /* the 20b heads, sliding window */
