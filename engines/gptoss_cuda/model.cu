@@ -157,7 +157,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked;
+    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -181,7 +181,9 @@ static prefill_settings prefill_settings_get(void) {
     p.batched = env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
     /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization one layer
      * ahead on a second stream; 3.2 GB of scratch on 20b); 0: the split/ys/reduce path */
-    p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 1, 0, 1);
+    p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
+    /* 1: the per-expert path dequantizes every used expert with one launch (1 GB of scratch on 20b) */
+    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
     /* 1: the prompt's q/k/v/o linears the same way (tc.h "Stacked dense linears"; 47 MB of scratch on
      * 20b); 0: gptoss_tc_linear's split/ys/reduce */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
@@ -240,7 +242,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
             CARVE(tc.wst[1], uint16_t, gptoss_tc_wst_elems((int)I, (int)H, (int)E, ps.splits));
         }
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
-        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1));
+        CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched || ps.dq_all ? (int)E : 1));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
         if (m) {
             m->tc.xs_elems = xs_elems;
@@ -249,7 +251,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
                 m->tc.wst_elems[1] = gptoss_tc_wst_elems((int)I, (int)H, (int)E, ps.splits);
             }
             m->tc.ys_elems = gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E);
-            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, ps.batched ? (int)E : 1);
+            m->tc.wbf_elems = gptoss_tc_wbf_elems((int)H, (int)I, ps.batched || ps.dq_all ? (int)E : 1);
         }
     }
 #undef CARVE
@@ -525,6 +527,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
         m->tc.no_batched = !ps.batched;
+        m->tc.dq_all = ps.dq_all;
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);

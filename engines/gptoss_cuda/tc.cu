@@ -350,13 +350,18 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
         (size_t)E * N * K <= tc->wbf_elems)
         return experts_batched(tc, x, ldx, gather, blocks, scales, b, counts_dev, offsets_dev, E, P, K, N, (int)pad, y);
     cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, S, tc->xs, tc->stream);
+    /* dq_all: one launch for every used expert (experts without tokens skipped on the device) */
+    const int all = tc->dq_all && (size_t)E * N * K <= tc->wbf_elems;
+    if (all && r == cudaSuccess)
+        r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
     long off = 0;
     for (int e = 0; e < E && r == cudaSuccess; e++) {
         const int cnt = tc->counts_host[e];
         if (cnt == 0) continue;
-        r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+        const uint16_t *w = all ? tc->wbf + (size_t)e * N * K : tc->wbf;
+        if (!all) r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
         if (r == cudaSuccess)
-            r = gemm_rows(tc, tc->wbf, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
+            r = gemm_rows(tc, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
         off += cnt;
     }
     if (r == cudaSuccess)

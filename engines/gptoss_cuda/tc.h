@@ -51,6 +51,9 @@ typedef struct gptoss_tc {
     size_t wbf_elems;
     int no_batched;         /* 1: always one GEMM per expert (tests; the fallback when padding is too big) */
     int fast_dequant;       /* 1: the block-per-thread dequantization kernel (LLMR_GPTOSS_TC_FASTDQ=1) */
+    int dq_all;             /* per-expert path: 1 = every used expert dequantized by one launch into wbf (room
+                             * for E experts), then the GEMMs; 0 = a launch before each GEMM (one expert of
+                             * scratch). Same values; fewer host calls per layer (LLMR_GPTOSS_TC_DQ_ALL) */
     int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
     char why[160];          /* the last cuBLAS failure, for the caller's message */
     /* K-stacked experts (tc_stacked.cu; see "Stacked experts" below) */

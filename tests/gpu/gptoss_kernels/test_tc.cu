@@ -137,7 +137,7 @@ static void test_dequant(int E, int N, int K, int fast) {
 
 /* The whole MoE block through the tensor-core path: route, counts to the host, gate_up, SwiGLU, down,
  * weighted gather into a residual. */
-static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0) {
+static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0, int dq_all = 0) {
     moe_case c;
     moe_case_make(&c, T, H, I, E);
     gptoss_tc tc;
@@ -146,6 +146,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
     void *ws = tc_make(&tc, no_batched ? T : 4 * T + 64, S, H, H, I, E);
     tc.no_batched = no_batched == 1;
     tc.fast_dequant = fast;
+    tc.dq_all = dq_all;
     const int P = c.P;
     CK(gptoss_tc_fetch_counts(&tc, c.dcnt, E));
     CK(gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I, c.dgu));
@@ -159,9 +160,9 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
                gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I, c.dgu) ==
                    cudaErrorInvalidValue);
     char what[128];
-    snprintf(what, sizeof what, "tc MoE (%s%s) S=%d T=%d H=%d I=%d E=%d",
+    snprintf(what, sizeof what, "tc MoE (%s%s%s) S=%d T=%d H=%d I=%d E=%d",
              no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs", fast ? ", fast dq" : "",
-             S, T, H, I, E);
+             dq_all ? ", one dequant launch" : "", S, T, H, I, E);
     check_rel(what, out, moe_case_ref(&c), S == 2 ? 1e-5 : 2e-6);
     moe_case_free(&c);
     tc_free(&tc, ws);
@@ -408,6 +409,8 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(9, 64, 96, 32, 2, 0);     /* batched with idle experts (skipped by the dequantization) */
     test_tc_moe(9, 64, 96, 32, 2, 0, 1);  /* the same with the fast dequantization */
     test_tc_moe(70, 256, 256, 16, 2, 1, 1);
+    test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1); /* per-expert GEMMs after one dequantization launch */
+    test_tc_moe(9, 64, 96, 32, 2, 1, 1, 1);    /* the same with idle experts */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
     test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
