@@ -171,8 +171,8 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
  * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
  * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
-/* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists with
- * LLMR_GPTOSS_TC_STACKED=1, the default). */
+/* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
+ * LLMR_GPTOSS_TC_STACKED=1, off by default). */
 static int fwd_stacked(const gptoss_model *m, int T) {
     return m->use_tc && T >= GPTOSS_TC_MIN_T && !m->moe_mma_prefill && m->tc.wst[0] && m->tc.wst[1];
 }

@@ -155,7 +155,10 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * activation; LLMR_GPTOSS_CHUNK=64..8192 tokens per step; LLMR_GPTOSS_TC_FASTDQ=0 selects the byte-per-thread
  * MXFP4 dequantization instead of the block-per-thread one (tc.h); LLMR_GPTOSS_TC_BATCHED=1 runs the padded
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
- * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). */
+ * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). Session 5 (tc.h, tc_stacked.cu):
+ * LLMR_GPTOSS_TC_DQ_ALL (default 1) one dequantization launch per projection into that 1 GB scratch;
+ * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
+ * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
     int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all;
 } prefill_settings;
@@ -179,8 +182,9 @@ static prefill_settings prefill_settings_get(void) {
     p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
     p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, GPTOSS_MAX_BATCH, 8192); /* a batched step uses the chunk workspace */
     p.batched = env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
-    /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization one layer
-     * ahead on a second stream; 3.2 GB of scratch on 20b); 0: the split/ys/reduce path */
+    /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization on a second
+     * stream; 3.2 GB of scratch on 20b); 0 (default: measured no faster at 4k, slower at 1k on the H200):
+     * the split/ys/reduce path */
     p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
     /* 1: the per-expert path dequantizes every used expert with one launch (1 GB of scratch on 20b) */
     p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);

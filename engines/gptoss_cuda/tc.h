@@ -20,7 +20,9 @@
  * 246 vs 269 ms for 4,096 tokens, since padding every expert to the busiest one wastes GEMM rows and
  * the per-call host cost turned out small), and whenever the padding would not fit the scratch:
  * part s of pair p at row S*off_e + s*cnt_e + (p - off_e), each expert dequantized just before its
- * GEMM (scratch: one expert).
+ * GEMM (scratch: one expert), or with dq_all (the engine's default) every used expert by one launch
+ * into a scratch of E experts before the GEMMs (fewer host calls after the count sync: 4k prefill
+ * 184.9 -> 179.9 ms on the H200).
  *
  * All work goes on the stream the handle is bound to; nothing else synchronizes except the count
  * copy in gptoss_tc_experts. Errors: CUDA launches return their cudaError_t; a cuBLAS failure returns
@@ -131,7 +133,8 @@ cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, i
 cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
                                      int K, uint16_t *w, int fast, cudaStream_t stream);
 
-/* ---- Stacked experts (tc_stacked.cu; the default, LLMR_GPTOSS_TC_STACKED=0 keeps the path above)
+/* ---- Stacked experts (tc_stacked.cu; behind LLMR_GPTOSS_TC_STACKED=1, off by default: on the H200 it
+ * was no faster at 4,096 tokens and slower at 1,024 than the path above, docs/performance.md session 5)
  *
  * Why: the path above writes S fp32 partial rows per pair (ys) and reads them back in a reduce pass,
  * ~1.1 GB per layer at 4,096 tokens, and dequantizes each expert just before its GEMM (nothing
