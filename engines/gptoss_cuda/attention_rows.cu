@@ -38,8 +38,8 @@ static inline __device__ void arw_cp16(void *dst, const void *src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src));
 }
 
-template <int G>
-__global__ void __launch_bounds__(ARW_THREADS, 4)
+template <int G, int MINB>
+__global__ void __launch_bounds__(ARW_THREADS, MINB)
     attention_rows_kernel(const float *q, const gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int n_heads,
                           int n_kv, int window, float *out, float *part, int32_t *counters) {
     constexpr int D = GPTOSS_HEAD_DIM;
@@ -69,8 +69,6 @@ __global__ void __launch_bounds__(ARW_THREADS, 4)
     if (s >= ns) return;
     const int c0 = s * per, c1 = min(nch, c0 + per);
 
-    if (t < G * D / 4) ((float4 *)sQ)[t] = ((const float4 *)(q + ((size_t)row * n_heads + (size_t)g * G) * D))[t];
-
     /* P V roles: dims 2dp, 2dp + 1 of heads hg*HQ .. +HQ-1 over keys kg*KPG .. +KPG-1 */
     const int dp = lane, hg = warp % NHG, kg = warp / NHG;
     float acc[HQ][2];
@@ -80,7 +78,7 @@ __global__ void __launch_bounds__(ARW_THREADS, 4)
 
     for (int c = c0; c < c1; c++) {
         const int j0 = lo + c * ARW_C, kn = min(ARW_C, p + 1 - j0);
-        __syncthreads(); /* the previous chunk's readers are done with sK, sV, sP */
+        if (c > c0) __syncthreads(); /* the previous chunk's readers are done with sK, sV, sP */
 #pragma unroll
         for (int i = 0; i < ARW_C * D / 4 / ARW_THREADS; i++) {
             const int idx = t + i * ARW_THREADS, key = idx >> 4, c4 = idx & 15;
@@ -94,6 +92,8 @@ __global__ void __launch_bounds__(ARW_THREADS, 4)
                 *(float4 *)dv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
         }
+        if (c == c0 && t < G * D / 4) /* the queries, while the first chunk is in flight */
+            ((float4 *)sQ)[t] = ((const float4 *)(q + ((size_t)row * n_heads + (size_t)g * G) * D))[t];
         asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
         __syncthreads();
         /* scores: thread = key t % 64, heads t / 64, + 4, ... (64-dim dot in dimension order) */
@@ -216,23 +216,41 @@ __global__ void __launch_bounds__(ARW_THREADS, 4)
     }
 }
 
-cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
-                                  int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
-                                  int32_t *counters, cudaStream_t s) {
+/* Blocks per SM the kernel is built for (its register cap: 4 -> 64 registers, 5 -> 48; shared memory
+ * allows 5 blocks of ~38 KB). The results do not depend on it (same instructions' arithmetic). */
+#define ARW_MINB 5
+
+template <int MINB>
+static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, const uint16_t *sinks, const int32_t *pos,
+                       int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters, cudaStream_t s) {
+    switch (G) {
+    case 1: attention_rows_kernel<1, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
+    case 2: attention_rows_kernel<2, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
+    case 4: attention_rows_kernel<4, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
+    default: attention_rows_kernel<8, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
+    }
+}
+
+/* gptoss_attention_rows with the register cap of MINB blocks per SM (4 or 5; the tests time both). */
+static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos,
+                                 int B, int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
+                                 int32_t *counters, cudaStream_t s) {
     if (B <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv || max_pos < 0 || !q || !sinks || !pos || !out || !part ||
         !counters || !kv.pool || !kv.table || kv.max_pages <= 0 || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
         return cudaErrorInvalidValue;
     const int G = n_heads / n_kv;
+    if (G != 1 && G != 2 && G != 4 && G != 8) return cudaErrorInvalidValue;
     const int keys = window > 0 && window < max_pos + 1 ? window : max_pos + 1;
     const int splits = arw_chunks(keys) < ARW_SPLITS ? arw_chunks(keys) : ARW_SPLITS;
     const dim3 grid((unsigned)(B * n_kv), (unsigned)splits);
-    switch (G) {
-    case 1: attention_rows_kernel<1><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    case 2: attention_rows_kernel<2><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    case 4: attention_rows_kernel<4><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    case 8: attention_rows_kernel<8><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    default: return cudaErrorInvalidValue;
-    }
+    if (minb == 4) arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
+    else arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
     return cudaGetLastError();
+}
+
+cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                  int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
+                                  int32_t *counters, cudaStream_t s) {
+    return arw_attention(ARW_MINB, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, s);
 }

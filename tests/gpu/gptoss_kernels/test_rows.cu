@@ -217,24 +217,32 @@ static void test_attention_rows_pos(int B, int nh, int nkv, int window, const st
     snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: max_pos 0 (too small) still covers every key: %.1e",
              B, nh, nkv, window, label, worst_small);
     check_true(what, ok_small);
-    if (timed) {
-        cudaEvent_t e0, e1, e2;
-        CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1)); CK(cudaEventCreate(&e2));
+    if (timed) { /* the default (5 blocks per SM), the 64-register build (4), gptoss_attention_at */
+        CK(arw_attention(4, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout1, dpart, dctr, 0));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(alone.data(), dout1, out.size() * 4, cudaMemcpyDeviceToHost));
+        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: the 4-blocks-per-SM build bit for bit",
+                 B, nh, nkv, window, label);
+        check_true(what, !memcmp(out.data(), alone.data(), out.size() * 4));
+        cudaEvent_t e[4];
+        for (auto &x : e) CK(cudaEventCreate(&x));
         const int R = 20;
         CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0)); /* warm */
-        CK(cudaEventRecord(e0, 0));
+        CK(cudaEventRecord(e[0], 0));
         for (int i = 0; i < R; i++) CK(gptoss_attention_rows(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
-        CK(cudaEventRecord(e1, 0));
+        CK(cudaEventRecord(e[1], 0));
+        for (int i = 0; i < R; i++) CK(arw_attention(4, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        CK(cudaEventRecord(e[2], 0));
         for (int i = 0; i < R; i++) CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
-        CK(cudaEventRecord(e2, 0));
-        CK(cudaEventSynchronize(e2));
-        float ms1 = 0, ms2 = 0;
-        CK(cudaEventElapsedTime(&ms1, e0, e1));
-        CK(cudaEventElapsedTime(&ms2, e1, e2));
-        const double us1 = 1000.0 * ms1 / R, us2 = 1000.0 * ms2 / R, bytes = keys * 2.0 * kvd * 4.0;
-        printf("     timing attention_rows B=%2d heads %d/%d window %3d %s: %7.1f us (%6.0f GB/s of K/V); attention_at %7.1f us (%.1fx)\n",
-               B, nh, nkv, window, label, us1, bytes / us1 / 1e3, us2, us2 / us1);
-        cudaEventDestroy(e0); cudaEventDestroy(e1); cudaEventDestroy(e2);
+        CK(cudaEventRecord(e[3], 0));
+        CK(cudaEventSynchronize(e[3]));
+        float ms[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
+        const double us1 = 1000.0 * ms[0] / R, us4 = 1000.0 * ms[1] / R, us2 = 1000.0 * ms[2] / R;
+        const double bytes = keys * 2.0 * kvd * 4.0;
+        printf("     timing attention_rows B=%2d heads %d/%d window %3d %s: %7.1f us (%6.0f GB/s of K/V; 4 blocks/SM %.1f us); attention_at %7.1f us (%.1fx)\n",
+               B, nh, nkv, window, label, us1, bytes / us1 / 1e3, us4, us2, us2 / us1);
+        for (auto &x : e) cudaEventDestroy(x);
     }
     cudaFree(dpool); cudaFree(dq); cudaFree(dout); cudaFree(dout1); cudaFree(dout2); cudaFree(dpart); cudaFree(dtab);
     cudaFree(dpos); cudaFree(dctr); cudaFree(ds);
