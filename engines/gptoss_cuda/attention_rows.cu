@@ -216,9 +216,13 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
     }
 }
 
-/* Blocks per SM the kernel is built for (its register cap: 4 -> 64 registers, 5 -> 48; shared memory
- * allows 5 blocks of ~38 KB). The results do not depend on it (same instructions' arithmetic). */
-#define ARW_MINB 5
+/* Blocks per SM the kernel is built for: its register cap, 4 -> 64 registers, 5 -> 48 (shared memory
+ * allows 5 blocks of ~38 KB). The arithmetic is the same, so the results are too (checked bit for bit).
+ * Measured on the H200 (kernel check, 20b heads, contexts 128..2,000): 5 is faster on large grids (64
+ * rows, full layer, 16,384 blocks: 130 vs 136 us; 32 rows 73 vs 75), 4 on small ones (2 rows 14.1 vs
+ * 16.3 us, 8 rows 25.3 vs 26.2, 64 rows sliding 19.7 vs 20.3): fewer registers cost latency per block,
+ * which only more resident blocks repay. So 5 from ARW_MINB5_BLOCKS blocks. */
+#define ARW_MINB5_BLOCKS 4096
 
 template <int MINB>
 static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, const uint16_t *sinks, const int32_t *pos,
@@ -231,7 +235,8 @@ static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, co
     }
 }
 
-/* gptoss_attention_rows with the register cap of MINB blocks per SM (4 or 5; the tests time both). */
+/* gptoss_attention_rows with the register cap of minb blocks per SM (4 or 5; 0: by the grid's size, as
+ * gptoss_attention_rows; the tests time both). */
 static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos,
                                  int B, int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
                                  int32_t *counters, cudaStream_t s) {
@@ -244,6 +249,7 @@ static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const u
     const int keys = window > 0 && window < max_pos + 1 ? window : max_pos + 1;
     const int splits = arw_chunks(keys) < ARW_SPLITS ? arw_chunks(keys) : ARW_SPLITS;
     const dim3 grid((unsigned)(B * n_kv), (unsigned)splits);
+    if (minb == 0) minb = grid.x * grid.y >= ARW_MINB5_BLOCKS ? 5 : 4;
     if (minb == 4) arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
     else arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
     return cudaGetLastError();
@@ -252,5 +258,5 @@ static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const u
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
                                   int32_t *counters, cudaStream_t s) {
-    return arw_attention(ARW_MINB, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, s);
+    return arw_attention(0, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, s);
 }
