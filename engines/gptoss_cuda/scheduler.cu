@@ -274,13 +274,14 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
 }
 
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
- * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); max_pos (host) is the largest position,
- * which sizes the attention's grid; row b's distribution goes to logits + b * vocab. Norms, RoPE, KV
- * store and attention take all n rows (per-row positions and tables); the bf16 linears go through linear_groups (one pass over W for 2..7 rows, cuBLAS from 8); the
+ * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
+ * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
+ * tables); the bf16 linears go through linear_groups (one pass over W for 2..7 rows, cuBLAS from 8); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 32) the experts on tensor
  * cores (gptoss_mxfp4_mma: each touched expert read once per step) and the slot sum, below that decode2's
  * fused T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens);
- * LLMR_GPTOSS_FUSED=0 the per-op kernels. */
+ * LLMR_GPTOSS_FUSED=0 the per-op kernels.
+ * max_pos (host): the largest of the n positions; it sizes the attention's grid (gptoss_attention_rows). */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
 
