@@ -337,14 +337,20 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
                                     cudaStream_t stream);
 
 
-/* ---- batched-step attention (attention_rows.cu): gptoss_attention_at's arguments and semantics (B rows,
- * row b's query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b;
- * out [B, n_heads*64]), for batched decode steps of many rows: one block per (row, KV head), the heads
- * of a KV head reading its K/V rows together, lanes over dimensions, 16 keys in flight per warp.
- * n_heads / n_kv <= 32. Equal to gptoss_attention_at up to fp32 summation order. Measured slower than
- * gptoss_attention_at in the engine (attention_rows.cu says why), so only LLMR_GPTOSS_BATCH_ATTN=2 uses it. */
+/* ---- batched-step attention (attention_rows.cu): gptoss_attention_at's semantics for B rows (row b's
+ * query q[b, :] at position pos[b] over keys 0..pos[b], or the last `window`, of table row b; out
+ * [B, n_heads*64]), for batched decode steps: block (row, KV head, split of 64-key chunks) reads each K/V
+ * row once for the n_heads / n_kv query heads of its KV head (1, 2, 4 or 8; others are refused), and the
+ * splits of a row are merged in split order. max_pos (host) >= every pos[b]: it sizes the grid (a
+ * sliding layer launches only its window's splits). Splits depend only on the row's own number of keys,
+ * so a row's result does not depend on the other rows (bit for bit). Scratch: part [B * n_heads *
+ * GPTOSS_ATTN_ROWS_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first launch (left 0).
+ * Equal to the CPU loop up to fp32 summation order. The batched step's default (LLMR_GPTOSS_BATCH_ATTN=2,
+ * scheduler.cu): on the H200 6-10x faster than gptoss_attention_at from 32 rows, 2.6x on 2 rows' full layers. */
+#define GPTOSS_ATTN_ROWS_SPLITS 32
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
-                                  int n_heads, int n_kv, int window, float *out, cudaStream_t stream);
+                                  int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
+                                  int32_t *counters, cudaStream_t stream);
 
 /* ---- MXFP4 experts on tensor cores (moe_mma.cu): one kernel for any number of tokens per expert.
  * For expert e and each grouped pair p in [offsets[e], offsets[e] + counts[e]) (counts and offsets on

@@ -115,7 +115,7 @@ struct gptoss_model {
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2 or 3, tc.h) */
     int interleave;           /* prompt tokens per slice while rows decode (LLMR_GPTOSS_INTERLEAVE) */
     int prefill_burst;        /* prefill slices per scheduler iteration while rows decode (LLMR_GPTOSS_PREFILL_BURST) */
-    int batch_attn;           /* batched steps' attention (LLMR_GPTOSS_BATCH_ATTN): 0 _at (default), 1 decode-split, 2 rows */
+    int batch_attn;           /* batched steps' attention (LLMR_GPTOSS_BATCH_ATTN): 0 _at, 1 decode-split, 2 rows (default) */
     float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */

@@ -280,12 +280,13 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 32) the experts on tensor
  * cores (gptoss_mxfp4_mma: each touched expert read once per step) and the slot sum, below that decode2's
  * fused T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens);
- * LLMR_GPTOSS_FUSED=0 the per-op kernels. */
+ * LLMR_GPTOSS_FUSED=0 the per-op kernels.
+ * max_pos (host): the largest of the n positions; it sizes the attention's grid (gptoss_attention_rows). */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
 
 static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
-                                int n, float *logits) {
+                                int n, int max_pos, float *logits) {
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
     const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
@@ -321,8 +322,9 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
         PART_(1);
-        if (m->batch_attn == 2) /* one block per (row, KV head): its heads read the K/V rows together */
-            K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
+        if (m->batch_attn == 2) /* blocks of (row, KV head, 64-key split): its heads share each K/V row */
+            K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, max_pos, NH, NKV, window, m->o, m->batt_part,
+                                     m->batt_ctr, st));
         else if (m->batch_attn == 1) /* keys split over blocks (attention_decode.cu) */
             K_(gptoss_attention_decode(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, m->batt_part, m->batt_ctr, st));
         else
@@ -375,18 +377,20 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
  * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
 static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
     const int MP = (int)m->max_pages;
+    int max_pos = 0;
     int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
     for (int b = 0; b < B; b++) {
         const gptoss_session *s = rows[b]->s;
         h_tok[b] = toks[b];
         h_pos[b] = (int32_t)s->n_ctx;
+        if (h_pos[b] > max_pos) max_pos = h_pos[b];
         memcpy(h_tab + (size_t)b * MP, s->tab.pages, (size_t)s->tab.n * sizeof(int32_t));
     }
     int32_t *d_tok = m->bstage_dev, *d_pos = d_tok + GPTOSS_MAX_BATCH, *d_tab = d_pos + GPTOSS_MAX_BATCH;
     /* The host stage is rewritten only after the next step's host wait, so one async copy suffices. */
     cudaError_t e = cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
                                     cudaMemcpyHostToDevice, m->stream);
-    if (e == cudaSuccess) e = batched_rows(m, d_tok, d_pos, d_tab, B, m->blogits);
+    if (e == cudaSuccess) e = batched_rows(m, d_tok, d_pos, d_tab, B, max_pos, m->blogits);
     return e;
 }
 
@@ -643,19 +647,22 @@ int gptoss_sched_start(gptoss_model *m) {
     m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
     m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
     m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
-    /* attention of batched steps: 0 gptoss_attention_at (default), 1 gptoss_attention_decode, 2 gptoss_attention_rows.
-     * Measured on the H200 (64 streams): 1 no faster than 0, 2 slower except on sliding layers of many rows
-     * (docs/performance.md), so 0 stays. */
-    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 0, 0, 2);
-    if (m->batch_attn == 1) {
+    /* attention of batched steps: 0 gptoss_attention_at, 1 gptoss_attention_decode, 2 gptoss_attention_rows
+     * (default: keys split over blocks of (row, KV head, 64-key chunk), the query heads of a KV head sharing
+     * each K/V load; docs/performance.md has the measurements). 2 takes heads per KV head 1, 2, 4 or 8. */
+    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 2, 0, 2);
+    const int gq = m->cfg.num_heads / m->cfg.num_kv_heads;
+    if (m->batch_attn == 2 && (gq > 8 || (gq & (gq - 1)))) m->batch_attn = 0; /* a shape it refuses */
+    if (m->batch_attn >= 1) {
         const gptoss_config *c = &m->cfg;
-        const size_t part = (size_t)GPTOSS_MAX_BATCH * c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM);
+        const int splits = GPTOSS_ATT_SPLITS > GPTOSS_ATTN_ROWS_SPLITS ? GPTOSS_ATT_SPLITS : GPTOSS_ATTN_ROWS_SPLITS;
+        const size_t part = (size_t)GPTOSS_MAX_BATCH * c->num_heads * splits * (2 + GPTOSS_HEAD_DIM);
         const size_t ctr = (size_t)GPTOSS_MAX_BATCH * c->num_kv_heads;
         if (cudaMalloc((void **)&m->batt_part, part * sizeof(float)) != cudaSuccess ||
             cudaMalloc((void **)&m->batt_ctr, ctr * sizeof(int32_t)) != cudaSuccess ||
             cudaMemset(m->batt_ctr, 0, ctr * sizeof(int32_t)) != cudaSuccess) {
-            fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_BATCH_ATTN=1 ignored: no VRAM for its %zu-byte scratch\n",
-                    part * sizeof(float));
+            fprintf(stderr, "gptoss_cuda: LLMR_GPTOSS_BATCH_ATTN=%d ignored: no VRAM for its %zu-byte scratch\n",
+                    m->batch_attn, part * sizeof(float));
             m->batch_attn = 0;
             cudaFree(m->batt_part);
             cudaFree(m->batt_ctr);

@@ -9,7 +9,7 @@
  *  - more sessions than max_sessions share the pool;
  *  - the first check again with each alternative batched-step path, each switched on through the
  *    environment before a load: the old row-group linears (LLMR_GPTOSS_BATCH_LINEAR=0), the other two
- *    attention kernels (LLMR_GPTOSS_BATCH_ATTN=1/2), the cuBLAS linears from 2 rows (LLMR_GPTOSS_BATCH_TC_MIN=2:
+ *    attention kernels (LLMR_GPTOSS_BATCH_ATTN=0/1), the cuBLAS linears from 2 rows (LLMR_GPTOSS_BATCH_TC_MIN=2:
  *    the path of steps of >= 32 rows, which 8 requests never reach otherwise), one sampling launch per row
  *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3).
  *   gptoss_batching [--engine SO] [--mkmodel BIN]
@@ -393,11 +393,11 @@ int main(int argc, char **argv) {
     test_alone_vs_batched(m, 0);
     test_alone_vs_batched(m, 1);
     api->unload(m);
-    /* The batched step's alternative paths (read at load): the old row-group linears, the split-over-keys
-     * attention. Each must give the same tokens as the requests alone. */
+    /* The batched step's alternative paths (read at load): the old row-group linears, the other two
+     * attention kernels. Each must give the same tokens as the requests alone. */
     static const char *const variants[][2] = {{"LLMR_GPTOSS_BATCH_LINEAR", "0"},
                                               {"LLMR_GPTOSS_BATCH_ATTN", "1"},
-                                              {"LLMR_GPTOSS_BATCH_ATTN", "2"},
+                                              {"LLMR_GPTOSS_BATCH_ATTN", "0"},
                                               {"LLMR_GPTOSS_BATCH_TC_MIN", "2"},
                                               {"LLMR_GPTOSS_BATCH_SAMPLE", "0"},
                                               {"LLMR_GPTOSS_PREFILL_BURST", "3"},

@@ -4,8 +4,9 @@
  *    multiple of the rows per warp, and the largest T each K takes; a shape it cannot take must be
  *    refused, not run. Timed at the 20b shapes (q_proj, lm_head);
  *  - gptoss_attention_rows (attention_rows.cu) against a CPU loop in double precision over B rows, each
- *    its own sequence in a shuffled page pool, full and sliding layers, 1..4 key splits per head (the
- *    launcher picks them from B), and timed against gptoss_attention_at at 64 rows of the 20b's heads;
+ *    its own sequence in a shuffled page pool, full and sliding layers, 1 to 32 splits of 1 to 3 chunks,
+ *    1, 2, 4 and 8 heads per KV head; each row alone = the batched row bit for bit; timed against
+ *    gptoss_attention_at at 2, 8, 32 and 64 rows of the 20b's heads, contexts 128..2,000;
  *  - gptoss_sample_rows (sampling.cu), every row of a step in three launches, against one gptoss_sample
  *    (+ gptoss_count_token) per row: the same tokens and counts, greedy and sampled, ties and NaN.
  * Linked into the gptoss_kernels binary; main() in test_kernels.cu calls gptoss_test_rows_kernels(). */
@@ -97,55 +98,86 @@ static void test_rows(int T, int K, int N, int ldx, int ldy, int bias, int accum
     cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
 }
 
-/* B rows at positions pos[b] (row b's own shuffled pages, 2 layers, layer 1 used) vs a double loop. */
-static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int timed) {
-    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D, P = GPTOSS_KV_PAGE;
-    std::vector<int32_t> pos(B);
-    int max_pages = 0;
+/* B rows, each its own sequence in one shuffled page pool (2 layers, layer 1 used; 1 layer for the timed
+ * 20b-sized cases, so the pool stays near the real K/V size), against a double loop. pos_of: row b's
+ * position. Also: each row alone (B = 1, its own table, max_pos = its position) gives the batched row
+ * bit for bit (a row does not depend on the others), a repeat is bit for bit and leaves the counters 0,
+ * and max_pos below a position (the contract broken) still covers every key. timed: gptoss_attention_rows
+ * vs gptoss_attention_at on the same rows, with the K/V bytes the step reads. */
+static void test_attention_rows_pos(int B, int nh, int nkv, int window, const std::vector<int32_t> &pos,
+                                    const char *label, int timed) {
+    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D, P = GPTOSS_KV_PAGE, layers = timed ? 1 : 2;
+    int max_pages = 0, max_pos = 0, npages = 0;
     for (int b = 0; b < B; b++) {
-        pos[b] = b == 0 ? 0 : (int32_t)((ctx + b * 37 + (b % 3) * 101) % (ctx + 200)); /* one key .. past the window */
         max_pages = std::max(max_pages, pos[b] / P + 1);
+        max_pos = std::max(max_pos, (int)pos[b]);
+        npages += pos[b] / P + 1;
     }
-    const int npages = B * max_pages;
-    std::vector<int32_t> ids(npages);
-    for (int i = 0; i < npages; i++) ids[i] = i;
+    std::vector<int32_t> perm(npages), ids((size_t)B * max_pages, 0);
+    for (int i = 0; i < npages; i++) perm[i] = i;
     for (int i = npages - 1; i > 0; i--) {
         r_rng ^= r_rng << 13; r_rng ^= r_rng >> 7; r_rng ^= r_rng << 17;
-        std::swap(ids[i], ids[(size_t)((r_rng >> 11) % (uint64_t)(i + 1))]);
+        std::swap(perm[i], perm[(size_t)((r_rng >> 11) % (uint64_t)(i + 1))]);
     }
-    const long long pf = 2LL * 2 * P * kvd, loff = 2LL * P * kvd;
+    for (int b = 0, k = 0; b < B; b++)
+        for (int i = 0; i <= pos[b] / P; i++) ids[(size_t)b * max_pages + i] = perm[k++];
+    const long long pf = (long long)layers * 2 * P * kvd, loff = (long long)(layers - 1) * 2 * P * kvd;
     std::vector<float> pool((size_t)npages * pf), q((size_t)B * nh * D);
     for (auto &v : pool) v = rrand() * 2.0f;
     for (auto &v : q) v = rrand() * 2.0f;
     std::vector<uint16_t> sinks(nh);
     for (auto &v : sinks) v = r_bf16(rrand() * 3.0f);
-    float *dpool, *dq, *dout;
-    int32_t *dtab, *dpos;
+    const size_t npart = (size_t)B * nh * GPTOSS_ATTN_ROWS_SPLITS * 66;
+    float *dpool, *dq, *dout, *dout1, *dout2, *dpart;
+    int32_t *dtab, *dpos, *dctr;
     uint16_t *ds;
     CK(cudaMalloc((void **)&dpool, pool.size() * 4));
     CK(cudaMalloc((void **)&dq, q.size() * 4));
     CK(cudaMalloc((void **)&dout, q.size() * 4));
+    CK(cudaMalloc((void **)&dout1, q.size() * 4));
+    CK(cudaMalloc((void **)&dout2, q.size() * 4));
+    CK(cudaMalloc((void **)&dpart, npart * 4));
     CK(cudaMalloc((void **)&dtab, ids.size() * 4));
     CK(cudaMalloc((void **)&dpos, pos.size() * 4));
+    CK(cudaMalloc((void **)&dctr, (size_t)B * nkv * 4));
     CK(cudaMalloc((void **)&ds, sinks.size() * 2));
     CK(cudaMemcpy(dpool, pool.data(), pool.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dq, q.data(), q.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dtab, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dpos, pos.data(), pos.size() * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(ds, sinks.data(), sinks.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dctr, 0, (size_t)B * nkv * 4));
+    CK(cudaMemset(dpart, 0xff, npart * 4));
     CK(cudaMemset(dout, 0xff, q.size() * 4)); /* NaN: an unwritten output fails */
+    CK(cudaMemset(dout1, 0xff, q.size() * 4));
+    CK(cudaMemset(dout2, 0xff, q.size() * 4));
     gptoss_kv kv;
     kv.pool = dpool; kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
-    CK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
-    std::vector<float> out(q.size());
+    CK(gptoss_attention_rows(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+    std::vector<float> out(q.size()), again(q.size()), alone(q.size()), small(q.size());
+    std::vector<int32_t> ctr((size_t)B * nkv);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(out.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
-    double worst = 0;
-    int ok = 1;
+    CK(gptoss_attention_rows(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+    for (int b = 0; b < B; b++) { /* each row alone, through its own table row seen as row 0 */
+        gptoss_kv one = kv;
+        one.table = dtab + (size_t)b * max_pages;
+        CK(gptoss_attention_rows(dq + (size_t)b * nh * D, one, ds, dpos + b, 1, pos[b], nh, nkv, window,
+                                 dout1 + (size_t)b * nh * D, dpart, dctr, 0));
+    }
+    CK(gptoss_attention_rows(dq, kv, ds, dpos, B, 0, nh, nkv, window, dout2, dpart, dctr, 0)); /* max_pos too small */
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(again.data(), dout, out.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(alone.data(), dout1, out.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(small.data(), dout2, out.size() * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ctr.data(), dctr, ctr.size() * 4, cudaMemcpyDeviceToHost));
+    double worst = 0, worst_small = 0, keys = 0;
+    int ok = 1, ok_small = 1;
     std::vector<double> sc;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < nh; h++) {
             const int kvh = h / (nh / nkv), p = pos[b], lo = window > 0 && p - window + 1 > 0 ? p - window + 1 : 0;
+            if (h == 0) keys += p - lo + 1;
             const float *qq = &q[((size_t)b * nh + h) * D];
             sc.assign((size_t)(p - lo + 1), 0.0);
             double mx = bf2f(sinks[h]);
@@ -164,36 +196,78 @@ static void test_attention_rows(int B, int nh, int nkv, int window, int ctx, int
                     o += sc[j - lo] * pool[(size_t)ids[(size_t)b * max_pages + j / P] * pf + loff + (size_t)(j % P) * kvd +
                                            (size_t)P * kvd + (size_t)kvh * D + i];
                 o /= den;
-                const double got = out[((size_t)b * nh + h) * D + i], err = fabs(got - o);
+                const size_t at = ((size_t)b * nh + h) * D + i;
+                const double err = fabs(out[at] - o), err2 = fabs(small[at] - o);
                 if (!(err <= 2e-5)) ok = 0;
+                if (!(err2 <= 2e-5)) ok_small = 0;
                 if (err > worst) worst = err;
+                if (err2 > worst_small) worst_small = err2;
             }
         }
-    char what[240];
-    if (timed) {
-        float *dout2;
-        CK(cudaMalloc((void **)&dout2, q.size() * 4));
-        cudaEvent_t e0, e1, e2;
-        CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1)); CK(cudaEventCreate(&e2));
-        CK(cudaEventRecord(e0, 0));
-        for (int i = 0; i < 10; i++) CK(gptoss_attention_rows(dq, kv, ds, dpos, B, nh, nkv, window, dout, 0));
-        CK(cudaEventRecord(e1, 0));
-        for (int i = 0; i < 10; i++) CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
-        CK(cudaEventRecord(e2, 0));
-        CK(cudaEventSynchronize(e2));
-        float ms1 = 0, ms2 = 0;
-        CK(cudaEventElapsedTime(&ms1, e0, e1));
-        CK(cudaEventElapsedTime(&ms2, e1, e2));
-        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e (%.1f us; attention_at %.1f us)",
-                 B, nh, nkv, window, ctx, worst, 100.0 * ms1, 100.0 * ms2);
-        cudaEventDestroy(e0); cudaEventDestroy(e1); cudaEventDestroy(e2);
-        cudaFree(dout2);
-    } else {
-        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d ctx ~%d: max abs err %.1e", B, nh, nkv,
-                 window, ctx, worst);
-    }
+    int zero = 1;
+    for (int c : ctr) zero &= c == 0;
+    char what[300];
+    snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: max abs err %.1e", B, nh, nkv, window, label,
+             worst);
     check_true(what, ok);
-    cudaFree(dpool); cudaFree(dq); cudaFree(dout); cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
+    snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: each row alone bit for bit, repeat bit for bit, counters 0",
+             B, nh, nkv, window, label);
+    check_true(what, zero && !memcmp(out.data(), again.data(), out.size() * 4) &&
+                         !memcmp(out.data(), alone.data(), out.size() * 4));
+    snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: max_pos 0 (too small) still covers every key: %.1e",
+             B, nh, nkv, window, label, worst_small);
+    check_true(what, ok_small);
+    if (timed) { /* the launcher's pick, the 64-register build (4), the 48-register build (5), gptoss_attention_at */
+        int same = 1;
+        for (int minb = 4; minb <= 5; minb++) {
+            CK(arw_attention(minb, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout1, dpart, dctr, 0));
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(alone.data(), dout1, out.size() * 4, cudaMemcpyDeviceToHost));
+            same &= !memcmp(out.data(), alone.data(), out.size() * 4);
+        }
+        snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: the 4- and 5-blocks-per-SM builds bit for bit",
+                 B, nh, nkv, window, label);
+        check_true(what, same);
+        cudaEvent_t e[5];
+        for (auto &x : e) CK(cudaEventCreate(&x));
+        const int R = 20;
+        CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0)); /* warm */
+        CK(cudaEventRecord(e[0], 0));
+        for (int i = 0; i < R; i++) CK(gptoss_attention_rows(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        CK(cudaEventRecord(e[1], 0));
+        for (int i = 0; i < R; i++) CK(arw_attention(4, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        CK(cudaEventRecord(e[2], 0));
+        for (int i = 0; i < R; i++) CK(arw_attention(5, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        CK(cudaEventRecord(e[3], 0));
+        for (int i = 0; i < R; i++) CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
+        CK(cudaEventRecord(e[4], 0));
+        CK(cudaEventSynchronize(e[4]));
+        float ms[4] = {0, 0, 0, 0};
+        for (int i = 0; i < 4; i++) CK(cudaEventElapsedTime(&ms[i], e[i], e[i + 1]));
+        const double us1 = 1000.0 * ms[0] / R, us4 = 1000.0 * ms[1] / R, us5 = 1000.0 * ms[2] / R, us2 = 1000.0 * ms[3] / R;
+        const double bytes = keys * 2.0 * kvd * 4.0;
+        printf("     timing attention_rows B=%2d heads %d/%d window %3d %s: %7.1f us (%6.0f GB/s of K/V; built for 4 / 5 blocks per SM %.1f / %.1f us); attention_at %7.1f us (%.1fx)\n",
+               B, nh, nkv, window, label, us1, bytes / us1 / 1e3, us4, us5, us2, us2 / us1);
+        for (auto &x : e) cudaEventDestroy(x);
+    }
+    cudaFree(dpool); cudaFree(dq); cudaFree(dout); cudaFree(dout1); cudaFree(dout2); cudaFree(dpart); cudaFree(dtab);
+    cudaFree(dpos); cudaFree(dctr); cudaFree(ds);
+}
+
+/* Positions: row 0 at 0 (one key), the others spread up to past the window (ctx + 200). */
+static void test_attention_rows(int B, int nh, int nkv, int window, int ctx) {
+    std::vector<int32_t> pos(B);
+    for (int b = 0; b < B; b++) pos[b] = b == 0 ? 0 : (int32_t)((ctx + b * 37 + (b % 3) * 101) % (ctx + 200));
+    char label[40];
+    snprintf(label, sizeof label, "ctx ~%d", ctx);
+    test_attention_rows_pos(B, nh, nkv, window, pos, label, 0);
+}
+
+/* The 20b's heads at B rows with positions spread over 127..1999 (contexts 128..2,000), timed. */
+static void test_attention_rows_timed(int B, int window) {
+    std::vector<int32_t> pos(B);
+    for (int b = 0; b < B; b++) pos[b] = (int32_t)(127 + (B > 1 ? (long)((b * 7) % B) * 1872 / (B - 1) : 0));
+    test_attention_rows_pos(B, 64, 8, window, pos, "ctx 128..2000", 1);
 }
 
 /* gptoss_sample_rows over B rows of mixed parameters = B gptoss_sample (+ gptoss_count_token) launches:
@@ -285,22 +359,39 @@ void gptoss_test_rows_kernels(int *checks, int *failed) {
     test_sample_rows(2, 1000);
     test_sample_rows(13, 1000);
     test_sample_rows(64, 201088); /* the 64-stream step */
-    test_attention_rows(1, 8, 2, 0, 5, 0);       /* 4 splits per head, fewer keys than one group */
-    test_attention_rows(3, 64, 8, 0, 300, 0);
-    test_attention_rows(7, 64, 8, 128, 400, 0);  /* sliding window */
-    test_attention_rows(20, 12, 3, 5, 70, 0);    /* 4 heads per KV head, a tiny window */
-    test_attention_rows(40, 64, 8, 0, 150, 0);   /* 2 splits */
-    test_attention_rows(64, 4, 4, 0, 33, 0);     /* one head per KV head */
-    test_attention_rows(64, 64, 8, 0, 500, 1);   /* the 64-stream step's full layers, timed */
-    test_attention_rows(64, 64, 8, 128, 500, 1); /* and its sliding layers */
+    test_attention_rows(1, 8, 2, 0, 5);       /* one row, one key */
+    test_attention_rows(3, 64, 8, 0, 300);
+    test_attention_rows(7, 64, 8, 128, 400);  /* sliding window */
+    test_attention_rows(20, 12, 3, 5, 70);    /* 4 heads per KV head, a tiny window */
+    test_attention_rows(40, 64, 8, 0, 150);
+    test_attention_rows(64, 4, 4, 0, 33);     /* one head per KV head */
+    test_attention_rows(9, 8, 4, 0, 700);     /* 2 heads per KV head */
+    test_attention_rows(3, 64, 8, 0, 5000);   /* past 32 chunks: 3 chunks per split */
+    test_attention_rows(5, 64, 8, 128, 3000); /* sliding, long positions: 2 splits each */
+    for (int B = 2; B <= 64; B *= 4) { /* 2, 8, 32 */
+        test_attention_rows_timed(B, 0);
+        test_attention_rows_timed(B, 128);
+    }
+    test_attention_rows_timed(64, 0);   /* the 64-stream step's full layers */
+    test_attention_rows_timed(64, 128); /* and its sliding layers */
     {
         gptoss_kv kv;
         memset(&kv, 0, sizeof kv);
         kv.pool = (float *)256; kv.table = (const int32_t *)256; kv.max_pages = 1; kv.kvd = 8 * 64;
-        const int ok = gptoss_attention_rows(NULL, kv, NULL, (const int32_t *)256, 2, 64, 7, 0, NULL, 0) ==
+        float *f = (float *)256;
+        const int32_t *ip = (const int32_t *)256;
+        const uint16_t *sp = (const uint16_t *)256;
+        int32_t *ctr = (int32_t *)256;
+        const int ok = gptoss_attention_rows(f, kv, sp, ip, 2, 5, 64, 7, 0, f, f, ctr, 0) ==
                            cudaErrorInvalidValue && /* heads not a multiple of the KV heads */
-                       gptoss_attention_rows(NULL, kv, NULL, (const int32_t *)256, 2, 64, 4, 0, NULL, 0) ==
-                           cudaErrorInvalidValue; /* kvd does not match */
+                       gptoss_attention_rows(f, kv, sp, ip, 2, 5, 64, 4, 0, f, f, ctr, 0) ==
+                           cudaErrorInvalidValue && /* kvd does not match */
+                       gptoss_attention_rows(f, kv, sp, ip, 2, 5, 24, 8, 0, f, f, ctr, 0) ==
+                           cudaErrorInvalidValue && /* 3 heads per KV head */
+                       gptoss_attention_rows(f, kv, sp, ip, 2, -1, 64, 8, 0, f, f, ctr, 0) ==
+                           cudaErrorInvalidValue && /* no max_pos */
+                       gptoss_attention_rows(f, kv, sp, ip, 2, 5, 64, 8, 0, f, NULL, ctr, 0) ==
+                           cudaErrorInvalidValue; /* no scratch */
         check_true("attention_rows refuses shapes it cannot take", ok);
     }
     *checks += tu_checks;
