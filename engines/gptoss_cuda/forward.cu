@@ -168,9 +168,6 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
     return gptoss_linear(x, ldx, W, b, T, K, N, y, ldy, accumulate, m->stream);
 }
 
-/* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
- * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
- * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
  * LLMR_GPTOSS_TC_STACKED=1, off by default). */
 static int fwd_stacked(const gptoss_model *m, int T) {
@@ -208,6 +205,9 @@ static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
     return ahead && next ? fwd_prefetch(m, l + 1, 1, 0) : cudaSuccess;
 }
 
+/* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
+ * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
+ * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
 static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
@@ -261,7 +261,8 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
-    const int dense = m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.wd != NULL; /* LLMR_GPTOSS_TC_DENSE_STACKED */
+    /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists); the stacked rows need K % 8 == 0 */
+    const int dense = m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
     if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
         FWD_TRY(fwd_prefetch(m, 0, 0, 0), "expert weight prefetch");
         FWD_TRY(fwd_prefetch(m, 0, 1, 0), "expert weight prefetch");

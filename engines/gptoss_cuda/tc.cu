@@ -274,7 +274,6 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
     tc->side = NULL;
     tc->handle = NULL;
     tc->counts_host = NULL;
-
 }
 
 /* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */

@@ -145,9 +145,11 @@ cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scale
  * so ONE GEMM per expert (M = its pair count, K = Ks) sums the parts and adds the bias in its fp32
  * accumulator and writes the output rows (pair order) directly: no ys, no reduce, no bias pass. The
  * dequantization has no data dependency on the activations, so it runs on a second stream (tc->side)
- * one layer ahead: the weights of layer l+1 are written while layer l's other work runs, into a scratch
- * holding all E experts of one projection (wst[0] gate_up, wst[1] down), ordered by events (ev_free:
- * the GEMMs that read it are done; ev_ready: its dequantization is done). Numerics: the same products
+ * into a scratch holding all E experts of one projection (wst[0] gate_up, wst[1] down): either a whole
+ * layer ahead (tc->ahead; ev_ready) or the used experts in the layer, an event each (ev_exp), ordered
+ * against the GEMMs that last read the scratch by ev_free. Measured (H200): the GEMMs with M = one
+ * expert's pairs are no faster than the split path's 2x taller ones, and the side stream's writes slow
+ * whatever they overlap; see docs/performance.md, session 5. Numerics: the same products
  * as the split path (bf16 parts of x times exact bf16 weights, fp32 accumulation), summed in one
  * accumulator instead of in a reduce; the bias enters as b * 1.0 (exact). */
 #define GPTOSS_TC_KPAD 8 /* the bias column plus zeros: Ks stays a multiple of 8 (16-byte rows) */

@@ -1,6 +1,6 @@
-/* tc_stacked.cu — the prefill's MXFP4 experts with the activation parts stacked along K (see tc.h,
- * "Stacked experts"): one GEMM per expert straight into the output rows, bias in the GEMM, the
- * dequantization one layer ahead on a second stream. */
+/* tc_stacked.cu — prefill matmuls with the activation parts stacked along K (see tc.h, "Stacked
+ * experts" and "Stacked dense linears"): one GEMM straight into the output rows, bias in the GEMM; for
+ * the experts (off by default) the dequantization on a second stream and the GEMMs over several. */
 #include "engines/gptoss_cuda/tc.h"
 
 #include <cuda_bf16.h>
