@@ -251,10 +251,11 @@ cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *si
                                 int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
-    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=0: the original staging (atc_stage); read once */
+    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=1: the packed staging (off by default: model.cu's
+                               prefill_settings_get says why); read once */
     if (packed < 0) {
         const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
-        packed = !(v && strcmp(v, "0") == 0);
+        packed = v && strcmp(v, "1") == 0;
     }
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
     if (packed)

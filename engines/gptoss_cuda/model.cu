@@ -186,11 +186,15 @@ static prefill_settings prefill_settings_get(void) {
      * stream; 3.2 GB of scratch on 20b); 0 (default: measured no faster at 4k, slower at 1k on the H200):
      * the split/ys/reduce path */
     p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
-    /* 1: the per-expert path dequantizes every used expert with one launch (1 GB of scratch on 20b) */
-    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
+    /* 1: the per-expert path dequantizes every used expert with one launch (1 GB of scratch on 20b).
+     * Off by default, as DENSE_STACKED below and LLMR_GPTOSS_ATC_STAGE: with the three on (4k prefill
+     * 192 -> 180 ms on the H200) gptoss_batching --model on the 20b failed 4 of 19 runs (one request's
+     * batched greedy token flipped at a 0.0245 margin, depending on the step's timing), with the three
+     * off 0 of 10; the cause is not found yet (docs/performance.md, "Prefill on tensor cores"). */
+    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 0, 0, 1);
     /* 1: the prompt's q/k/v/o linears the same way (tc.h "Stacked dense linears"; 47 MB of scratch on
-     * 20b); 0: gptoss_tc_linear's split/ys/reduce */
-    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
+     * 20b); 0 (default, see above): gptoss_tc_linear's split/ys/reduce */
+    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 0, 0, 1);
     return p;
 }
 
