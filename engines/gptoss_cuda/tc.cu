@@ -48,10 +48,6 @@ static __device__ __forceinline__ long part_row(int p, int s, int rows, int spli
     return (long)splits * off + (long)s * cnt + (p - off);
 }
 
-static __device__ __forceinline__ uint16_t bf16_bits(float v) {
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
 __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
                                 const int32_t *counts, int E, int pad, int rows, int K, int splits, uint16_t *xs) {
     const int p = blockIdx.x;
@@ -63,7 +59,7 @@ __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, 
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
         float v = xr[k];
         for (int s = 0; s < splits; s++) {
-            const uint16_t b = bf16_bits(v);
+            const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);
             xs[r[s] * K + k] = b;
             v -= gptoss_bf16_to_f32(b); /* exact: the rounding residual of v */
         }
@@ -126,19 +122,8 @@ __global__ void mxfp4_dequant_fast_kernel(const uint4 *blocks, const uint8_t *sc
     scales += (size_t)blockIdx.y * nblocks;
     w += (size_t)blockIdx.y * nblocks * 4;
     const uint4 b = blocks[i];
-    const uint32_t s = scales[i], word[4] = {b.x, b.y, b.z, b.w};
-    const float sc = __uint_as_float(s ? s << 23 : 0x00400000u);
     uint32_t out[16];
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-        const uint32_t byte = (word[j >> 2] >> (8 * (j & 3))) & 0xffu;
-        float lo = tbl[byte & 15] * sc, hi = tbl[byte >> 4] * sc;
-        if (s == 255) {
-            lo = ldexpf(tbl[byte & 15], 128);
-            hi = ldexpf(tbl[byte >> 4], 128);
-        }
-        out[j] = (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
-    }
+    gptoss_tc_mxfp4_block(tbl, b, scales[i], out);
     uint4 *o = w + 4 * i;
     o[0] = make_uint4(out[0], out[1], out[2], out[3]);
     o[1] = make_uint4(out[4], out[5], out[6], out[7]);
@@ -194,7 +179,7 @@ cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scale
 
 /* ---------------------------------------------------------------- cuBLAS */
 
-static cudaError_t blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
+cudaError_t gptoss_tc_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
     snprintf(tc->why, sizeof tc->why, "cuBLAS %s: %s", what, cublasGetStatusString(s));
     return cudaErrorUnknown;
 }
@@ -281,7 +266,7 @@ static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t s = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, xs,
                                     CUDA_R_16BF, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : blas_fail(tc, "GemmEx", s);
+    return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : gptoss_tc_blas_fail(tc, "GemmEx", s);
 }
 
 cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
@@ -317,7 +302,7 @@ static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const
             tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, pad, K, &one, tc->wbf, CUDA_R_16BF, K, (long long)N * K,
             tc->xs + (size_t)s * E * pad * K, CUDA_R_16BF, K, (long long)pad * K, s ? &one : &zero, tc->ys, CUDA_R_32F,
             N, (long long)pad * N, E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        if (bs != CUBLAS_STATUS_SUCCESS) r = blas_fail(tc, "GemmStridedBatchedEx", bs);
+        if (bs != CUBLAS_STATUS_SUCCESS) r = gptoss_tc_blas_fail(tc, "GemmStridedBatchedEx", bs);
     }
     if (r == cudaSuccess) {
         tc_reduce_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, pad, P, N, S, b, y, N,

@@ -217,4 +217,36 @@ cudaError_t gptoss_tc_stack_weight(const uint16_t *W, const uint16_t *b, int N, 
 cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y,
                                      int ldy, int accumulate);
 
+/* ---- Shared by tc.cu and tc_stacked.cu */
+
+/* Records "cuBLAS <what>: <status>" in tc->why and returns cudaErrorUnknown (the caller's message). */
+cudaError_t gptoss_tc_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s);
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+
+/* The bf16 bits of v, rounded to nearest even. */
+static __device__ __forceinline__ uint32_t gptoss_tc_bf16_bits(float v) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(v));
+}
+
+/* One MXFP4 block (16 bytes b, E8M0 scale s) as 32 bf16, two per word in k order: the exact
+ * dequantization rule (fp32 product fp4 x 2^(s-127), its upper half; s = 0 is 2^-127, a subnormal;
+ * s = 255, never in a checkpoint, through ldexpf). tbl holds the 16 e2m1 values (shared memory). */
+static __device__ __forceinline__ void gptoss_tc_mxfp4_block(const float *tbl, uint4 b, uint32_t s, uint32_t out[16]) {
+    const uint32_t word[4] = {b.x, b.y, b.z, b.w};
+    const float sc = __uint_as_float(s ? s << 23 : 0x00400000u);
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const uint32_t byte = (word[j >> 2] >> (8 * (j & 3))) & 0xffu;
+        float lo = tbl[byte & 15] * sc, hi = tbl[byte >> 4] * sc;
+        if (s == 255) {
+            lo = ldexpf(tbl[byte & 15], 128);
+            hi = ldexpf(tbl[byte >> 4], 128);
+        }
+        out[j] = (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
+    }
+}
+#endif
+
 #endif

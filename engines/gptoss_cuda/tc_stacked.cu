@@ -22,10 +22,6 @@ size_t gptoss_tc_xst_elems(int chunk, int splits, int H, int I) {
 
 #define ST_BF16_ONE 0x3F80u
 
-static __device__ __forceinline__ uint32_t st_bf16_bits(float v) {
-    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
 /* One block per row p: float4 loads, S parts of 4 bf16 (8-byte stores), thread 0 writes the pad
  * [1, 0 x 7]. The parts are those of tc_split_kernel (x_s = bf16 of what the earlier parts left). */
 __global__ void tc_split_stacked_kernel(const float *x, int ldx, const int32_t *gather, int K, int splits,
@@ -41,7 +37,7 @@ __global__ void tc_split_stacked_kernel(const float *x, int ldx, const int32_t *
             uint32_t b[4];
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                b[j] = st_bf16_bits(v[j]);
+                b[j] = gptoss_tc_bf16_bits(v[j]);
                 v[j] -= __uint_as_float(b[j] << 16); /* exact: the rounding residual */
             }
             *(uint2 *)(row + (size_t)s * K + 4 * k4) = make_uint2(b[0] | (b[1] << 16), b[2] | (b[3] << 16));
@@ -66,19 +62,8 @@ __global__ void mxfp4_dequant_stacked_kernel(const uint4 *blocks, const uint8_t 
     if (i >= nblocks) return;
     const int e = blockIdx.y, n = (int)(i / kblocks), kb = (int)(i % kblocks);
     const uint4 b = blocks[(size_t)e * nblocks + i];
-    const uint32_t s = scales[(size_t)e * nblocks + i], word[4] = {b.x, b.y, b.z, b.w};
-    const float sc = __uint_as_float(s ? s << 23 : 0x00400000u);
     uint32_t out[16];
-#pragma unroll
-    for (int j = 0; j < 16; j++) {
-        const uint32_t byte = (word[j >> 2] >> (8 * (j & 3))) & 0xffu;
-        float lo = tbl[byte & 15] * sc, hi = tbl[byte >> 4] * sc;
-        if (s == 255) {
-            lo = ldexpf(tbl[byte & 15], 128);
-            hi = ldexpf(tbl[byte >> 4], 128);
-        }
-        out[j] = (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xffff0000u);
-    }
+    gptoss_tc_mxfp4_block(tbl, b, scales[(size_t)e * nblocks + i], out);
     uint16_t *row = w + ((size_t)e * N + n) * Ks;
     for (int p = 0; p < splits; p++) {
         uint4 *o = (uint4 *)(row + (size_t)p * K + (size_t)kb * 32);
@@ -193,11 +178,6 @@ cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, 
     return r;
 }
 
-static cudaError_t st_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
-    snprintf(tc->why, sizeof tc->why, "cuBLAS %s: %s", what, cublasGetStatusString(s));
-    return cudaErrorUnknown;
-}
-
 cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, int ldx, const int32_t *gather, int E,
                                       int P, int K, int N, float *y) {
     const int S = tc->splits, Ks = gptoss_tc_kstack(K, S);
@@ -230,7 +210,7 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
                                                 tc->wst[which] + (size_t)e * N * Ks, CUDA_R_16BF, Ks,
                                                 tc->xs + (size_t)off * Ks, CUDA_R_16BF, Ks, &zero, y + (size_t)off * N,
                                                 CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-            if (bs != CUBLAS_STATUS_SUCCESS) r = st_blas_fail(tc, "GemmEx", bs);
+            if (bs != CUBLAS_STATUS_SUCCESS) r = gptoss_tc_blas_fail(tc, "GemmEx", bs);
         }
         off += cnt;
     }
@@ -285,5 +265,5 @@ cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uin
     const cublasStatus_t bs = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, T, Ks, &one, tc->wd, CUDA_R_16BF, Ks,
                                            tc->xs, CUDA_R_16BF, Ks, accumulate ? &one : &zero, y, CUDA_R_32F, ldy,
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return bs == CUBLAS_STATUS_SUCCESS ? cudaSuccess : st_blas_fail(tc, "GemmEx", bs);
+    return bs == CUBLAS_STATUS_SUCCESS ? cudaSuccess : gptoss_tc_blas_fail(tc, "GemmEx", bs);
 }
