@@ -14,7 +14,6 @@
 #include "engines/gptoss_cuda/pdl.h"
 
 #define AD_WARPS 8
-#define AD_SLOT (2 + GPTOSS_HEAD_DIM) /* floats per (row, head, split): max, sum, acc[64] */
 
 __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks,
                                                                         const int32_t *pos_dev, int n_heads, int n_kv,
@@ -74,7 +73,7 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
             }
             m = mn;
         }
-        float *slot = part + (((size_t)b * n_heads + h) * NS + s) * AD_SLOT;
+        float *slot = part + (((size_t)b * n_heads + h) * NS + s) * GPTOSS_ATTN_SLOT;
         if (lane == 0) { slot[0] = m; slot[1] = l; }
         slot[2 + lane] = a0;
         slot[2 + 32 + lane] = a1;
@@ -91,23 +90,8 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
     const int na = min(NS, (steps + per - 1) / per);
     for (int hh = warp; hh < gq; hh += AD_WARPS) {
         const int h = g * gq + hh;
-        const float *base = part + ((size_t)b * n_heads + h) * NS * AD_SLOT;
-        const float sink = gptoss_bf16_to_f32(sinks[h]);
-        float G = sink;
-        for (int t = 0; t < na; t++) G = fmaxf(G, __ldcg(base + (size_t)t * AD_SLOT));
-        float den = expf(sink - G), o0 = 0.0f, o1 = 0.0f;
-#pragma unroll 4
-        for (int t = 0; t < na; t++) {
-            const float *sl = base + (size_t)t * AD_SLOT;
-            const float mt = __ldcg(sl);
-            const float ft = mt == -INFINITY ? 0.0f : expf(mt - G);
-            den += __ldcg(sl + 1) * ft;
-            o0 += __ldcg(sl + 2 + lane) * ft;
-            o1 += __ldcg(sl + 2 + 32 + lane) * ft;
-        }
-        float *o = out + ((size_t)b * n_heads + h) * D;
-        o[lane] = o0 / den;
-        o[lane + 32] = o1 / den;
+        gptoss_attn_merge_splits(part + ((size_t)b * n_heads + h) * NS * GPTOSS_ATTN_SLOT, na, gptoss_bf16_to_f32(sinks[h]),
+                                 lane, out + ((size_t)b * n_heads + h) * D);
     }
 }
 

@@ -30,7 +30,6 @@
 #define ARW_THREADS 256 /* 8 warps */
 #define ARW_SPLITS GPTOSS_ATTN_ROWS_SPLITS
 #define ARW_KPAD 68 /* floats per K row in shared memory: 16-byte rows, float4 reads of 8 keys hit 32 banks */
-#define ARW_SLOT (2 + GPTOSS_HEAD_DIM) /* floats per (row, head, split) in part: max, sum, acc[64] */
 
 /* Splits of a row with n >= 1 keys, and chunks per split (host and device: the grid is sized by it). */
 static inline __host__ __device__ int arw_chunks(int n) { return (n + ARW_C - 1) / ARW_C; }
@@ -186,7 +185,7 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
             const float fm = expf(sM[hh] - M);
             out[((size_t)row * n_heads + h) * D + o % D] = a * fm / (sL[hh] * fm + expf(sink - M));
         } else {
-            float *slot = part + (((size_t)row * n_heads + h) * ARW_SPLITS + s) * ARW_SLOT;
+            float *slot = part + (((size_t)row * n_heads + h) * ARW_SPLITS + s) * GPTOSS_ATTN_SLOT;
             slot[2 + o % D] = a;
             if (o % D == 0) { slot[0] = sM[hh]; slot[1] = sL[hh]; }
         }
@@ -202,21 +201,8 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
     if (t == 0) counters[row * n_kv + g] = 0;
     for (int hh = warp; hh < G; hh += ARW_THREADS / 32) {
         const int h = g * G + hh;
-        const float *base = part + ((size_t)row * n_heads + h) * ARW_SPLITS * ARW_SLOT;
-        const float sink = gptoss_bf16_to_f32(sinks[h]);
-        float M = sink;
-        for (int u = 0; u < ns; u++) M = fmaxf(M, __ldcg(base + (size_t)u * ARW_SLOT));
-        float den = expf(sink - M), o0 = 0.0f, o1 = 0.0f;
-        for (int u = 0; u < ns; u++) {
-            const float *sl = base + (size_t)u * ARW_SLOT;
-            const float fu = expf(__ldcg(sl) - M); /* every split has a key: its max is finite */
-            den += __ldcg(sl + 1) * fu;
-            o0 += __ldcg(sl + 2 + lane) * fu;
-            o1 += __ldcg(sl + 2 + 32 + lane) * fu;
-        }
-        float *o = out + ((size_t)row * n_heads + h) * D;
-        o[lane] = o0 / den;
-        o[lane + 32] = o1 / den;
+        gptoss_attn_merge_splits(part + ((size_t)row * n_heads + h) * ARW_SPLITS * GPTOSS_ATTN_SLOT, ns,
+                                 gptoss_bf16_to_f32(sinks[h]), lane, out + ((size_t)row * n_heads + h) * D);
     }
 }
 

@@ -128,6 +128,32 @@ static inline __device__ float *gptoss_kv_v(const gptoss_kv &kv, int row, int po
     return gptoss_kv_k(kv, row, pos) + (long long)GPTOSS_KV_PAGE * kv.kvd;
 }
 
+/* Floats per (row, head, key split) of a split decode attention's partials: max, sum, acc[64]. */
+#define GPTOSS_ATTN_SLOT (2 + GPTOSS_HEAD_DIM)
+
+/* The flash-decoding merge of one head, by one warp: the n split slots at base (GPTOSS_ATTN_SLOT
+ * floats apart, read with __ldcg: other blocks wrote them) rescaled to their common max with the sink,
+ * summed in split order, o[0..63] = acc / den (lane writes o[lane] and o[lane + 32]). A split with no
+ * key (max -inf) adds exact zeros. Shared by attention_decode.cu and attention_rows.cu so both merge
+ * in the same order. */
+static __device__ __forceinline__ void gptoss_attn_merge_splits(const float *base, int n, float sink, int lane,
+                                                                float *o) {
+    float G = sink;
+    for (int t = 0; t < n; t++) G = fmaxf(G, __ldcg(base + (size_t)t * GPTOSS_ATTN_SLOT));
+    float den = expf(sink - G), o0 = 0.0f, o1 = 0.0f;
+#pragma unroll 4
+    for (int t = 0; t < n; t++) {
+        const float *sl = base + (size_t)t * GPTOSS_ATTN_SLOT;
+        const float mt = __ldcg(sl);
+        const float ft = mt == -INFINITY ? 0.0f : expf(mt - G);
+        den += __ldcg(sl + 1) * ft;
+        o0 += __ldcg(sl + 2 + lane) * ft;
+        o1 += __ldcg(sl + 2 + 32 + lane) * ft;
+    }
+    o[lane] = o0 / den;
+    o[lane + 32] = o1 / den;
+}
+
 /* Attention with sinks for T queries at positions pos0..pos0+T-1 of one sequence (table row 0) over
  * its cached keys 0..pos. q [T, n_heads*64]; kv: this layer (kvd = n_kv*64); head h uses KV head
  * h / (n_heads/n_kv). window > 0: a query at i sees keys i-window+1 .. i. sinks bf16 [n_heads].
