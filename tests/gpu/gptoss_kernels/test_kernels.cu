@@ -57,25 +57,13 @@ static void test_rmsnorm(int T, int H) {
 
 /* ------------------------------------------------------------ linear */
 static void test_linear(int T, int K, int N, int with_bias, int accumulate) {
-    auto x = randv((size_t)T * K, 1.0f);
-    auto W = randbf((size_t)N * K, 0.05f);
-    auto b = randbf(N, 0.5f);
-    auto y0 = randv((size_t)T * N, 1.0f);
-    float *dx = dev_upload(x), *dy = accumulate ? dev_upload(y0) : dev_poison((size_t)T * N);
-    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
-    CK(gptoss_linear(dx, K, dW, with_bias ? db : NULL, T, K, N, dy, N, accumulate, 0));
-    auto y = dev_download(dy, (size_t)T * N);
-    std::vector<double> ref((size_t)T * N);
-    for (int t = 0; t < T; t++)
-        for (int n = 0; n < N; n++) {
-            double s = with_bias ? bf2f(b[n]) : 0.0;
-            for (int k = 0; k < K; k++) s += (double)x[(size_t)t * K + k] * bf2f(W[(size_t)n * K + k]);
-            ref[(size_t)t * N + n] = s + (accumulate ? y0[(size_t)t * N + n] : 0.0);
-        }
+    linear_case c;
+    linear_case_make(&c, T, K, N, N, with_bias, accumulate);
+    CK(gptoss_linear(c.dx, K, c.dW, linear_case_bias(&c), T, K, N, c.dy, N, accumulate, 0));
     char what[96];
     snprintf(what, sizeof what, "linear T=%d K=%d N=%d bias=%d accumulate=%d", T, K, N, with_bias, accumulate);
-    check_rel(what, y, ref, 1e-5);
-    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
+    check_rel(what, linear_case_out(&c), linear_case_ref(&c), 1e-5);
+    linear_case_free(&c);
 }
 
 /* ------------------------------------------------------------ T = 1 decode GEMV (gptoss_gemv1)

@@ -54,28 +54,14 @@ static void test_tc_linear(int T, int K, int N, int with_bias, int accumulate, i
         CK(cudaMalloc((void **)&tc.ys, tc.ys_elems * 4));
     }
     const int ldy = N + ldy_pad;
-    auto x = randv((size_t)T * K, 1.0f);
-    auto W = randbf((size_t)N * K, 0.05f);
-    auto b = randbf(N, 0.5f);
-    auto y0 = randv((size_t)T * ldy, 1.0f);
-    float *dx = dev_upload(x), *dy = accumulate ? dev_upload(y0) : dev_poison((size_t)T * ldy);
-    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
-    CK(gptoss_tc_linear(&tc, dx, K, dW, with_bias ? db : NULL, T, K, N, dy, ldy, accumulate));
-    auto yall = dev_download(dy, (size_t)T * ldy);
-    std::vector<float> y((size_t)T * N);
-    std::vector<double> ref((size_t)T * N);
-    for (int t = 0; t < T; t++)
-        for (int n = 0; n < N; n++) {
-            double s = with_bias ? bf2f(b[n]) : 0.0;
-            for (int k = 0; k < K; k++) s += (double)x[(size_t)t * K + k] * bf2f(W[(size_t)n * K + k]);
-            ref[(size_t)t * N + n] = s + (accumulate ? y0[(size_t)t * ldy + n] : 0.0);
-            y[(size_t)t * N + n] = yall[(size_t)t * ldy + n];
-        }
+    linear_case c;
+    linear_case_make(&c, T, K, N, ldy, with_bias, accumulate);
+    CK(gptoss_tc_linear(&tc, c.dx, K, c.dW, linear_case_bias(&c), T, K, N, c.dy, ldy, accumulate));
     char what[128];
     snprintf(what, sizeof what, "tc_linear S=%d T=%d K=%d N=%d bias=%d acc=%d ldy=%d", S, T, K, N, with_bias, accumulate,
              ldy);
-    check_rel(what, y, ref, S == 2 ? 1e-5 : 2e-6);
-    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
+    check_rel(what, linear_case_out(&c), linear_case_ref(&c), S == 2 ? 1e-5 : 2e-6);
+    linear_case_free(&c);
     tc_free(&tc, ws);
 }
 
@@ -310,46 +296,34 @@ static void test_tc_linear_stacked(int T, int K, int N, int with_bias, int accum
     }
     tc.wd_elems = (size_t)N * Ks;
     CK(cudaMalloc((void **)&tc.wd, tc.wd_elems * 2));
-    auto x = randv((size_t)T * K, 1.0f);
-    auto W = randbf((size_t)N * K, 0.05f);
-    auto b = randbf(N, 0.5f);
-    auto y0 = randv((size_t)T * ldy, 1.0f);
-    float *dx = dev_upload(x), *dy = accumulate ? dev_upload(y0) : dev_poison((size_t)T * ldy);
-    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
-    CK(gptoss_tc_split_stacked(dx, K, NULL, T, K, S, tc.xs, 0));
-    CK(gptoss_tc_linear_stacked(&tc, dW, with_bias ? db : NULL, T, K, N, dy, ldy, accumulate));
+    linear_case c;
+    linear_case_make(&c, T, K, N, ldy, with_bias, accumulate);
+    CK(gptoss_tc_split_stacked(c.dx, K, NULL, T, K, S, tc.xs, 0));
+    CK(gptoss_tc_linear_stacked(&tc, c.dW, linear_case_bias(&c), T, K, N, c.dy, ldy, accumulate));
     /* the stacked weight itself: W twice (or three times), then [b, 0 x 7], bit for bit */
     const auto wd = dev_download(tc.wd, (size_t)N * Ks);
     long bad = 0;
     for (int n = 0; n < N; n++) {
         for (int s = 0; s < S; s++)
-            for (int k = 0; k < K; k++) bad += wd[(size_t)n * Ks + (size_t)s * K + k] != W[(size_t)n * K + k];
-        bad += wd[(size_t)n * Ks + (size_t)S * K] != (with_bias ? b[n] : 0);
+            for (int k = 0; k < K; k++) bad += wd[(size_t)n * Ks + (size_t)s * K + k] != c.W[(size_t)n * K + k];
+        bad += wd[(size_t)n * Ks + (size_t)S * K] != (with_bias ? c.b[n] : 0);
         for (int j = 1; j < GPTOSS_TC_KPAD; j++) bad += wd[(size_t)n * Ks + (size_t)S * K + j] != 0;
     }
     char what[128];
     snprintf(what, sizeof what, "tc_stack_weight exact, N=%d K=%d S=%d bias=%d (%ld mismatches)", N, K, S, with_bias, bad);
     check_true(what, bad == 0);
-    auto yall = dev_download(dy, (size_t)T * ldy);
-    std::vector<float> y((size_t)T * N);
-    std::vector<double> ref((size_t)T * N);
-    int pad_ok = 1;
-    for (int t = 0; t < T; t++) {
-        for (int n = 0; n < N; n++) {
-            double sum = with_bias ? bf2f(b[n]) : 0.0;
-            for (int k = 0; k < K; k++) sum += (double)x[(size_t)t * K + k] * bf2f(W[(size_t)n * K + k]);
-            ref[(size_t)t * N + n] = sum + (accumulate ? y0[(size_t)t * ldy + n] : 0.0);
-            y[(size_t)t * N + n] = yall[(size_t)t * ldy + n];
-        }
-        for (int n = N; n < ldy; n++) /* the rest of a wider row is not touched */
-            if (accumulate ? yall[(size_t)t * ldy + n] != y0[(size_t)t * ldy + n] : !isnan(yall[(size_t)t * ldy + n]))
-                pad_ok = 0;
-    }
     snprintf(what, sizeof what, "tc_linear_stacked S=%d T=%d K=%d N=%d bias=%d acc=%d ldy=%d", S, T, K, N, with_bias,
              accumulate, ldy);
-    check_rel(what, y, ref, S == 2 ? 1e-5 : 3e-6);
+    check_rel(what, linear_case_out(&c), linear_case_ref(&c), S == 2 ? 1e-5 : 3e-6);
+    const auto yall = dev_download(c.dy, (size_t)T * ldy);
+    int pad_ok = 1;
+    for (int t = 0; t < T; t++)
+        for (int n = N; n < ldy; n++) /* the rest of a wider row is not touched */
+            if (accumulate ? yall[(size_t)t * ldy + n] != c.y0[(size_t)t * ldy + n] : !isnan(yall[(size_t)t * ldy + n]))
+                pad_ok = 0;
     check_true("tc_linear_stacked leaves the columns past N of each output row alone", pad_ok);
-    cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db); cudaFree(tc.wd);
+    linear_case_free(&c);
+    cudaFree(tc.wd);
     tc_free(&tc, ws);
 }
 

@@ -202,6 +202,56 @@ static inline void moe_case_free(moe_case *c) {
     cudaFree(c->ddn); cudaFree(c->dids); cudaFree(c->dcnt); cudaFree(c->doff); cudaFree(c->dpt); cudaFree(c->dpo);
 }
 
+/* A dense bf16 linear's case: x [T, K], W [N, K], b [N], y0 [T, ldy] (the residual when accumulating),
+ * drawn in that order, and their device copies; dy holds y0 when accumulating, else NaN (poison). */
+struct linear_case {
+    int T, K, N, ldy, with_bias, accumulate;
+    std::vector<float> x, y0;
+    std::vector<uint16_t> W, b;
+    float *dx, *dy;
+    uint16_t *dW, *db;
+};
+
+static inline void linear_case_make(linear_case *c, int T, int K, int N, int ldy, int with_bias, int accumulate) {
+    c->T = T; c->K = K; c->N = N; c->ldy = ldy; c->with_bias = with_bias; c->accumulate = accumulate;
+    c->x = randv((size_t)T * K, 1.0f);
+    c->W = randbf((size_t)N * K, 0.05f);
+    c->b = randbf(N, 0.5f);
+    c->y0 = randv((size_t)T * ldy, 1.0f);
+    c->dx = dev_upload(c->x);
+    c->dy = accumulate ? dev_upload(c->y0) : dev_poison((size_t)T * ldy);
+    c->dW = dev_upload(c->W);
+    c->db = dev_upload(c->b);
+}
+
+/* The bias pointer the case passes to the kernel: db, or NULL without bias. */
+static inline const uint16_t *linear_case_bias(const linear_case *c) { return c->with_bias ? c->db : NULL; }
+
+/* ref [T, N] = x W^T (+ b) (+ y0) in double. */
+static inline std::vector<double> linear_case_ref(const linear_case *c) {
+    std::vector<double> ref((size_t)c->T * c->N);
+    for (int t = 0; t < c->T; t++)
+        for (int n = 0; n < c->N; n++) {
+            double s = c->with_bias ? bf2f(c->b[n]) : 0.0;
+            for (int k = 0; k < c->K; k++) s += (double)c->x[(size_t)t * c->K + k] * bf2f(c->W[(size_t)n * c->K + k]);
+            ref[(size_t)t * c->N + n] = s + (c->accumulate ? c->y0[(size_t)t * c->ldy + n] : 0.0);
+        }
+    return ref;
+}
+
+/* The first N columns of each of dy's T rows. */
+static inline std::vector<float> linear_case_out(const linear_case *c) {
+    const auto yall = dev_download(c->dy, (size_t)c->T * c->ldy);
+    std::vector<float> y((size_t)c->T * c->N);
+    for (int t = 0; t < c->T; t++)
+        for (int n = 0; n < c->N; n++) y[(size_t)t * c->N + n] = yall[(size_t)t * c->ldy + n];
+    return y;
+}
+
+static inline void linear_case_free(linear_case *c) {
+    cudaFree(c->dx); cudaFree(c->dy); cudaFree(c->dW); cudaFree(c->db);
+}
+
 /* Attention with sinks on the CPU in double: T queries at positions pos0.. over keys 0..pos (or the last
  * `window`), K/V rows [ctx][n_kv * 64] contiguous, head h reading KV head h / (n_heads / n_kv), scale 1/8;
  * out [T][n_heads * 64]. */
