@@ -59,7 +59,7 @@ template <bool PACKED>
 static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, int kt, int k_hi,
                                                  uint16_t (*ks)[ATC_BK][ATC_LD], uint16_t (*vt)[64][ATC_LD]) {
     const int D = GPTOSS_HEAD_DIM;
-    if (!PACKED) {
+    if constexpr (!PACKED) {
         for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
             const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
             float4 kf = make_float4(0.f, 0.f, 0.f, 0.f), vv = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -77,30 +77,30 @@ static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, i
                 vt[1][c4 + e][kr] = __bfloat16_as_ushort(__float2bfloat16_rn(r));
             }
         }
-        return;
-    }
-    for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
-        const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
-        float4 kf = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (j <= k_hi) kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
-        uint32_t h01, l01, h23, l23;
-        split2(kf.x, kf.y, &h01, &l01);
-        split2(kf.z, kf.w, &h23, &l23);
-        *(uint2 *)&ks[0][kr][c4] = make_uint2(h01, h23);
-        *(uint2 *)&ks[1][kr][c4] = make_uint2(l01, l23);
-    }
-    for (int i = threadIdx.x; i < ATC_BK / 2 * 16; i += ATC_WARPS * 32) {
-        const int kp = i & 31, c4 = (i >> 5) * 4, j = kt + 2 * kp;
-        float4 v0 = make_float4(0.f, 0.f, 0.f, 0.f), v1 = v0;
-        if (j <= k_hi) v0 = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
-        if (j + 1 <= k_hi) v1 = *(const float4 *)(gptoss_kv_v(kv, 0, j + 1) + kvh * D + c4);
-        const float a[4] = {v0.x, v0.y, v0.z, v0.w}, b[4] = {v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            uint32_t hi, lo;
-            split2(a[e], b[e], &hi, &lo); /* key 2kp in the low half */
-            *(uint32_t *)&vt[0][c4 + e][2 * kp] = hi;
-            *(uint32_t *)&vt[1][c4 + e][2 * kp] = lo;
+    } else {
+        for (int i = threadIdx.x; i < ATC_BK * 16; i += ATC_WARPS * 32) {
+            const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
+            float4 kf = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (j <= k_hi) kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
+            uint32_t h01, l01, h23, l23;
+            split2(kf.x, kf.y, &h01, &l01);
+            split2(kf.z, kf.w, &h23, &l23);
+            *(uint2 *)&ks[0][kr][c4] = make_uint2(h01, h23);
+            *(uint2 *)&ks[1][kr][c4] = make_uint2(l01, l23);
+        }
+        for (int i = threadIdx.x; i < ATC_BK / 2 * 16; i += ATC_WARPS * 32) {
+            const int kp = i & 31, c4 = (i >> 5) * 4, j = kt + 2 * kp;
+            float4 v0 = make_float4(0.f, 0.f, 0.f, 0.f), v1 = v0;
+            if (j <= k_hi) v0 = *(const float4 *)(gptoss_kv_v(kv, 0, j) + kvh * D + c4);
+            if (j + 1 <= k_hi) v1 = *(const float4 *)(gptoss_kv_v(kv, 0, j + 1) + kvh * D + c4);
+            const float a[4] = {v0.x, v0.y, v0.z, v0.w}, b[4] = {v1.x, v1.y, v1.z, v1.w};
+    #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                uint32_t hi, lo;
+                split2(a[e], b[e], &hi, &lo); /* key 2kp in the low half */
+                *(uint32_t *)&vt[0][c4 + e][2 * kp] = hi;
+                *(uint32_t *)&vt[1][c4 + e][2 * kp] = lo;
+            }
         }
     }
 }
@@ -247,20 +247,26 @@ __global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const floa
     }
 }
 
-cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
-                                int n_kv, int window, float *out, cudaStream_t s) {
+/* The launch with the staging chosen by the caller (the kernel checks run both). */
+static cudaError_t atc_launch(int packed, const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0,
+                              int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
-    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=1: the packed staging (off by default: model.cu's
-                               prefill_settings_get says why); read once */
-    if (packed < 0) {
-        const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
-        packed = v && strcmp(v, "1") == 0;
-    }
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
     if (packed)
         attention_tc_kernel<true><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     else
         attention_tc_kernel<false><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     return cudaGetLastError();
+}
+
+cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
+                                int n_kv, int window, float *out, cudaStream_t s) {
+    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=1: the packed staging (off by default: model.cu's
+                               prefill_settings_get says why); read once */
+    if (packed < 0) {
+        const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
+        packed = v && strcmp(v, "1") == 0;
+    }
+    return atc_launch(packed, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
 }
