@@ -1,0 +1,119 @@
+/* moe_mma_common.cuh — the device helpers the MXFP4 tensor-core expert kernels share (moe_mma.cu,
+ * moe_mma_stream.cu): the exact MXFP4 -> bf16 decode into mma A fragments, the mma.sync wrapper, and the
+ * staging of fp32 activations as hi/mid/lo bf16 units in the lanes' k permutation. Every kernel that
+ * uses these decodes and multiplies the same values in the same order, which is what makes their
+ * results bit for bit equal (docs/engine-gptoss-cuda.md). Included by .cu files only. */
+#ifndef LLMR_GPTOSS_MOE_MMA_COMMON_CUH
+#define LLMR_GPTOSS_MOE_MMA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ MXFP4 -> bf16 */
+
+/* The rule of tc.cu's exact dequantization for one value (fp32 product, upper half), for the scales
+ * the fast path cannot take. */
+static __device__ __forceinline__ uint32_t mma_fp4_slow(uint32_t nib, uint32_t s) {
+    const float mags[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const float v = (nib & 8u) ? -mags[nib & 7u] : mags[nib & 7u];
+    const float sc = __uint_as_float(s ? s << 23 : 0x00400000u);
+    const float p = s == 255 ? ldexpf(v, 128) : v * sc;
+    return __float_as_uint(p) >> 16;
+}
+
+/* The fast path's scale range: 2^(s - 1) is a bf16 and every fp4 * 2^(s - 127) a normal bf16. */
+#define MMA_FAST_S(s) ((s) >= 2u && (s) <= 128u)
+
+/* 2^(s - 1) in both halves of a bf16x2 (the fast path's multiplier; any value for other s). */
+static __device__ __forceinline__ __nv_bfloat162 mma_scale2(uint32_t s) {
+    const uint32_t e = MMA_FAST_S(s) ? s + 126u : 127u;
+    const uint32_t bits = (e << 7) | (e << 23);
+    __nv_bfloat162 v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+/* Values I and I + 4 of the 8 nibbles of w (value j in nibble j) as a bf16x2 (I low, I + 4 high),
+ * times 2^(s - 127), sc2 = mma_scale2(s). Exact for MMA_FAST_S(s) only (see the header); the caller
+ * takes mma_fp4_pair_any when a scale outside that range is present. */
+template <int I> static __device__ __forceinline__ uint32_t mma_fp4_pair(uint32_t w, __nv_bfloat162 sc2) {
+    uint32_t mag;
+    if constexpr (I == 0) mag = w << 6;
+    else if constexpr (I == 1) mag = w << 2;
+    else if constexpr (I == 2) mag = w >> 2;
+    else mag = w >> 6;
+    const uint32_t sgn = (w << (12 - 4 * I)) & 0x80008000u;
+    const uint32_t bits = (mag & 0x01C001C0u) | sgn;
+    __nv_bfloat162 v;
+    memcpy(&v, &bits, sizeof v);
+    v = __hmul2(v, sc2); /* fp4 * 2^-126 * 2^(s - 1), exact */
+    uint32_t out;
+    memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+/* The same for any scale byte, out of line: the per-value rule would otherwise be inlined at every
+ * one of the kernel's 128 decode sites (a 187 KB kernel that thrashed the instruction cache: measured
+ * 10x slower on the H200). */
+static __device__ __noinline__ uint32_t mma_fp4_pair_any(uint32_t w, int I, uint32_t s) {
+    if (MMA_FAST_S(s)) {
+        const __nv_bfloat162 sc2 = mma_scale2(s);
+        return I == 0 ? mma_fp4_pair<0>(w, sc2) : I == 1 ? mma_fp4_pair<1>(w, sc2) : I == 2 ? mma_fp4_pair<2>(w, sc2)
+                                                                                          : mma_fp4_pair<3>(w, sc2);
+    }
+    return mma_fp4_slow((w >> (4 * I)) & 15u, s) | (mma_fp4_slow((w >> (4 * I + 16)) & 15u, s) << 16);
+}
+
+/* ------------------------------------------------------------------ mma and activation staging */
+
+
+static __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Physical 16-byte unit of logical unit u (= 32 s + 8 t + j for super-chunk s, lane t, step j) in a
+ * staged token row: j ^ 2t in the low bits puts the 4 lanes t of one token on 4 distinct bank groups. */
+static __device__ __forceinline__ int mma_phys(int u) { return u ^ (((u >> 3) & 3) << 1); }
+
+static __device__ __forceinline__ uint32_t mma_pack(float a, float b) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+    uint32_t out;
+    memcpy(&out, &v, sizeof out);
+    return out;
+}
+
+/* Staged unit of (token i, logical unit u): the 4 k values of step j = u & 7... in the order the A
+ * fragment holds them: x[k0 + 2h], x[k0 + 2h + 4] (b0 b1) and x[k0 + 2h + 1], x[k0 + 2h + 5] (b2 b3),
+ * h = u & 1, k0 = 8 (u >> 1), as hi (.x .y) then mid (.z .w) in *hm and lo (.x .y) in *lo. */
+static __device__ __forceinline__ void mma_stage_unit(const float *row, int swz, int K, int k, uint4 *hm, uint2 *lo) {
+    float2 p, q; /* (k, k + 1), (k + 4, k + 5) */
+    if (swz) {
+        const int K8 = K / 8;
+        p = *(const float2 *)(row + ((k & 31) >> 2) * K8 + (k >> 5) * 4 + (k & 3));
+        q = *(const float2 *)(row + (((k + 4) & 31) >> 2) * K8 + ((k + 4) >> 5) * 4 + ((k + 4) & 3));
+    } else {
+        p = *(const float2 *)(row + k);
+        q = *(const float2 *)(row + k + 4);
+    }
+    const float x[4] = {p.x, q.x, p.y, q.y}; /* the order of the two B registers: (k, k+4), (k+1, k+5) */
+    float h[4], m[4], l[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        h[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+        const float r = x[i] - h[i]; /* exact */
+        m[i] = __bfloat162float(__float2bfloat16_rn(r));
+        l[i] = r - m[i]; /* exact; rounded to bf16 by mma_pack */
+    }
+    hm->x = mma_pack(h[0], h[1]);
+    hm->y = mma_pack(h[2], h[3]);
+    hm->z = mma_pack(m[0], m[1]);
+    hm->w = mma_pack(m[2], m[3]);
+    lo->x = mma_pack(l[0], l[1]);
+    lo->y = mma_pack(l[2], l[3]);
+}
+
+#endif
