@@ -205,6 +205,25 @@ static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
     return ahead && next ? fwd_prefetch(m, l + 1, 1, 0) : cudaSuccess;
 }
 
+cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs) {
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size;
+    cudaError_t e;
+    if (m->moe_mma_stream) {
+        if ((e = gptoss_mxfp4_mma_stream(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
+                                         m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, max_pairs,
+                                         m->moe_stream_warps, m->act, m->stream)) != cudaSuccess)
+            return e;
+        return gptoss_mxfp4_mma_stream(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E,
+                                       I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, m->dn, m->stream);
+    }
+    if ((e = gptoss_mxfp4_mma(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
+                              H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, m->stream)) != cudaSuccess)
+        return e;
+    return gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I, H, 0,
+                            0.0f, 0.0f, m->dn, m->stream);
+}
+
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
  * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
  * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
@@ -213,13 +232,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
     cudaError_t e;
-    if (m->moe_mma_prefill) { /* tensor cores, counts read on the device: no host sync, no bf16 scratch */
-        if ((e = gptoss_mxfp4_mma(m->h, H, 0, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
-                                  E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess)
-            return e;
-        return gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I,
-                                H, 0, 0.0f, 0.0f, m->dn, st);
-    }
+    if (m->moe_mma_prefill) /* tensor cores, counts read on the device: no host sync, no bf16 scratch */
+        return gptoss_moe_mma_experts(m, w, m->h, 0, P);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
@@ -440,10 +454,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
                                                  m->rw, m->grp, m->rl, m->ctr, st));
             if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
                 KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-                KP_(GATE_UP, gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
-                                              m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
-                KP_(DOWN, gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets,
-                                           E, I, H, 0, 0.0f, 0.0f, m->dn, st));
+                KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK));
                 KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
                 continue;
             }

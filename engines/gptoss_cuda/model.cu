@@ -584,11 +584,16 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * accumulation chain over all K) left ~1e-5 relative at the 20b's shapes and a batched row ~1e-2
          * from the same request alone in the logits; with 3 parts and fp32 partial sums per 128 k it is
          * 5e-7 and gptoss_batching --model (20b) finds no difference at all. LLMR_GPTOSS_MOE_MMA_T1=1 puts
-         * the T = 1 experts on it too (slower: 444 -> 239 tok/s with the first version). */
+         * the T = 1 experts on it too (slower: 444 -> 239 tok/s with the first version). Session 7: the same
+         * products on gptoss_mxfp4_mma_stream (bit for bit; 64 streams ~1,470 -> ~1,700 out tok/s on the H200);
+         * from 8 rows it would also be faster (32 streams +16%), but the 20b batching check then failed 1 of
+         * 11 runs (docs/performance.md), so MIN_ROWS stays 32. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 32, 2, GPTOSS_MAX_BATCH);
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
+        m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
+        m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;

@@ -89,6 +89,10 @@ struct gptoss_model {
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default 0), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
     int moe_mma, moe_mma_min_rows, moe_mma_prefill, moe_mma_t1;
+    /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
+     * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
+     * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */
+    int moe_mma_stream, moe_stream_warps;
     int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
@@ -199,6 +203,10 @@ llmr_engine_status gptoss_eval_tokens(gptoss_session *s, const int32_t *tokens, 
                                       size_t es);
 /* Room and vocabulary checks of n new tokens (UNSUPPORTED naming the bad token or the limit). */
 llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *tokens, size_t n, char *err, size_t es);
+/* The experts of one layer on tensor cores for the pairs already routed (m->counts, offsets, pair_token):
+ * gate_up + SwiGLU from x (rows ldx = hidden size; swz: chunk-swizzled, as m->hsw) into m->act, down +
+ * bias into m->dn. max_pairs bounds the pairs (4 x rows). The kernel is m->moe_mma_stream's. */
+cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs);
 /* Appends the token in m->tok at position n_ctx through the session's decode graph (asynchronous). */
 llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);
 

@@ -336,10 +336,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-            K_(gptoss_mxfp4_mma(m->hsw, H, 1, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
-                                E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, st));
-            K_(gptoss_mxfp4_mma(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, I, H,
-                                0, 0.0f, 0.0f, m->dn, st));
+            K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n));
             K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
             PART_(4);
             continue;

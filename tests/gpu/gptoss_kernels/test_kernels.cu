@@ -964,10 +964,13 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
 void gptoss_test_batch_kernels(int *checks, int *failed);
 void gptoss_test_rows_kernels(int *checks, int *failed);
 void gptoss_moe_mma_checks(int *checks, int *failed); /* test_moe_mma.cu: the MXFP4 experts on tensor cores */
+void gptoss_moe_mma_timing(int n, char **Ts);          /* test_moe_mma.cu: --moe-timing T... */
 
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 (skipped) without a GPU.\n");
+        printf("usage: gptoss_kernels [--moe-timing T...]\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 "
+               "(skipped) without a GPU.\n--moe-timing T...: only time the MXFP4 expert kernels at the 20b's shapes for "
+               "T tokens each (no checks; for profilers).\n");
         return 0;
     }
     int n = 0;
@@ -978,6 +981,10 @@ int main(int argc, char **argv) {
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     printf("device: %s (cc %d.%d)\n", p.name, p.major, p.minor);
+    if (argc > 1 && !strcmp(argv[1], "--moe-timing")) {
+        gptoss_moe_mma_timing(argc - 2, argv + 2);
+        return 0;
+    }
     test_rmsnorm(5, 2880);
     test_rmsnorm(1, 64);
     test_linear(1, 2880, 517, 1, 0); /* GEMV path (T <= 4) */

@@ -6,6 +6,8 @@
  *    hi/mid/lo split leaves ~2^-25 of each activation, as tc.h with S = 3: fp32 level);
  *  - a token's result is bit for bit the same alone (T = 1) as in a batch, and with the activations
  *    chunk-swizzled (the decode router's h_sw) as plain;
+ *  - gptoss_mxfp4_mma_stream (moe_mma_stream.cu) gives the same bits as gptoss_mxfp4_mma at every size,
+ *    with its automatic shape and with several warps / tiles per warp;
  *  - timings at the 20b shapes (T = 1, 8, 64, 512, 4096) beside the path each replaces: the fused decode
  *    kernels (T <= 64) or the dequantize + cuBLAS experts of tc.cu (T > 64). */
 #include <math.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "engines/gptoss_cuda/moe_mma.cu"
+#include "engines/gptoss_cuda/moe_mma_stream.cu"
 #include "engines/gptoss_cuda/tc.h"
 
 #define TU_SEED 0x6d6d61ull
@@ -139,13 +142,28 @@ static void mm_route_free(mm_route *r) {
     cudaFree(r->ids); cudaFree(r->counts); cudaFree(r->offsets); cudaFree(r->pair_token); cudaFree(r->pair_of);
 }
 
-/* gate_up + SwiGLU into act [P, I], down + bias into dn [P, H]. */
-static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn) {
+/* Forces the streaming kernel's tiles (1: 8 pairs, 2: 16 pairs, 0: by max_pairs) through its test hook. */
+static void mm_stream_tiles(int nt) { gptoss_mxfp4_mma_stream_force_tiles(nt); }
+
+/* gate_up + SwiGLU into act [P, I], down + bias into dn [P, H]: gptoss_mxfp4_mma, or with P > 0
+ * gptoss_mxfp4_mma_stream for P pairs with the given warps per CTA (0 = automatic). */
+static void mm_run_with(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn, int P,
+                        int warps) {
     const float alpha = 1.702f, limit = 7.0f;
+    if (P > 0) {
+        CK(gptoss_mxfp4_mma_stream(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets,
+                                    L->E, L->H, 2 * L->I, 1, alpha, limit, P, warps, dact, 0));
+        CK(gptoss_mxfp4_mma_stream(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E,
+                                    L->I, L->H, 0, 0.0f, 0.0f, P, warps, ddn, 0));
+        return;
+    }
     CK(gptoss_mxfp4_mma(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets, L->E,
                          L->H, 2 * L->I, 1, alpha, limit, dact, 0));
     CK(gptoss_mxfp4_mma(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E, L->I, L->H,
                          0, 0.0f, 0.0f, ddn, 0));
+}
+static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn) {
+    mm_run_with(L, r, dx, swz, dact, ddn, 0, 0);
 }
 
 /* Correctness at T tokens: CPU reference for up to max_pairs (token, slot) pairs (all when fewer). */
@@ -217,6 +235,27 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
         snprintf(what, sizeof what, "mxfp4_mma T=%d: swizzled activations give the same bits", T);
         mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
         cudaFree(dxs); cudaFree(dact2); cudaFree(ddn2);
+    }
+    /* the streaming kernel: the same bits with 8- and 16-pair tiles (forced and automatic), automatic and
+     * forced warps per CTA, plain and swizzled activations */
+    {
+        const int shapes[5][2] = {{0, 0}, {1, 12}, {2, 16}, {1, 4}, {2, 7}}; /* tiles (0 = automatic), warps */
+        for (int sh = 0; sh < 5; sh++)
+            for (int swz = 0; swz < 2; swz++) {
+                std::vector<float> xs(x.size());
+                for (int t = 0; t < T; t++)
+                    for (int k = 0; k < H; k++) xs[(size_t)t * H + (swz ? gptoss_swz(k, H) : k)] = x[(size_t)t * H + k];
+                float *dxs = dev_upload(xs), *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+                mm_stream_tiles(shapes[sh][0]);
+                mm_run_with(L, &r, dxs, swz, dact2, ddn2, P, shapes[sh][1]);
+                mm_stream_tiles(0);
+                auto act2 = dev_download(dact2, (size_t)P * I);
+                auto dn2 = dev_download(ddn2, (size_t)P * H);
+                snprintf(what, sizeof what, "mxfp4_mma_stream T=%d tiles %d warps %d%s: the same bits as gptoss_mxfp4_mma", T,
+                         shapes[sh][0], shapes[sh][1], swz ? " (swizzled)" : "");
+                mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
+                cudaFree(dxs); cudaFree(dact2); cudaFree(ddn2);
+            }
     }
     /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
     if (T > 1) {
@@ -348,6 +387,44 @@ static void time_mma(int T, const mm_layer *L) {
     cudaFree(dx); cudaFree(dact); cudaFree(ddn);
 }
 
+/* The experts alone (gate_up + down after routing) at T tokens: gptoss_mxfp4_mma beside
+ * gptoss_mxfp4_mma_stream in several shapes, as ms and TB/s of the touched experts' bytes. */
+static void time_stream(int T, const mm_layer *L) {
+    const int E = L->E, H = L->H, I = L->I, P = T * 4;
+    std::vector<float> x((size_t)T * H);
+    for (auto &v : x) v = nrand();
+    float *dx = dev_upload(x), *dact = dev_poison((size_t)P * I), *ddn = dev_poison((size_t)P * H);
+    auto ids = mm_ids(T, E, 0);
+    mm_route r;
+    mm_route_make(&r, ids, T, E);
+    auto counts = dev_download(r.counts, (size_t)E);
+    int touched = 0;
+    for (int e = 0; e < E; e++) touched += counts[e] > 0;
+    const double bytes = (double)touched * ((double)2 * I * H + (double)H * I) * (17.0 / 32.0);
+    const int reps = T >= 512 ? 5 : 50;
+    const double t_old = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
+    printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
+           bytes / (t_old * 1e-3) / 1e12);
+    const int shapes[6][2] = {{0, 0}, {1, 12}, {1, 16}, {2, 12}, {2, 16}, {2, 8}}; /* tiles (0 = auto), warps */
+    for (int sh = 0; sh < 6; sh++) {
+        mm_stream_tiles(shapes[sh][0]);
+        const double t = mm_time([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1]); }, reps);
+        mm_stream_tiles(0);
+        printf("; stream tiles %d w%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], t, bytes / (t * 1e-3) / 1e12);
+    }
+    printf("\n");
+    mm_route_free(&r);
+    cudaFree(dx); cudaFree(dact); cudaFree(ddn);
+}
+
+/* gptoss_kernels --moe-timing T...: only the expert timings at the 20b's shapes (for profilers). */
+void gptoss_moe_mma_timing(int n, char **Ts) {
+    mm_layer b;
+    mm_layer_make(&b, 32, 2880, 2880);
+    for (int i = 0; i < n; i++) time_stream(atoi(Ts[i]), &b);
+    mm_layer_free(&b);
+}
+
 void gptoss_moe_mma_checks(int *checks, int *failed) {
     test_mma_table();
     mm_layer s;
@@ -368,6 +445,8 @@ void gptoss_moe_mma_checks(int *checks, int *failed) {
     test_mma(512, &b, 1, 12);
     const int Ts[] = {1, 8, 64, 512, 4096};
     for (int i = 0; i < 5; i++) time_mma(Ts[i], &b);
+    const int Ts2[] = {1, 2, 4, 8, 16, 32, 64, 128, 512};
+    for (int i = 0; i < 9; i++) time_stream(Ts2[i], &b);
     mm_layer_free(&b);
     *checks += tu_checks;
     *failed += tu_failed;

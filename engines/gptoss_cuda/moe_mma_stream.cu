@@ -1,0 +1,319 @@
+/* moe_mma_stream.cu — the MXFP4 expert matmul on tensor cores with each warp streaming its weight rows
+ * over the whole K (gptoss_mxfp4_mma_stream, kernels.h). Same arguments, same decoded values and same
+ * mma sequence per output element as gptoss_mxfp4_mma (moe_mma.cu), so its results are bit for bit
+ * those of that kernel (the kernel checks compare them); only where the bytes come from and when differs.
+ *
+ * Why this shape (docs/performance.md, "The streaming expert kernel"): gptoss_mxfp4_mma walks K in 12
+ * passes with a block barrier each and holds 208 registers (8 warps per SM); ncu found no eligible warp
+ * 63% of its cycles and it moved ~0.6 TB/s. Here:
+ *  - one CTA per (row chunk, token tile of up to 8 or 16 of one expert's pairs): the CTA stages those
+ *    tokens' activations (hi/mid/lo bf16 units in the lanes' k order, ~17.8 KB per token at K = 2,880)
+ *    once, for all of K with 8-token tiles (one barrier per CTA) or in two phases with 16-token tiles
+ *    (to fit shared memory); no warp waits for another in between;
+ *  - each warp owns one m16 tile (16 weight rows) and walks all of K in 128-value super-chunks with
+ *    MS_DEPTH super-chunks of its 16-byte weight loads and scale bytes in flight in registers (a ring
+ *    indexed at compile time, so no register copy waits on a load); the first ones are issued before the
+ *    staging, so the staging's L2 reads overlap the first DRAM reads. The decode of a weight is the
+ *    costly part (~5 instructions per bf16 pair), so a 16-token tile decodes it once for two n8 tiles;
+ *  - the (expert, token tile) of a CTA comes from a warp scan over counts[] on the device: the grid has
+ *    one row of CTAs per possible tile (min(P, E + P/tile) for P pairs), so few CTAs exit idle;
+ *  - each output has one writer and the k order is fixed by the shapes, as in moe_mma.cu. */
+#include "engines/gptoss_cuda/kernels.h"
+
+#include "engines/gptoss_cuda/ldg_u8.cuh"
+#include "engines/gptoss_cuda/moe_mma_common.cuh"
+
+#include <stdlib.h>
+
+#define MS_DEPTH 4    /* super-chunks of weights in flight per warp */
+#define MS_PHASE 12   /* super-chunks staged per phase with 16-token tiles (a multiple of MS_DEPTH) */
+#define MS_MAX_WARPS 16
+
+/* Staged activations: per token, 32 units (4 k values each: 16 bytes hi + mid in xs, 8 bytes lo in xl)
+ * per 128-value super-chunk c of the phase, unit 32c + 4j + t for lane t's k16 step j (its values
+ * k = 128c + 32t + 8(j >> 1) + 2(j & 1), +1, +4, +5, in mma_stage_unit's fragment order). A lane reads
+ * its step j at a fixed offset from one pointer per super-chunk; a token row of stride = 4 mod 16 units
+ * puts the lanes of each shared-memory wavefront on distinct banks (16-byte reads: tokens g, g + 1 at +4
+ * bank groups; 8-byte reads: tokens g..g + 3 at +4 each). */
+static __host__ __device__ __forceinline__ int ms_stride(int phase_sc) { return 32 * phase_sc + 4; }
+
+/* Super-chunks per phase: all of K for 8-token tiles (one barrier per CTA), MS_PHASE for 16-token tiles
+ * (the staging must fit shared memory; one more barrier and a restaging per phase). */
+static __host__ __device__ __forceinline__ int ms_phase_sc(int K, int nt) {
+    const int nsc = (K + 127) / 128;
+    return nt == 1 || nsc <= MS_PHASE ? nsc : MS_PHASE;
+}
+
+/* One super-chunk c of a lane's two weight rows: MXFP4 block 4c + t of each row, from the lane's row
+ * pointers wp / sp (block t of the row; NULL for a row past N: zeros with scale byte 127, as moe_mma.cu,
+ * as past K). once: evict-first, the tile is read by this CTA only. */
+static __device__ __forceinline__ void ms_load(const uint4 *const wp[2], const uint8_t *const sp[2], int NC, int c,
+                                               int t, bool once, uint4 q[2], uint32_t s[2]) {
+    const bool in_k = 4 * c + t < NC;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const bool ok = in_k && wp[r];
+        q[r] = !ok ? make_uint4(0u, 0u, 0u, 0u) : once ? __ldcs(wp[r] + 4 * c) : __ldg(wp[r] + 4 * c);
+        s[r] = !ok ? 127u : gptoss_ldg_u8(sp[r] + 4 * c);
+    }
+}
+
+/* The products of one super-chunk (staged at unit 32 cp of the phase) for one m16 tile and NT n8 tiles:
+ * 8 k16 steps, A decoded once in registers, B (hi, mid, lo) from the staged rows of the lane's tokens,
+ * each n8 tile into a fresh accumulator added to acc in fp32 (moe_mma.cu's mma_pass: the same sequence
+ * per output element). */
+template <bool FAST, int NT>
+static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uint32_t s[2], const uint4 *const xs_row[NT],
+                                                     const uint2 *const xl_row[NT], int cp, float acc[NT][4]) {
+    float part[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) part[n][i] = 0.0f;
+    const __nv_bfloat162 sc[2] = {mma_scale2(s[0]), mma_scale2(s[1])};
+#pragma unroll(FAST ? 8 : 1)
+    for (int j = 0; j < 8; j++) {
+        uint32_t a[4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint4 v = q[r];
+            const uint32_t w = (j >> 1) == 0 ? v.x : (j >> 1) == 1 ? v.y : (j >> 1) == 2 ? v.z : v.w;
+            if (FAST) {
+                a[r] = (j & 1) ? mma_fp4_pair<2>(w, sc[r]) : mma_fp4_pair<0>(w, sc[r]);
+                a[2 + r] = (j & 1) ? mma_fp4_pair<3>(w, sc[r]) : mma_fp4_pair<1>(w, sc[r]);
+            } else {
+                a[r] = mma_fp4_pair_any(w, (j & 1) ? 2 : 0, s[r]);
+                a[2 + r] = mma_fp4_pair_any(w, (j & 1) ? 3 : 1, s[r]);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const uint4 bv = xs_row[n][32 * cp + 4 * j];
+            const uint2 bl = xl_row[n][32 * cp + 4 * j];
+            mma_bf16(part[n], a, bv.x, bv.y); /* hi */
+            mma_bf16(part[n], a, bv.z, bv.w); /* mid */
+            mma_bf16(part[n], a, bl.x, bl.y); /* lo */
+        }
+    }
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
+}
+
+/* The (expert, token tile) of item y: walk the experts' tile counts ceil(counts[e] / tile) in order
+ * (a warp scan, 32 experts per step). Returns 0 when y is past the last tile. */
+static __device__ __forceinline__ int ms_item(const int32_t *counts, int E, int tile, int y, int lane, int *e_out,
+                                              int *tt_out) {
+    int base = 0;
+    for (int e0 = 0; e0 < E; e0 += 32) {
+        const int ee = e0 + lane;
+        const int n = ee < E ? (counts[ee] + tile - 1) / tile : 0;
+        int incl = n;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, y >= base + incl - n && y < base + incl);
+        if (hit) {
+            const int src = __ffs(hit) - 1;
+            *e_out = e0 + src;
+            *tt_out = y - base - __shfl_sync(0xffffffffu, incl - n, src);
+            return 1;
+        }
+        base += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    return 0;
+}
+
+/* Stages super-chunks [c0, c0 + pc) of tokens [0, tn) of the tile (rows off .. off + ntok - 1 of the
+ * grouped pairs; zeros past K and past ntok). Loads batched 8 units per thread so their L2 round trips
+ * overlap. */
+static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz, const int32_t *gather, int off,
+                                                int ntok, int tn, int K, int c0, int pc, int stride, uint4 *xs,
+                                                uint2 *xl) {
+    const int units = 32 * pc, total = tn * units;
+    for (int base = threadIdx.x; base < total; base += 8 * blockDim.x) {
+        uint4 hv[8];
+        uint2 lv[8];
+#pragma unroll
+        for (int b = 0; b < 8; b++) {
+            const int idx = base + b * blockDim.x;
+            hv[b] = make_uint4(0u, 0u, 0u, 0u);
+            lv[b] = make_uint2(0u, 0u);
+            if (idx < total) {
+                const int i = idx / units, u = idx - i * units;
+                const int k = 128 * (c0 + (u >> 5)) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + 2 * ((u >> 2) & 1);
+                if (i < ntok && k < K) {
+                    const int p = off + i;
+                    const int src = gather ? gather[p] : p;
+                    mma_stage_unit(x + (size_t)src * ldx, swz, K, k, &hv[b], &lv[b]);
+                }
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < 8; b++) {
+            const int idx = base + b * blockDim.x;
+            if (idx < total) {
+                const int i = idx / units, u = idx - i * units;
+                xs[(size_t)i * stride + u] = hv[b];
+                xl[(size_t)i * stride + u] = lv[b];
+            }
+        }
+    }
+}
+
+/* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
+ * shared memory tn x ms_stride(ms_phase_sc(K, NT)) x 24 bytes (tn = tokens staged per CTA, <= 8 NT). */
+template <int NT>
+__global__ void __launch_bounds__(MS_MAX_WARPS * 32)
+    mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
+                            const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets,
+                            int E, int K, int N, int swiglu, float alpha, float limit, int tn, float *y) {
+    extern __shared__ uint4 ms_smem[];
+    constexpr int TN = 8 * NT;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
+    int e, tt;
+    if (!ms_item(counts, E, TN, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
+    const int cnt = counts[e], off = offsets[e] + tt * TN, ntok = min(TN, cnt - tt * TN);
+    const bool once = cnt <= TN;
+    const int NC = K / 32, nsc = (K + 127) / 128, pc = ms_phase_sc(K, NT), stride = ms_stride(pc);
+    const uint8_t *eb = blocks + (size_t)e * N * (K / 2);
+    const uint8_t *es = scales + (size_t)e * N * NC;
+    uint4 *xs = ms_smem;
+    uint2 *xl = (uint2 *)(ms_smem + (size_t)tn * stride);
+
+    /* The weight rows this lane loads: fragment rows g and g + 8 of the warp's m16 tile (gate_up: gate row
+     * 2a over its up row 2a + 1, as moe_mma.cu). */
+    const int row0 = (blockIdx.x * warps + warp) * 16;
+    const int rows[2] = {swiglu ? row0 + 2 * g : row0 + g, swiglu ? row0 + 2 * g + 1 : row0 + g + 8};
+    const bool active = row0 < N; /* warp-uniform; idle warps still stage and meet the barriers */
+    const uint4 *wp[2];
+    const uint8_t *sp[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        wp[r] = rows[r] < N ? (const uint4 *)(eb + ((size_t)rows[r] * NC + t) * 16) : NULL;
+        sp[r] = es + (size_t)rows[r] * NC + t;
+    }
+    uint4 q[MS_DEPTH][2];
+    uint32_t s[MS_DEPTH][2];
+    if (active) /* the first weights in flight during the staging */
+#pragma unroll
+        for (int d = 0; d < MS_DEPTH; d++)
+            if (d < nsc) ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
+
+    /* this lane's staged units (token 8n + g, lane t); columns past tn read a staged row, not written */
+    const uint4 *xs_row[NT];
+    const uint2 *xl_row[NT];
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        xs_row[n] = xs + (size_t)min(8 * n + g, tn - 1) * stride + t;
+        xl_row[n] = xl + (size_t)min(8 * n + g, tn - 1) * stride + t;
+    }
+    float acc[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
+    for (int cb = 0; cb < nsc; cb += pc) { /* phases of pc super-chunks (one phase with 8-token tiles) */
+        if (cb > 0) __syncthreads(); /* every warp is done with the previous phase's staging */
+        ms_stage(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride, xs, xl);
+        __syncthreads();
+        if (!active) continue;
+        const int ce = min(cb + pc, nsc);
+        for (int c0 = cb; c0 < ce; c0 += MS_DEPTH) {
+#pragma unroll
+            for (int d = 0; d < MS_DEPTH; d++) { /* ring slot d holds super-chunk c (pc is a multiple of MS_DEPTH) */
+                const int c = c0 + d;
+                if (c >= ce) break;
+                const bool fast = MMA_FAST_S(s[d][0]) && MMA_FAST_S(s[d][1]);
+                if (__all_sync(0xffffffffu, fast)) ms_superchunk<true, NT>(q[d], s[d], xs_row, xl_row, c - cb, acc);
+                else ms_superchunk<false, NT>(q[d], s[d], xs_row, xl_row, c - cb, acc);
+                if (c + MS_DEPTH < nsc) ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
+            }
+        }
+    }
+    if (!active) return;
+    /* epilogue: acc[n][0..1] row g, tokens 8n + 2t, +1; acc[n][2..3] row g + 8 (gate_up: the up row) */
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int cc = 0; cc < 2; cc++) {
+            const int i = 8 * n + 2 * t + cc;
+            if (i >= ntok) continue;
+            const size_t p = (size_t)off + i;
+            if (swiglu) {
+                const int gr = rows[0];
+                if (gr >= N) continue;
+                float gv = acc[n][cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
+                float uv = acc[n][2 + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
+                gv = fminf(gv, limit);
+                uv = fminf(fmaxf(uv, -limit), limit);
+                const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
+                y[p * (size_t)(N / 2) + gr / 2] = glu * (uv + 1.0f);
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    if (rows[r] < N)
+                        y[p * (size_t)N + rows[r]] = acc[n][2 * r + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + rows[r]]);
+            }
+        }
+}
+
+/* 16-token tiles from 64 rows (256 pairs): each weight is decoded once for up to 16 of its expert's tokens
+ * (at 64 rows ~8 per expert, so 8-token tiles decode most experts twice). H200, experts of one 20b layer:
+ * 64 rows 0.445 -> 0.425 ms, 128 rows 0.728 -> 0.648; at 16 / 32 rows slower (0.268 -> 0.355, 0.307 ->
+ * 0.404: the padding's mma work and the second staging outweigh the decode saved). */
+static int ms_tiles_of(int max_pairs) { return max_pairs >= 256 ? 2 : 1; }
+
+static int ms_force_tiles = -1; /* -1: read LLMR_GPTOSS_MOE_STREAM_TILES at the first launch */
+void gptoss_mxfp4_mma_stream_force_tiles(int nt) { ms_force_tiles = nt == 1 || nt == 2 ? nt : 0; }
+
+size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
+    const int nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs), tn = max_pairs < 8 * nt ? max_pairs : 8 * nt;
+    return (size_t)(tn > 0 ? tn : 1) * (size_t)ms_stride(ms_phase_sc(K, nt)) * (sizeof(uint4) + sizeof(uint2));
+}
+
+cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                                    const uint8_t *scales, const uint16_t *b, const int32_t *counts,
+                                    const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
+                                    int max_pairs, int warps, float *y, cudaStream_t stream) {
+    if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
+        (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
+        ((uintptr_t)blocks & 15) || max_pairs <= 0 || warps < 0 || warps > MS_MAX_WARPS)
+        return cudaErrorInvalidValue;
+    if (ms_force_tiles < 0) { /* LLMR_GPTOSS_MOE_STREAM_TILES=1|2: force 8- or 16-token tiles (comparisons) */
+        const char *v = getenv("LLMR_GPTOSS_MOE_STREAM_TILES");
+        ms_force_tiles = v && (v[0] == '1' || v[0] == '2') && !v[1] ? v[0] - '0' : 0;
+    }
+    const size_t smem = gptoss_mxfp4_mma_stream_smem(K, max_pairs);
+    if (smem > GPTOSS_MMA_STREAM_MAX_SMEM) /* K too long to stage: the pass-wise kernel */
+        return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
+                                y, stream);
+    static int smem_set; /* the > 48 KB opt-in once (not a stream operation) */
+    if (!smem_set) {
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)GPTOSS_MMA_STREAM_MAX_SMEM);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)GPTOSS_MMA_STREAM_MAX_SMEM);
+        if (e != cudaSuccess) return e;
+        smem_set = 1;
+    }
+    const int nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs), TN = 8 * nt;
+    const int tn = max_pairs < TN ? max_pairs : TN;
+    if (!warps) warps = max_pairs >= 16 ? 16 : 12; /* H200 timings: 16 from 4 rows, 12 below */
+    const long items_max = (long)E + (max_pairs + TN - 1) / TN;
+    const long items = max_pairs < items_max ? max_pairs : items_max;
+    if (items > 65535) return cudaErrorInvalidValue;
+    const int tiles = (N + 15) / 16;
+    const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
+    if (nt == 2)
+        mxfp4_mma_stream_kernel<2><<<grid, warps * 32, smem, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts,
+                                                                          offsets, E, K, N, swiglu, alpha, limit, tn, y);
+    else
+        mxfp4_mma_stream_kernel<1><<<grid, warps * 32, smem, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts,
+                                                                          offsets, E, K, N, swiglu, alpha, limit, tn, y);
+    return cudaGetLastError();
+}
