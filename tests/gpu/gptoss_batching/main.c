@@ -3,7 +3,9 @@
  *  - 8 requests (prompts 10..300 tokens, different max_tokens so rows leave mid-batch) give the same
  *    tokens generated one at a time and all at once from 8 threads, greedy and seeded sampling (with
  *    penalties on some rows), up to a near-tie (see near_tie: a token decided within the fp32-level
- *    noise between the two paths, checked by replaying the request and redoing the sampler's steps);
+ *    noise between the two paths, checked by replaying the request and redoing the sampler's steps; a
+ *    greedy token past the margin only when flipping a router near-tie on the way gives the batched token,
+ *    checked causally with the engine's debug forward: see router_flip);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
  *  - more sessions than max_sessions share the pool;
@@ -24,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/gptoss/config.h"
+#include "engines/gptoss_cuda/debug_api.h"
 #include "llmr_engine.h"
 
 #define DRIVER_NAME "gptoss_batching"
@@ -35,6 +39,8 @@ int batching_gpu_available(char *why, size_t n);
 #define MAXTOK 64
 
 static const llmr_engine_api *api;
+static gptoss_cuda_debug_eval_fn dbg_eval; /* the engine's debug forward (router logits, forced routing) */
+static gptoss_config cfg;                  /* the loaded checkpoint's config (layers, experts) */
 static void prompt_tokens(int32_t *t, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
@@ -161,6 +167,173 @@ static int nt_desc(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* ---- router near-ties: a greedy token that differs by more than NT_MARGIN is still fp32-level noise when
+ * a router decision on the way was a near-tie (4th / 5th expert logits within NT_ROUTER, the parity
+ * driver's rule) and the other choice there leads to the batched token. router_flip checks that causally:
+ * it replays the context alone through the engine's debug forward (gptoss_cuda_debug_eval), finds the
+ * (layer, position) decisions with the smallest 4th / 5th gaps, and for each of the NT_FLIPS smallest
+ * under NT_ROUTER forces the same routing everywhere except the 5th expert instead of the 4th there; it
+ * returns 1 when that replay decides tb at the last position (greedy: its argmax; sampled: the host's
+ * replica of the draw). Anything else stays a failure. */
+#define NT_ROUTER 1e-3
+#define NT_FLIPS 32
+
+typedef struct { float gap; int layer, pos; } nt_gap;
+static int nt_gap_cmp(const void *a, const void *b) {
+    const float x = ((const nt_gap *)a)->gap, y = ((const nt_gap *)b)->gap;
+    return x < y ? -1 : x > y;
+}
+
+/* The top-5 expert ids of one router row, descending, ties to the lower id (the router's rule). */
+static void nt_top5(const float *r, int E, int top[5]) {
+    for (int k = 0; k < 5; k++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int used = 0;
+            for (int q = 0; q < k; q++) used |= top[q] == e;
+            if (!used && (best < 0 || r[e] > r[best])) best = e;
+        }
+        top[k] = best;
+    }
+}
+
+static int nt_sampled(const float *lg, int V, const job *j, int k, int32_t ta, int32_t tb, int *replica_out, char *why,
+                      size_t wn);
+static int nt_argmax(const float *lg, int V);
+
+static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t *ctx, int n, int V, int32_t ta,
+                       int32_t tb, char *why, size_t wn) {
+    const int L = cfg.num_layers, E = cfg.num_experts;
+    if (!dbg_eval || L <= 0 || E < 5) return snprintf(why, wn, "; no debug forward for the router check"), 0;
+    float *rl = malloc((size_t)L * n * E * sizeof(float)), *lg = malloc((size_t)n * V * sizeof(float));
+    int32_t *force = malloc((size_t)L * n * 4 * sizeof(int32_t));
+    nt_gap *gaps = malloc((size_t)L * n * sizeof(nt_gap));
+    if (!rl || !lg || !force || !gaps) die("out of memory");
+    char err[512];
+    llmr_engine_session *s = new_session(m);
+    llmr_engine_status st = dbg_eval(s, ctx, (size_t)n, NULL, NULL, rl, NULL, err, sizeof err);
+    api->session_destroy(s);
+    int ok = 0, tried = 0, under = 0;
+    if (st != LLMR_ENGINE_OK) {
+        snprintf(why, wn, "; router replay failed: %.200s", err);
+    } else {
+        for (int l = 0; l < L; l++)
+            for (int p = 0; p < n; p++) {
+                int top[5];
+                const float *r = rl + ((size_t)l * n + p) * E;
+                nt_top5(r, E, top);
+                for (int q = 0; q < 4; q++) force[((size_t)l * n + p) * 4 + q] = top[q];
+                gaps[(size_t)l * n + p] = (nt_gap){r[top[3]] - r[top[4]], l, p};
+                under += r[top[3]] - r[top[4]] < NT_ROUTER;
+            }
+        qsort(gaps, (size_t)L * n, sizeof *gaps, nt_gap_cmp);
+        int flip_l = -1, flip_p = -1;
+        float flip_gap = 0.0f;
+        for (int c = 0; c < NT_FLIPS && c < L * n && gaps[c].gap < NT_ROUTER && !ok; c++) {
+            const size_t at = (size_t)gaps[c].layer * n + gaps[c].pos;
+            int top[5];
+            nt_top5(rl + at * E, E, top);
+            force[at * 4 + 3] = top[4]; /* the 5th expert instead of the 4th, every other decision as replayed */
+            s = new_session(m);
+            st = dbg_eval(s, ctx, (size_t)n, lg, NULL, NULL, force, err, sizeof err);
+            api->session_destroy(s);
+            force[at * 4 + 3] = top[3];
+            tried++;
+            const float *last = lg + (size_t)(n - 1) * V;
+            int pick = -1;
+            char scratch[400];
+            if (st == LLMR_ENGINE_OK && j->sp.temperature <= 0.0f) pick = nt_argmax(last, V);
+            else if (st == LLMR_ENGINE_OK) nt_sampled(last, V, j, k, ta, tb, &pick, scratch, sizeof scratch);
+            if (pick == tb) {
+                ok = 1;
+                flip_l = gaps[c].layer, flip_p = gaps[c].pos, flip_gap = gaps[c].gap;
+            }
+        }
+        if (ok)
+            snprintf(why, wn, "; explained: router near-tie at layer %d position %d (4th/5th gap %.3g), taking the 5th "
+                              "expert there makes the alone replay decide %d",
+                     flip_l, flip_p, flip_gap, tb);
+        else
+            snprintf(why, wn, "; smallest router 4th/5th gap %.3g (layer %d position %d), %d under %g, %d flipped: "
+                              "none leads to %d",
+                     gaps[0].gap, gaps[0].layer, gaps[0].pos, under, NT_ROUTER, tried, tb);
+    }
+    free(rl);
+    free(lg);
+    free(force);
+    free(gaps);
+    return ok;
+}
+
+/* The sampler's decision at step k of request j (k tokens generated before) redone on the host in double
+ * from logits lg (sampling.cu: penalties, temperature, top_k, top_p, the draw in ascending id order with u
+ * from the row's RNG): *replica gets the id drawn; returns 1 when ta and tb are a near-tie of the draw
+ * (their boundary within the noise of the target), *why says what was measured. */
+static int nt_sampled(const float *lg, int V, const job *j, int k, int32_t ta, int32_t tb, int *replica_out, char *why,
+                      size_t wn) {
+    double *p = malloc((size_t)V * sizeof(double)), *srt = malloc((size_t)V * sizeof(double));
+    int *cnt = calloc((size_t)V, sizeof(int));
+    if (!p || !srt || !cnt) die("out of memory");
+    int ok = 0;
+    const llmr_sampling_params *sp = &j->sp;
+    for (int i = 0; i < k; i++) cnt[j->tok[i]]++;
+    double mx = -INFINITY;
+    for (int i = 0; i < V; i++) {
+        double l = lg[i];
+        if (cnt[i] > 0) l -= cnt[i] * (double)sp->frequency_penalty + sp->presence_penalty;
+        p[i] = l;
+        if (l > mx) mx = l;
+    }
+    for (int i = 0; i < V; i++) srt[i] = p[i] = exp((p[i] - mx) / sp->temperature);
+    qsort(srt, (size_t)V, sizeof *srt, nt_desc);
+    double thr = 0.0;
+    if (sp->top_k > 0 && sp->top_k < V) thr = nt_threshold(srt, V, sp->top_k, 1);
+    if (sp->top_p > 0.0f && sp->top_p < 1.0f) {
+        double z = 0.0;
+        for (int i = 0; i < V; i++) if (srt[i] >= thr) z += srt[i];
+        thr = nt_threshold(srt, V, sp->top_p * z, 0);
+    }
+    double total = 0.0, fragile = 0.0;
+    for (int i = 0; i < V; i++) {
+        if (p[i] >= thr) total += p[i];
+        if (thr > 0.0 && fabs(p[i] - thr) <= NT_REL * thr) fragile += p[i];
+    }
+    uint64_t rng = sp->seed ^ 0x6a09e667f3bcc909ull;
+    double u = 0.0;
+    for (int i = 0; i <= k; i++) u = (double)(nt_splitmix64(&rng) >> 40) * (1.0 / 16777216.0);
+    const double target = u * total, slack = NT_REL * total + 2.0 * fragile;
+    const int lo = ta < tb ? ta : tb, hi = ta < tb ? tb : ta;
+    double c_lo = 0.0, c_hi = 0.0; /* kept mass through lo, and through hi - 1 */
+    for (int i = 0; i < hi; i++) {
+        if (p[i] < thr) continue;
+        if (i <= lo) c_lo += p[i];
+        c_hi += p[i];
+    }
+    int replica = -1; /* the host's own draw from the replayed logits: ta or tb when the replica is right */
+    double run = 0.0;
+    for (int i = 0; i < V && replica < 0; i++)
+        if (p[i] >= thr && (run += p[i]) > target) replica = i;
+    const int kept = p[tb] >= thr * (1.0 - NT_REL); /* the batched id is (within noise) in the kept set */
+    ok = kept && fabs(c_lo - target) <= slack && fabs(c_hi - target) <= slack;
+    snprintf(why, wn,
+             "draw at step %d: ids %d / %d (host replica: %d), boundary %.9g and %.9g vs target %.9g of kept "
+             "mass %.9g (slack %.3g, mass within %g of the threshold %.3g)",
+             k, ta, tb, replica, c_lo, c_hi, target, total, slack, NT_REL, fragile);
+    *replica_out = replica;
+    free(p);
+    free(srt);
+    free(cnt);
+    return ok;
+}
+
+/* The last position's argmax (ties to the lowest id, as the greedy sampler). */
+static int nt_argmax(const float *lg, int V) {
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (lg[i] > lg[best]) best = i;
+    return best;
+}
+
 /* Replays request j alone up to step k (its first k generated tokens given) and returns 1 when tokens
  * ta (alone) and tb (batched) are a near-tie at that step; *why says what was measured. */
 static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32_t tb, char *why, size_t wn) {
@@ -173,9 +346,7 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
     memcpy(ctx, j->prompt, j->n_prompt * sizeof(int32_t));
     memcpy(ctx + j->n_prompt, j->tok, (size_t)k * sizeof(int32_t));
     float *lg = malloc((size_t)V * sizeof(float));
-    double *p = malloc((size_t)V * sizeof(double)), *srt = malloc((size_t)V * sizeof(double));
-    int *cnt = calloc((size_t)V, sizeof(int));
-    if (!lg || !p || !srt || !cnt) die("out of memory");
+    if (!lg) die("out of memory");
     llmr_engine_session *s = new_session(m);
     llmr_generate_request r;
     memset(&r, 0, sizeof r);
@@ -189,63 +360,22 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
     char err[512];
     const llmr_engine_status gs = api->generate(s, &r, NULL, NULL, &res, err, sizeof err);
     api->session_destroy(s);
-    int ok = 0;
+    int ok = 0, w = 0, replica = -1;
     if (gs != LLMR_ENGINE_OK) {
         snprintf(why, wn, "replay failed: %.300s", err);
-    } else if (j->sp.temperature <= 0.0f) {
+        free(lg);
+        return 0;
+    }
+    if (j->sp.temperature <= 0.0f) {
         const double d = fabs((double)lg[ta] - (double)lg[tb]);
         ok = d <= NT_MARGIN;
-        snprintf(why, wn, "logit margin of ids %d / %d at step %d: %.3g (near-tie <= %g)", ta, tb, k, d, NT_MARGIN);
+        w = snprintf(why, wn, "logit margin of ids %d / %d at step %d: %.3g (near-tie <= %g)", ta, tb, k, d, NT_MARGIN);
     } else {
-        const llmr_sampling_params *sp = &j->sp;
-        for (int i = 0; i < k; i++) cnt[j->tok[i]]++;
-        double mx = -INFINITY;
-        for (int i = 0; i < V; i++) {
-            double l = lg[i];
-            if (cnt[i] > 0) l -= cnt[i] * (double)sp->frequency_penalty + sp->presence_penalty;
-            p[i] = l;
-            if (l > mx) mx = l;
-        }
-        for (int i = 0; i < V; i++) srt[i] = p[i] = exp((p[i] - mx) / sp->temperature);
-        qsort(srt, (size_t)V, sizeof *srt, nt_desc);
-        double thr = 0.0;
-        if (sp->top_k > 0 && sp->top_k < V) thr = nt_threshold(srt, V, sp->top_k, 1);
-        if (sp->top_p > 0.0f && sp->top_p < 1.0f) {
-            double z = 0.0;
-            for (int i = 0; i < V; i++) if (srt[i] >= thr) z += srt[i];
-            thr = nt_threshold(srt, V, sp->top_p * z, 0);
-        }
-        double total = 0.0, fragile = 0.0;
-        for (int i = 0; i < V; i++) {
-            if (p[i] >= thr) total += p[i];
-            if (thr > 0.0 && fabs(p[i] - thr) <= NT_REL * thr) fragile += p[i];
-        }
-        uint64_t rng = sp->seed ^ 0x6a09e667f3bcc909ull;
-        double u = 0.0;
-        for (int i = 0; i <= k; i++) u = (double)(nt_splitmix64(&rng) >> 40) * (1.0 / 16777216.0);
-        const double target = u * total, slack = NT_REL * total + 2.0 * fragile;
-        const int lo = ta < tb ? ta : tb, hi = ta < tb ? tb : ta;
-        double c_lo = 0.0, c_hi = 0.0; /* kept mass through lo, and through hi - 1 */
-        for (int i = 0; i < hi; i++) {
-            if (p[i] < thr) continue;
-            if (i <= lo) c_lo += p[i];
-            c_hi += p[i];
-        }
-        int replica = -1; /* the host's own draw from the replayed logits: ta or tb when the replica is right */
-        double run = 0.0;
-        for (int i = 0; i < V && replica < 0; i++)
-            if (p[i] >= thr && (run += p[i]) > target) replica = i;
-        const int kept = p[tb] >= thr * (1.0 - NT_REL); /* the batched id is (within noise) in the kept set */
-        ok = kept && fabs(c_lo - target) <= slack && fabs(c_hi - target) <= slack;
-        snprintf(why, wn,
-                 "draw at step %d: ids %d / %d (host replica: %d), boundary %.9g and %.9g vs target %.9g of kept "
-                 "mass %.9g (slack %.3g, mass within %g of the threshold %.3g)",
-                 k, ta, tb, replica, c_lo, c_hi, target, total, slack, NT_REL, fragile);
+        ok = nt_sampled(lg, V, j, k, ta, tb, &replica, why, wn);
+        w = (int)strlen(why);
     }
+    if (!ok && w > 0 && (size_t)w < wn) ok = router_flip(m, j, k, ctx, (int)(j->n_prompt + (size_t)k), V, ta, tb, why + w, wn - (size_t)w);
     free(lg);
-    free(p);
-    free(srt);
-    free(cnt);
     return ok;
 }
 
@@ -276,7 +406,7 @@ static void test_alone_vs_batched(llmr_engine_model *m, int sampled) {
         int k = 0; /* the first step where the tokens differ */
         while (k < a->n && k < b->n && k < MAXTOK && a->tok[k] == b->tok[k]) k++;
         const int same = k == a->n || k >= MAXTOK;
-        char tie[400] = "";
+        char tie[700] = "";
         const int tie_ok = !same && k < b->n && near_tie(m, a, k, a->tok[k], b->tok[k], tie, sizeof tie);
         check(a->st == LLMR_ENGINE_OK && b->st == LLMR_ENGINE_OK && a->n == (int)a->max_tokens && b->n == a->n &&
                   (same || tie_ok) && b->res.n_generated == (uint32_t)b->n && b->res.n_context == a->res.n_context &&
@@ -375,10 +505,12 @@ int main(int argc, char **argv) {
     llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
     api = get ? get(LLMR_ENGINE_ABI_VERSION) : NULL;
     if (!api) die("%s has no usable ABI table", engine);
+    dbg_eval = (gptoss_cuda_debug_eval_fn)dlsym(h, GPTOSS_CUDA_DEBUG_EVAL_SYMBOL);
     char tmpl[] = "/tmp/gptoss-batching-XXXXXX", cmd[8400], dir[4200], err[512];
     llmr_engine_model *m = NULL;
     if (model[0]) { /* a given checkpoint: the alone-vs-batched checks with the default paths only */
         if (load(model, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load %s: %s", model, err);
+        if (gptoss_config_load(model, &cfg, err, sizeof err)) die("%s: %s", model, err);
         test_alone_vs_batched(m, 0);
         test_alone_vs_batched(m, 1);
         api->unload(m);
@@ -390,6 +522,7 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "'%s' --preset tiny --seed 5 --out '%s' >/dev/null", mkmodel, dir);
     if (system(cmd) != 0) die("%s failed", cmd);
     if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
+    if (gptoss_config_load(dir, &cfg, err, sizeof err)) die("%s: %s", dir, err);
     test_alone_vs_batched(m, 0);
     test_alone_vs_batched(m, 1);
     api->unload(m);
