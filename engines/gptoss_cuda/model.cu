@@ -578,7 +578,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
         /* The batched step's experts on gptoss_mxfp4_mma (each touched expert read once per step) from
-         * LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows (default 32; fewer rows keep decode2's fused kernels, which are
+         * LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows (default 8 since session 7, was 32; fewer rows keep decode2's fused kernels, which were
          * faster there: H200 8 streams 506 vs 427 out tok/s); LLMR_GPTOSS_MOE_MMA=0 turns it off. H200, 64
          * streams 1,099 -> 1,285 out tok/s. Its first version (2-part activations, one tensor-core
          * accumulation chain over all K) left ~1e-5 relative at the 20b's shapes and a batched row ~1e-2
@@ -586,10 +586,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * 5e-7 and gptoss_batching --model (20b) finds no difference at all. LLMR_GPTOSS_MOE_MMA_T1=1 puts
          * the T = 1 experts on it too (slower: 444 -> 239 tok/s with the first version). Session 7: the same
          * products on gptoss_mxfp4_mma_stream (bit for bit; 64 streams ~1,470 -> ~1,700 out tok/s on the H200);
-         * from 8 rows it would also be faster (32 streams +16%), but the 20b batching check then failed 1 of
-         * 11 runs (docs/performance.md), so MIN_ROWS stays 32. */
+         * from 8 rows it is faster than decode2's kernels too (32 streams ~1,050 -> ~1,240). The 20b batching
+         * check's failures with it were router near-ties, shown causally (gptoss_batching's router_flip;
+         * docs/performance.md), so MIN_ROWS is 8. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
-        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 32, 2, GPTOSS_MAX_BATCH);
+        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 8, 2, GPTOSS_MAX_BATCH);
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */

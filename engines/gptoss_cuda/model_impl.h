@@ -84,7 +84,7 @@ struct gptoss_model {
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
-     * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 32: see
+     * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 8: see
      * model.cu), moe_mma_prefill for the T > 1 forward's experts
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default 0), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */

@@ -1,6 +1,6 @@
 /* moe_mma.cu — the MXFP4 expert matmul on tensor cores (gptoss_mxfp4_mma, kernels.h), for any number
- * of tokens per expert: the batched decode step's MoE from 32 rows (the default; LLMR_GPTOSS_MOE_MMA,
- * _MIN_ROWS), the T = 1 decode experts (LLMR_GPTOSS_MOE_MMA_T1=1) and the prefill experts
+ * of tokens per expert: the batched decode step's MoE (LLMR_GPTOSS_MOE_MMA_STREAM=0; by default the same
+ * products run on gptoss_mxfp4_mma_stream, moe_mma_stream.cu), the T = 1 decode experts (LLMR_GPTOSS_MOE_MMA_T1=1) and the prefill experts
  * (LLMR_GPTOSS_MOE_MMA_PREFILL=1). Measured on the H200 (docs/performance.md): 64 streams 1,099 -> 1,285
  * out tok/s; slower than the fused decode kernels below ~32 rows, at T = 1 and at prefill sizes; it is
  * latency-bound (12 serial K passes per CTA, a barrier each).
