@@ -247,12 +247,9 @@ __global__ void __launch_bounds__(MMA_WARPS * 32, 2)
                     if (swiglu) {
                         const int gr = rows[mt][0];
                         if (gr >= N) continue;
-                        float gv = acc[mt][nt][c] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
-                        float uv = acc[mt][nt][2 + c] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
-                        gv = fminf(gv, limit);
-                        uv = fminf(fmaxf(uv, -limit), limit);
-                        const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
-                        y[p * (size_t)(N / 2) + gr / 2] = glu * (uv + 1.0f);
+                        const float gv = acc[mt][nt][c] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
+                        const float uv = acc[mt][nt][2 + c] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
+                        y[p * (size_t)(N / 2) + gr / 2] = mma_swiglu(gv, uv, alpha, limit);
                     } else {
 #pragma unroll
                         for (int r = 0; r < 2; r++) {

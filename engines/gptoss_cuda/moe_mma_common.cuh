@@ -116,4 +116,12 @@ static __device__ __forceinline__ void mma_stage_unit(const float *row, int swz,
     lo->y = mma_pack(l[2], l[3]);
 }
 
+/* gpt-oss's clamped SwiGLU of one gate / up pair (gptoss_swiglu's arithmetic), for the gate_up epilogues. */
+static __device__ __forceinline__ float mma_swiglu(float gv, float uv, float alpha, float limit) {
+    gv = fminf(gv, limit);
+    uv = fminf(fmaxf(uv, -limit), limit);
+    const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
+    return glu * (uv + 1.0f);
+}
+
 #endif
