@@ -172,11 +172,13 @@ static int nt_desc(const void *a, const void *b) {
  * driver's rule) and the other choice there leads to the batched token. router_flip checks that causally:
  * it replays the context alone through the engine's debug forward (gptoss_cuda_debug_eval), finds the
  * (layer, position) decisions with the smallest 4th / 5th gaps, and for each of the NT_FLIPS smallest
- * under NT_ROUTER forces the same routing everywhere except the 5th expert instead of the 4th there; it
- * returns 1 when that replay decides tb at the last position (greedy: its argmax; sampled: the host's
- * replica of the draw). Anything else stays a failure. */
+ * under NT_ROUTER forces the same routing everywhere except the 5th expert instead of the 4th there, then
+ * the pairs among the NT_PAIRS smallest (one path difference can tip two ties); it returns 1 when such a
+ * replay decides tb at the last position (greedy: its argmax; sampled: the host's replica of the draw).
+ * Anything else stays a failure. */
 #define NT_ROUTER 1e-3
 #define NT_FLIPS 32
+#define NT_PAIRS 12 /* pairs among the 12 smallest gaps: 66 replays at most */
 
 typedef struct { float gap; int layer, pos; } nt_gap;
 static int nt_gap_cmp(const void *a, const void *b) {
@@ -200,6 +202,48 @@ static void nt_top5(const float *r, int E, int top[5]) {
 static int nt_sampled(const float *lg, int V, const job *j, int k, int32_t ta, int32_t tb, int *replica_out, char *why,
                       size_t wn);
 static int nt_argmax(const float *lg, int V);
+
+/* What a forced replay needs: the context, the replayed router logits and top-4 table, the gaps. */
+typedef struct {
+    llmr_engine_model *m;
+    const job *j;
+    int k;
+    const int32_t *ctx;
+    int n, V;
+    int32_t ta, tb;
+    const float *rl;
+    float *lg;
+    int32_t *force;
+    const nt_gap *gaps;
+    int E;
+} nt_replay_ctx;
+
+/* Replays the context with the 5th expert instead of the 4th at gap c1 (and c2 when >= 0), every other
+ * decision as replayed; returns the id that replay decides at the last position (-1 on an error). */
+static int nt_replay_pick(nt_replay_ctx *a, int c1, int c2) {
+    int top1[5], top2[5];
+    const size_t at1 = (size_t)a->gaps[c1].layer * a->n + a->gaps[c1].pos;
+    const size_t at2 = c2 >= 0 ? (size_t)a->gaps[c2].layer * a->n + a->gaps[c2].pos : 0;
+    nt_top5(a->rl + at1 * a->E, a->E, top1);
+    a->force[at1 * 4 + 3] = top1[4];
+    if (c2 >= 0) {
+        nt_top5(a->rl + at2 * a->E, a->E, top2);
+        a->force[at2 * 4 + 3] = top2[4];
+    }
+    char err[512];
+    llmr_engine_session *s = new_session(a->m);
+    const llmr_engine_status st = dbg_eval(s, a->ctx, (size_t)a->n, a->lg, NULL, NULL, a->force, err, sizeof err);
+    api->session_destroy(s);
+    a->force[at1 * 4 + 3] = top1[3];
+    if (c2 >= 0) a->force[at2 * 4 + 3] = top2[3];
+    if (st != LLMR_ENGINE_OK) return -1;
+    const float *last = a->lg + (size_t)(a->n - 1) * a->V;
+    if (a->j->sp.temperature <= 0.0f) return nt_argmax(last, a->V);
+    int pick = -1;
+    char scratch[400];
+    nt_sampled(last, a->V, a->j, a->k, a->ta, a->tb, &pick, scratch, sizeof scratch);
+    return pick;
+}
 
 static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t *ctx, int n, int V, int32_t ta,
                        int32_t tb, char *why, size_t wn) {
@@ -227,35 +271,28 @@ static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t 
                 under += r[top[3]] - r[top[4]] < NT_ROUTER;
             }
         qsort(gaps, (size_t)L * n, sizeof *gaps, nt_gap_cmp);
-        int flip_l = -1, flip_p = -1;
-        float flip_gap = 0.0f;
-        for (int c = 0; c < NT_FLIPS && c < L * n && gaps[c].gap < NT_ROUTER && !ok; c++) {
-            const size_t at = (size_t)gaps[c].layer * n + gaps[c].pos;
-            int top[5];
-            nt_top5(rl + at * E, E, top);
-            force[at * 4 + 3] = top[4]; /* the 5th expert instead of the 4th, every other decision as replayed */
-            s = new_session(m);
-            st = dbg_eval(s, ctx, (size_t)n, lg, NULL, NULL, force, err, sizeof err);
-            api->session_destroy(s);
-            force[at * 4 + 3] = top[3];
-            tried++;
-            const float *last = lg + (size_t)(n - 1) * V;
-            int pick = -1;
-            char scratch[400];
-            if (st == LLMR_ENGINE_OK && j->sp.temperature <= 0.0f) pick = nt_argmax(last, V);
-            else if (st == LLMR_ENGINE_OK) nt_sampled(last, V, j, k, ta, tb, &pick, scratch, sizeof scratch);
-            if (pick == tb) {
-                ok = 1;
-                flip_l = gaps[c].layer, flip_p = gaps[c].pos, flip_gap = gaps[c].gap;
-            }
-        }
-        if (ok)
+        /* replays with the 5th expert forced at decisions c1 (and c2 >= 0); returns the id the replay decides */
+        nt_replay_ctx pick_of = {m, j, k, ctx, n, V, ta, tb, rl, lg, force, gaps, E};
+        int hit1 = -1, hit2 = -1;
+        for (int c = 0; c < NT_FLIPS && c < L * n && gaps[c].gap < NT_ROUTER && hit1 < 0; c++, tried++)
+            if (nt_replay_pick(&pick_of, c, -1) == tb) hit1 = c;
+        /* then pairs among the NT_PAIRS smallest: two near-ties tipped together by the same path difference */
+        for (int c1 = 0; hit1 < 0 && c1 < NT_PAIRS && c1 < L * n && gaps[c1].gap < NT_ROUTER; c1++)
+            for (int c2 = c1 + 1; hit1 < 0 && c2 < NT_PAIRS && c2 < L * n && gaps[c2].gap < NT_ROUTER; c2++, tried++)
+                if (nt_replay_pick(&pick_of, c1, c2) == tb) hit1 = c1, hit2 = c2;
+        ok = hit1 >= 0;
+        if (ok && hit2 < 0)
             snprintf(why, wn, "; explained: router near-tie at layer %d position %d (4th/5th gap %.3g), taking the 5th "
                               "expert there makes the alone replay decide %d",
-                     flip_l, flip_p, flip_gap, tb);
+                     gaps[hit1].layer, gaps[hit1].pos, gaps[hit1].gap, tb);
+        else if (ok)
+            snprintf(why, wn, "; explained: router near-ties at layer %d position %d and layer %d position %d (4th/5th "
+                              "gaps %.3g, %.3g), taking the 5th expert at both makes the alone replay decide %d",
+                     gaps[hit1].layer, gaps[hit1].pos, gaps[hit2].layer, gaps[hit2].pos, gaps[hit1].gap,
+                     gaps[hit2].gap, tb);
         else
-            snprintf(why, wn, "; smallest router 4th/5th gap %.3g (layer %d position %d), %d under %g, %d flipped: "
-                              "none leads to %d",
+            snprintf(why, wn, "; smallest router 4th/5th gap %.3g (layer %d position %d), %d under %g, %d replays "
+                              "(single flips and pairs): none leads to %d",
                      gaps[0].gap, gaps[0].layer, gaps[0].pos, under, NT_ROUTER, tried, tb);
     }
     free(rl);
