@@ -267,8 +267,15 @@ static int ms_tiles_of(int max_pairs) { return max_pairs >= 256 ? 2 : 1; }
 static int ms_force_tiles = -1; /* -1: read LLMR_GPTOSS_MOE_STREAM_TILES at the first launch */
 void gptoss_mxfp4_mma_stream_force_tiles(int nt) { ms_force_tiles = nt == 1 || nt == 2 ? nt : 0; }
 
+/* A launch's n8 tiles per CTA (nt) and staged tokens (tn, at most 8 nt and at most max_pairs). */
+static void ms_shape(int max_pairs, int *nt, int *tn) {
+    *nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs);
+    *tn = max_pairs < 8 * *nt ? max_pairs : 8 * *nt;
+}
+
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
-    const int nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs), tn = max_pairs < 8 * nt ? max_pairs : 8 * nt;
+    int nt, tn;
+    ms_shape(max_pairs, &nt, &tn);
     return (size_t)(tn > 0 ? tn : 1) * (size_t)ms_stride(ms_phase_sc(K, nt)) * (sizeof(uint4) + sizeof(uint2));
 }
 
@@ -298,8 +305,9 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
         if (e != cudaSuccess) return e;
         smem_set = 1;
     }
-    const int nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs), TN = 8 * nt;
-    const int tn = max_pairs < TN ? max_pairs : TN;
+    int nt, tn;
+    ms_shape(max_pairs, &nt, &tn);
+    const int TN = 8 * nt;
     if (!warps) warps = max_pairs >= 16 ? 16 : 12; /* H200 timings: 16 from 4 rows, 12 below */
     const long items_max = (long)E + (max_pairs + TN - 1) / TN;
     const long items = max_pairs < items_max ? max_pairs : items_max;

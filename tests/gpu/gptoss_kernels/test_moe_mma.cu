@@ -239,23 +239,25 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     /* the streaming kernel: the same bits with 8- and 16-pair tiles (forced and automatic), automatic and
      * forced warps per CTA, plain and swizzled activations */
     {
+        std::vector<float> xs(x.size());
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
+        float *dxs = dev_upload(xs);
         const int shapes[5][2] = {{0, 0}, {1, 12}, {2, 16}, {1, 4}, {2, 7}}; /* tiles (0 = automatic), warps */
         for (int sh = 0; sh < 5; sh++)
             for (int swz = 0; swz < 2; swz++) {
-                std::vector<float> xs(x.size());
-                for (int t = 0; t < T; t++)
-                    for (int k = 0; k < H; k++) xs[(size_t)t * H + (swz ? gptoss_swz(k, H) : k)] = x[(size_t)t * H + k];
-                float *dxs = dev_upload(xs), *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+                float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
                 mm_stream_tiles(shapes[sh][0]);
-                mm_run_with(L, &r, dxs, swz, dact2, ddn2, P, shapes[sh][1]);
+                mm_run_with(L, &r, swz ? dxs : dx, swz, dact2, ddn2, P, shapes[sh][1]);
                 mm_stream_tiles(0);
                 auto act2 = dev_download(dact2, (size_t)P * I);
                 auto dn2 = dev_download(ddn2, (size_t)P * H);
                 snprintf(what, sizeof what, "mxfp4_mma_stream T=%d tiles %d warps %d%s: the same bits as gptoss_mxfp4_mma", T,
                          shapes[sh][0], shapes[sh][1], swz ? " (swizzled)" : "");
                 mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
-                cudaFree(dxs); cudaFree(dact2); cudaFree(ddn2);
+                cudaFree(dact2); cudaFree(ddn2);
             }
+        cudaFree(dxs);
     }
     /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
     if (T > 1) {
