@@ -262,11 +262,12 @@ static cudaError_t atc_launch(int packed, const float *q, gptoss_kv kv, const ui
 
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
                                 int n_kv, int window, float *out, cudaStream_t s) {
-    static int packed = -1; /* LLMR_GPTOSS_ATC_STAGE=1: the packed staging (off by default: model.cu's
-                               prefill_settings_get says why); read once */
+    static int packed = -1; /* the packed staging unless LLMR_GPTOSS_ATC_STAGE=0 (the original one, same
+                               values); read once. Off in sessions 5-7 for a batching failure that session 8's
+                               bisect put on LLMR_GPTOSS_TC_DENSE_STACKED (model.cu) */
     if (packed < 0) {
         const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
-        packed = v && strcmp(v, "1") == 0;
+        packed = !(v && strcmp(v, "0") == 0);
     }
     return atc_launch(packed, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
 }

@@ -168,10 +168,16 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
     return gptoss_linear(x, ldx, W, b, T, K, N, y, ldy, accumulate, m->stream);
 }
 
+/* Whether the experts of a T-token chunk run on the tensor-core kernel (gptoss_moe_mma_experts): up to
+ * m->moe_mma_prefill tokens. The kernel's time grows with T (H200, 20b, one layer with 2 activation
+ * parts: 0.93 / 1.63 / 3.10 ms at T = 256 / 512 / 1,024), dequantize + cuBLAS's is mostly fixed per layer
+ * (the count sync, the per-expert calls, dequantizing every used expert: ~2 ms a layer up to 512). */
+static int fwd_mma_experts(const gptoss_model *m, int T) { return m->moe_mma && T <= m->moe_mma_prefill; }
+
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
  * LLMR_GPTOSS_TC_STACKED=1, off by default). */
 static int fwd_stacked(const gptoss_model *m, int T) {
-    return m->use_tc && T >= GPTOSS_TC_MIN_T && !m->moe_mma_prefill && m->tc.wst[0] && m->tc.wst[1];
+    return m->use_tc && T >= GPTOSS_TC_MIN_T && !fwd_mma_experts(m, T) && m->tc.wst[0] && m->tc.wst[1];
 }
 
 /* Enqueues the stacked dequantization of layer l's gate_up (which 0) or down (1) on the side stream. */
@@ -205,17 +211,18 @@ static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
     return ahead && next ? fwd_prefetch(m, l + 1, 1, 0) : cudaSuccess;
 }
 
-cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs) {
+cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
+                                   int parts) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size;
     cudaError_t e;
     if (m->moe_mma_stream) {
         if ((e = gptoss_mxfp4_mma_stream(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
-                                         m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, max_pairs,
+                                         m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, max_pairs, parts,
                                          m->moe_stream_warps, m->act, m->stream)) != cudaSuccess)
             return e;
         return gptoss_mxfp4_mma_stream(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E,
-                                       I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, m->dn, m->stream);
+                                       I, H, 0, 0.0f, 0.0f, max_pairs, parts, m->moe_stream_warps, m->dn, m->stream);
     }
     if ((e = gptoss_mxfp4_mma(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
                               H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit, m->act, m->stream)) != cudaSuccess)
@@ -225,15 +232,16 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
 }
 
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
- * gate_up -> SwiGLU -> down into m->dn. LLMR_GPTOSS_MOE_MMA_PREFILL=1: gptoss_mxfp4_mma (SwiGLU in its
- * epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
+ * gate_up -> SwiGLU -> down into m->dn. Up to m->moe_mma_prefill tokens: the tensor-core kernel (SwiGLU
+ * in its epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
 static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
     cudaError_t e;
-    if (m->moe_mma_prefill) /* tensor cores, counts read on the device: no host sync, no bf16 scratch */
-        return gptoss_moe_mma_experts(m, w, m->h, 0, P);
+    if (fwd_mma_experts(m, T)) /* tensor cores, counts read on the device: no host sync, no bf16 scratch; the
+                                * activations in as many bf16 parts as the prompt's other products at this T */
+        return gptoss_moe_mma_experts(m, w, m->h, 0, P, m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
@@ -454,7 +462,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
                                                  m->rw, m->grp, m->rl, m->ctr, st));
             if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
                 KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-                KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK));
+                KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK, 3));
                 KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
                 continue;
             }

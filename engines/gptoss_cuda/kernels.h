@@ -398,18 +398,21 @@ cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *
                              int E, int K, int N, int swiglu, float alpha, float limit, float *y, cudaStream_t stream);
 
 /* The same products with each warp streaming one 16-row weight tile over the whole K (moe_mma_stream.cu):
- * a CTA stages the activations of up to 8 (16 from max_pairs 256) pairs of one expert, then its warps run
- * with no further barrier (one more with 16-pair tiles). Results are bit for bit those of
- * gptoss_mxfp4_mma (same decoded values, same mma sequence per output). max_pairs: an upper bound on
- * the pairs of the launch (sum of counts, e.g. 4 x the rows of a decode step); it sizes the grid, the
- * tiles and the staging (shared memory, see _smem). warps: 1..16 per CTA, 0 = by max_pairs. When the
- * staging would need more than GPTOSS_MMA_STREAM_MAX_SMEM bytes it runs gptoss_mxfp4_mma instead.
- * LLMR_GPTOSS_MOE_STREAM_TILES=1|2 forces 8- or 16-pair tiles (for comparisons). */
+ * a CTA stages the activations of up to 8 (16 from max_pairs 256) pairs of one expert, then its warps
+ * run with no further barrier (one more per staging phase with 16-pair tiles).
+ * parts 3: results bit for bit those of gptoss_mxfp4_mma (same decoded values, same mma sequence per
+ * output). parts 2: the activations as hi + mid only (tc.h's S = 2, ~1e-5 relative; the prompt path's
+ * level), a third fewer products. max_pairs: an upper bound on the pairs of the launch (sum of counts,
+ * e.g. 4 x the rows of a decode step); it sizes the grid, the tiles and the staging (shared memory, see
+ * _smem). warps: 1..16 per CTA, 0 = by max_pairs. When the staging would need more than
+ * GPTOSS_MMA_STREAM_MAX_SMEM bytes it runs gptoss_mxfp4_mma instead (parts 3) or returns
+ * cudaErrorInvalidValue (parts 2). LLMR_GPTOSS_MOE_STREAM_TILES=1|2 forces 8- or 16-pair tiles (for
+ * comparisons). */
 #define GPTOSS_MMA_STREAM_MAX_SMEM (227 * 1024)
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                     const uint8_t *scales, const uint16_t *b, const int32_t *counts,
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                                    int max_pairs, int warps, float *y, cudaStream_t stream);
+                                    int max_pairs, int parts, int warps, float *y, cudaStream_t stream);
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);
 void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1 or 2 forces 8- or 16-pair tiles, 0 = automatic */
 

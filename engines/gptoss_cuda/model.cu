@@ -157,7 +157,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). Session 5 (tc.h, tc_stacked.cu):
  * LLMR_GPTOSS_TC_DQ_ALL (default 1) one dequantization launch per projection into that 1 GB scratch;
- * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
+ * LLMR_GPTOSS_TC_DENSE_STACKED (default 0) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
  * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
     int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all;
@@ -186,14 +186,16 @@ static prefill_settings prefill_settings_get(void) {
      * stream; 3.2 GB of scratch on 20b); 0 (default: measured no faster at 4k, slower at 1k on the H200):
      * the split/ys/reduce path */
     p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
-    /* 1: the per-expert path dequantizes every used expert with one launch (1 GB of scratch on 20b).
-     * Off by default, as DENSE_STACKED below and LLMR_GPTOSS_ATC_STAGE: with the three on (4k prefill
-     * 192 -> 180 ms on the H200) gptoss_batching --model on the 20b failed 4 of 19 runs (one request's
-     * batched greedy token flipped at a 0.0245 margin, depending on the step's timing), with the three
-     * off 0 of 10; the cause is not found yet (docs/performance.md, "Prefill on tensor cores"). */
-    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 0, 0, 1);
+    /* 1 (default): the per-expert path dequantizes every used expert with one launch (1 GB of scratch on
+     * 20b; 4k prefill 191.5 -> 185.3 ms on the H200). 0: a launch before each expert's GEMM. It was off
+     * in sessions 5-7 together with DENSE_STACKED and LLMR_GPTOSS_ATC_STAGE, because with the three on
+     * gptoss_batching --model on the 20b failed about half its runs; session 8's bisect (5 runs each)
+     * put all of that on DENSE_STACKED (4 of 5) and none on this one (0 of 5, 0 of 6 in session 6). */
+    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
     /* 1: the prompt's q/k/v/o linears the same way (tc.h "Stacked dense linears"; 47 MB of scratch on
-     * 20b); 0 (default, see above): gptoss_tc_linear's split/ys/reduce */
+     * 20b); 0 (default): gptoss_tc_linear's split/ys/reduce. With it on, one seeded request of the 20b
+     * batching check draws another token batched than alone in 4 of 5 runs (docs/performance.md,
+     * "The three prefill switches, bisected") */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 0, 0, 1);
     return p;
 }
@@ -591,7 +593,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * docs/performance.md), so MIN_ROWS is 8. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 8, 2, GPTOSS_MAX_BATCH);
-        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", 0, 0, 1); /* 1: prefill experts on gptoss_mxfp4_mma */
+        /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
+         * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
+         * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'
+         * experts on the streaming kernel"); 0 = never */
+        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", GPTOSS_MMA_PREFILL_MAX, 0, 1 << 20);
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
         m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);

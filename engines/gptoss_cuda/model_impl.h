@@ -85,8 +85,8 @@ struct gptoss_model {
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
      * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 8: see
-     * model.cu), moe_mma_prefill for the T > 1 forward's experts
-     * (LLMR_GPTOSS_MOE_MMA_PREFILL, default 0), moe_mma_t1 for the T = 1 decode graph's experts
+     * model.cu), moe_mma_prefill for the experts of T > 1 forward chunks of up to that many tokens
+     * (LLMR_GPTOSS_MOE_MMA_PREFILL, default GPTOSS_MMA_PREFILL_MAX, 0 = never), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
     int moe_mma, moe_mma_min_rows, moe_mma_prefill, moe_mma_t1;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
@@ -205,8 +205,11 @@ llmr_engine_status gptoss_eval_tokens(gptoss_session *s, const int32_t *tokens, 
 llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *tokens, size_t n, char *err, size_t es);
 /* The experts of one layer on tensor cores for the pairs already routed (m->counts, offsets, pair_token):
  * gate_up + SwiGLU from x (rows ldx = hidden size; swz: chunk-swizzled, as m->hsw) into m->act, down +
- * bias into m->dn. max_pairs bounds the pairs (4 x rows). The kernel is m->moe_mma_stream's. */
-cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs);
+ * bias into m->dn. max_pairs bounds the pairs (4 x rows). parts: the activations' bf16 parts, 3 (fp32
+ * level; the decode steps') or 2 (the prompt path's level, a third fewer products; the streaming kernel
+ * only). The kernel is m->moe_mma_stream's. */
+cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
+                                   int parts);
 /* Appends the token in m->tok at position n_ctx through the session's decode graph (asynchronous). */
 llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);
 

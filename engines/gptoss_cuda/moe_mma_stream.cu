@@ -59,10 +59,10 @@ static __device__ __forceinline__ void ms_load(const uint4 *const wp[2], const u
 }
 
 /* The products of one super-chunk (staged at unit 32 cp of the phase) for one m16 tile and NT n8 tiles:
- * 8 k16 steps, A decoded once in registers, B (hi, mid, lo) from the staged rows of the lane's tokens,
- * each n8 tile into a fresh accumulator added to acc in fp32 (moe_mma.cu's mma_pass: the same sequence
- * per output element). */
-template <bool FAST, int NT>
+ * 8 k16 steps, A decoded once in registers, B (hi, mid, lo; lo only with PARTS = 3) from the staged rows
+ * of the lane's tokens, each n8 tile into a fresh accumulator added to acc in fp32 (moe_mma.cu's
+ * mma_pass: the same sequence per output element with PARTS = 3). */
+template <bool FAST, int NT, int PARTS>
 static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uint32_t s[2], const uint4 *const xs_row[NT],
                                                      const uint2 *const xl_row[NT], int cp, float acc[NT][4]) {
     float part[NT][4];
@@ -89,10 +89,12 @@ static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uin
 #pragma unroll
         for (int n = 0; n < NT; n++) {
             const uint4 bv = xs_row[n][32 * cp + 4 * j];
-            const uint2 bl = xl_row[n][32 * cp + 4 * j];
             mma_bf16(part[n], a, bv.x, bv.y); /* hi */
             mma_bf16(part[n], a, bv.z, bv.w); /* mid */
-            mma_bf16(part[n], a, bl.x, bl.y); /* lo */
+            if (PARTS == 3) {
+                const uint2 bl = xl_row[n][32 * cp + 4 * j];
+                mma_bf16(part[n], a, bl.x, bl.y); /* lo */
+            }
         }
     }
 #pragma unroll
@@ -166,7 +168,7 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
 
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(ms_phase_sc(K, NT)) x 24 bytes (tn = tokens staged per CTA, <= 8 NT). */
-template <int NT>
+template <int NT, int PARTS>
 __global__ void __launch_bounds__(MS_MAX_WARPS * 32)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                             const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets,
@@ -228,8 +230,8 @@ __global__ void __launch_bounds__(MS_MAX_WARPS * 32)
                 const int c = c0 + d;
                 if (c >= ce) break;
                 const bool fast = MMA_FAST_S(s[d][0]) && MMA_FAST_S(s[d][1]);
-                if (__all_sync(0xffffffffu, fast)) ms_superchunk<true, NT>(q[d], s[d], xs_row, xl_row, c - cb, acc);
-                else ms_superchunk<false, NT>(q[d], s[d], xs_row, xl_row, c - cb, acc);
+                if (__all_sync(0xffffffffu, fast)) ms_superchunk<true, NT, PARTS>(q[d], s[d], xs_row, xl_row, c - cb, acc);
+                else ms_superchunk<false, NT, PARTS>(q[d], s[d], xs_row, xl_row, c - cb, acc);
                 if (c + MS_DEPTH < nsc) ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
             }
         }
@@ -273,6 +275,25 @@ static void ms_shape(int max_pairs, int *nt, int *tn) {
     *tn = max_pairs < 8 * *nt ? max_pairs : 8 * *nt;
 }
 
+/* Launches mxfp4_mma_stream_kernel<NT, PARTS>, opting it into the large staging at its first launch
+ * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
+template <int NT, int PARTS>
+static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, const float *x, int ldx, int swz,
+                             const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
+                             const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu, float alpha,
+                             float limit, int tn, float *y) {
+    static int opted;
+    if (!opted) {
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             (int)GPTOSS_MMA_STREAM_MAX_SMEM);
+        if (e != cudaSuccess) return e;
+        opted = 1;
+    }
+    mxfp4_mma_stream_kernel<NT, PARTS><<<grid, threads, smem, stream>>>(x, ldx, swz, gather, blocks, scales, b, counts,
+                                                                        offsets, E, K, N, swiglu, alpha, limit, tn, y);
+    return cudaGetLastError();
+}
+
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
     int nt, tn;
     ms_shape(max_pairs, &nt, &tn);
@@ -282,29 +303,20 @@ size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                     const uint8_t *scales, const uint16_t *b, const int32_t *counts,
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                                    int max_pairs, int warps, float *y, cudaStream_t stream) {
+                                    int max_pairs, int parts, int warps, float *y, cudaStream_t stream) {
     if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
-        ((uintptr_t)blocks & 15) || max_pairs <= 0 || warps < 0 || warps > MS_MAX_WARPS)
+        ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
     if (ms_force_tiles < 0) { /* LLMR_GPTOSS_MOE_STREAM_TILES=1|2: force 8- or 16-token tiles (comparisons) */
         const char *v = getenv("LLMR_GPTOSS_MOE_STREAM_TILES");
         ms_force_tiles = v && (v[0] == '1' || v[0] == '2') && !v[1] ? v[0] - '0' : 0;
     }
     const size_t smem = gptoss_mxfp4_mma_stream_smem(K, max_pairs);
-    if (smem > GPTOSS_MMA_STREAM_MAX_SMEM) /* K too long to stage: the pass-wise kernel */
+    if (smem > GPTOSS_MMA_STREAM_MAX_SMEM && parts == 3) /* K too long to stage: the pass-wise kernel */
         return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
                                 y, stream);
-    static int smem_set; /* the > 48 KB opt-in once (not a stream operation) */
-    if (!smem_set) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)GPTOSS_MMA_STREAM_MAX_SMEM);
-        if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)GPTOSS_MMA_STREAM_MAX_SMEM);
-        if (e != cudaSuccess) return e;
-        smem_set = 1;
-    }
+    if (smem > GPTOSS_MMA_STREAM_MAX_SMEM) return cudaErrorInvalidValue; /* 2 parts: no pass-wise fallback */
     int nt, tn;
     ms_shape(max_pairs, &nt, &tn);
     const int TN = 8 * nt;
@@ -314,11 +326,10 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-    if (nt == 2)
-        mxfp4_mma_stream_kernel<2><<<grid, warps * 32, smem, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts,
-                                                                          offsets, E, K, N, swiglu, alpha, limit, tn, y);
-    else
-        mxfp4_mma_stream_kernel<1><<<grid, warps * 32, smem, stream>>>(x, ldx, x_swz, gather, blocks, scales, b, counts,
-                                                                          offsets, E, K, N, swiglu, alpha, limit, tn, y);
-    return cudaGetLastError();
+#define MS_LAUNCH(NT_, P_)                                                                                          \
+    ms_launch<NT_, P_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, \
+                       swiglu, alpha, limit, tn, y)
+    if (parts == 3) return nt == 2 ? MS_LAUNCH(2, 3) : MS_LAUNCH(1, 3);
+    return nt == 2 ? MS_LAUNCH(2, 2) : MS_LAUNCH(1, 2);
+#undef MS_LAUNCH
 }

@@ -146,15 +146,15 @@ static void mm_route_free(mm_route *r) {
 static void mm_stream_tiles(int nt) { gptoss_mxfp4_mma_stream_force_tiles(nt); }
 
 /* gate_up + SwiGLU into act [P, I], down + bias into dn [P, H]: gptoss_mxfp4_mma, or with P > 0
- * gptoss_mxfp4_mma_stream for P pairs with the given warps per CTA (0 = automatic). */
+ * gptoss_mxfp4_mma_stream for P pairs with the given warps per CTA (0 = automatic) and activation parts. */
 static void mm_run_with(const mm_layer *L, const mm_route *r, const float *dx, int swz, float *dact, float *ddn, int P,
-                        int warps) {
+                        int warps, int parts = 3) {
     const float alpha = 1.702f, limit = 7.0f;
     if (P > 0) {
         CK(gptoss_mxfp4_mma_stream(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets,
-                                    L->E, L->H, 2 * L->I, 1, alpha, limit, P, warps, dact, 0));
+                                    L->E, L->H, 2 * L->I, 1, alpha, limit, P, parts, warps, dact, 0));
         CK(gptoss_mxfp4_mma_stream(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r->counts, r->offsets, L->E,
-                                    L->I, L->H, 0, 0.0f, 0.0f, P, warps, ddn, 0));
+                                    L->I, L->H, 0, 0.0f, 0.0f, P, parts, warps, ddn, 0));
         return;
     }
     CK(gptoss_mxfp4_mma(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, r->counts, r->offsets, L->E,
@@ -186,6 +186,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     double an = 0, ad = 0, dnum = 0, dden = 0;
     int nan = 0;
     std::vector<double> wr(H > 2 * I ? H : 2 * I), wu(H);
+    std::vector<double> ref_act((size_t)P * I, 0.0); /* the reference act of the checked pairs (for 2 parts) */
     for (int q = 0; q < P; q += step) {
         const int t = q / 4, e = ids[q], p = pair_of[q];
         for (int j = 0; j < I; j++) {
@@ -200,6 +201,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
             g = g < limit ? g : limit;
             u = u < -limit ? -limit : (u > limit ? limit : u);
             const double a = g / (1.0 + exp(-alpha * g)) * (u + 1.0);
+            ref_act[(size_t)p * I + j] = a;
             const double got = act[(size_t)p * I + j];
             if (!isfinite(got)) nan = 1;
             an += (got - a) * (got - a);
@@ -258,6 +260,48 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
                 cudaFree(dact2); cudaFree(ddn2);
             }
         cudaFree(dxs);
+    }
+    /* 2 activation parts (the prompt path's): against the CPU at tc.h's S = 2 level (act; dn from the GPU's
+     * own act), and the same bits whatever the tiles (a pair's products do not depend on its tile) */
+    {
+        std::vector<float> act_t[2], dn_t[2];
+        const int tiles[2] = {1, 2};
+        for (int i = 0; i < 2; i++) {
+            float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+            mm_stream_tiles(tiles[i]);
+            mm_run_with(L, &r, dx, 0, dact2, ddn2, P, 0, 2);
+            mm_stream_tiles(0);
+            act_t[i] = dev_download(dact2, (size_t)P * I);
+            dn_t[i] = dev_download(ddn2, (size_t)P * H);
+            cudaFree(dact2); cudaFree(ddn2);
+        }
+        double n2 = 0, d2 = 0, dn2n = 0, dn2d = 0;
+        int nan2 = 0;
+        for (int q = 0; q < P; q += step) {
+            const int e = ids[q], p = pair_of[q];
+            for (int j = 0; j < I; j++) {
+                const double got = act_t[0][(size_t)p * I + j], a = ref_act[(size_t)p * I + j];
+                if (!isfinite(got)) nan2 = 1;
+                n2 += (got - a) * (got - a);
+                d2 += a * a;
+            }
+            for (int n = 0; n < H; n++) {
+                double y = gptoss_bf16_to_f32(L->dbias[(size_t)e * H + n]);
+                mm_row(L->dnb, L->dns, H, I, e, n, wr.data());
+                for (int j = 0; j < I; j++) y += (double)act_t[0][(size_t)p * I + j] * wr[j];
+                const double got = dn_t[0][(size_t)p * H + n];
+                if (!isfinite(got)) nan2 = 1;
+                dn2n += (got - y) * (got - y);
+                dn2d += y * y;
+            }
+        }
+        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts gate_up+swiglu T=%d", T);
+        mm_check_rel(what, n2, d2, nan2, 3e-5);
+        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts down+bias T=%d", T);
+        mm_check_rel(what, dn2n, dn2d, nan2, 3e-5);
+        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts T=%d: the same bits with 8- and 16-pair tiles", T);
+        mm_check(what, !memcmp(act_t[1].data(), act_t[0].data(), act_t[0].size() * 4) &&
+                           !memcmp(dn_t[1].data(), dn_t[0].data(), dn_t[0].size() * 4), NULL);
     }
     /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
     if (T > 1) {
@@ -407,12 +451,14 @@ static void time_stream(int T, const mm_layer *L) {
     const double t_old = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
     printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
            bytes / (t_old * 1e-3) / 1e12);
-    const int shapes[6][2] = {{0, 0}, {1, 12}, {1, 16}, {2, 12}, {2, 16}, {2, 8}}; /* tiles (0 = auto), warps */
-    for (int sh = 0; sh < 6; sh++) {
+    /* tiles (0 = auto), warps, parts */
+    const int shapes[7][3] = {{0, 0, 3}, {1, 16, 3}, {2, 12, 3}, {2, 16, 3}, {0, 0, 2}, {1, 16, 2}, {2, 16, 2}};
+    for (int sh = 0; sh < 7; sh++) {
         mm_stream_tiles(shapes[sh][0]);
-        const double t = mm_time([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1]); }, reps);
+        const double t = mm_time([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1], shapes[sh][2]); }, reps);
         mm_stream_tiles(0);
-        printf("; stream tiles %d w%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], t, bytes / (t * 1e-3) / 1e12);
+        printf("; stream tiles %d w%d p%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], shapes[sh][2], t,
+               bytes / (t * 1e-3) / 1e12);
     }
     printf("\n");
     mm_route_free(&r);
