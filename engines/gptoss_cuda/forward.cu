@@ -211,6 +211,18 @@ static cudaError_t fwd_experts_stacked(gptoss_model *m, int l, int T) {
     return ahead && next ? fwd_prefetch(m, l + 1, 1, 0) : cudaSuccess;
 }
 
+cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *x, int T, int splits) {
+    if (!m->qkv_fused || !m->use_tc) return cudaErrorNotSupported;
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size, QD = c->num_heads * c->head_dim, KVD = c->num_kv_heads * c->head_dim;
+    const gptoss_tc_segs segs = {3, {0, QD, QD + KVD}, {QD, KVD, KVD}, {QD, KVD, KVD}, {m->q, m->kn, m->vn}};
+    const int s0 = m->tc.splits; /* the prompt's split count stays its own */
+    m->tc.splits = splits;
+    const cudaError_t e = gptoss_tc_linear_segs(&m->tc, x, H, w->q_w, w->q_b, T, H, &segs);
+    m->tc.splits = s0;
+    return e;
+}
+
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
                                    int parts) {
     const gptoss_config *c = &m->cfg;
@@ -301,9 +313,14 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
             FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
             FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
         } else {
-            FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
-            FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
-            FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+            /* one linear for q, k and v when their weights are contiguous (tc.h gptoss_tc_linear_segs) */
+            const cudaError_t fe = T >= GPTOSS_TC_MIN_T ? gptoss_qkv_tc(m, w, m->h, T, m->tc.splits) : cudaErrorNotSupported;
+            if (fe != cudaSuccess && fe != cudaErrorNotSupported && fe != cudaErrorInvalidValue) FWD_TRY(fe, what);
+            if (fe != cudaSuccess) {
+                FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
+                FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
+                FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+            }
         }
         CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);

@@ -61,11 +61,13 @@ static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
         layer_weights *w = m ? &m->layers[l] : NULL;
 #define F(field) (w ? &w->field : NULL)
         NAME("model.layers.%d.input_layernorm.weight", l); ADD(LLMR_ST_BF16, F(attn_norm), H);
+        /* q, k, v weights back to back, then their biases: one [QD + 2 KVD, H] matrix for the fused q/k/v
+         * linear (gptoss_qkv_fused) when the 256-byte alignment adds no gap (checked at load) */
         NAME("model.layers.%d.self_attn.q_proj.weight", l); ADD(LLMR_ST_BF16, F(q_w), QD, H);
-        NAME("model.layers.%d.self_attn.q_proj.bias", l); ADD(LLMR_ST_BF16, F(q_b), QD);
         NAME("model.layers.%d.self_attn.k_proj.weight", l); ADD(LLMR_ST_BF16, F(k_w), KVD, H);
-        NAME("model.layers.%d.self_attn.k_proj.bias", l); ADD(LLMR_ST_BF16, F(k_b), KVD);
         NAME("model.layers.%d.self_attn.v_proj.weight", l); ADD(LLMR_ST_BF16, F(v_w), KVD, H);
+        NAME("model.layers.%d.self_attn.q_proj.bias", l); ADD(LLMR_ST_BF16, F(q_b), QD);
+        NAME("model.layers.%d.self_attn.k_proj.bias", l); ADD(LLMR_ST_BF16, F(k_b), KVD);
         NAME("model.layers.%d.self_attn.v_proj.bias", l); ADD(LLMR_ST_BF16, F(v_b), KVD);
         NAME("model.layers.%d.self_attn.o_proj.weight", l); ADD(LLMR_ST_BF16, F(o_w), H, QD);
         NAME("model.layers.%d.self_attn.o_proj.bias", l); ADD(LLMR_ST_BF16, F(o_b), H);
@@ -124,6 +126,20 @@ static llmr_engine_status plan_check(plan *p, llmr_checkpoint *ck, char *err, si
         t->file_begin = st->begin;
     }
     return LLMR_ENGINE_OK;
+}
+
+/* Whether every layer's q, k, v weights (and biases) lie back to back in the arena (plan_build's order,
+ * unless the 256-byte alignment put a gap between them). */
+static int qkv_contiguous(const gptoss_model *m) {
+    const gptoss_config *c = &m->cfg;
+    const size_t H = (size_t)c->hidden_size, QD = (size_t)c->num_heads * c->head_dim,
+                 KVD = (size_t)c->num_kv_heads * c->head_dim;
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_weights *w = &m->layers[l];
+        if (w->k_w != w->q_w + QD * H || w->v_w != w->k_w + KVD * H || w->k_b != w->q_b + QD || w->v_b != w->k_b + KVD)
+            return 0;
+    }
+    return 1;
 }
 
 static uint32_t pick_context(const gptoss_config *c, uint32_t want) {
@@ -616,6 +632,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
+    m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     if (gptoss_sched_start(m)) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cannot start the engine's scheduler thread");
         goto fail;

@@ -100,6 +100,8 @@ struct gptoss_model {
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */
     /* prefill on tensor cores (tc.h): cuBLAS handle and scratch in the workspace; off when use_tc = 0 */
     int batch_tc;        /* batched decode steps of >= GPTOSS_TC_MIN_T rows use gptoss_tc_linear (LLMR_GPTOSS_BATCH_TC) */
+    int qkv_fused;       /* 1: every layer's q/k/v weights and biases lie back to back, so the tensor-core paths run
+                          * them as one linear (gptoss_qkv_tc); 0 when not, or LLMR_GPTOSS_QKV_FUSED=0 */
     int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
     gptoss_tc tc;
     void *cublas_ws;
@@ -210,6 +212,11 @@ llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *t
  * only). The kernel is m->moe_mma_stream's. */
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
                                    int parts);
+/* q, k and v of T rows of x (the normed residual) into m->q, m->kn, m->vn (+ biases) as ONE tensor-core
+ * linear with `splits` activation parts (tc.h gptoss_tc_linear_segs), when m->qkv_fused; returns
+ * cudaErrorNotSupported otherwise (the caller runs the three linears), cudaErrorInvalidValue when the
+ * scratch is too small for it. */
+cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *x, int T, int splits);
 /* Appends the token in m->tok at position n_ctx through the session's decode graph (asynchronous). */
 llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);
 

@@ -315,9 +315,14 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         const int window = c->layer_sliding[l] ? c->sliding_window : 0;
         K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
         PART_(0);
-        K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
-        K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
-        K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
+        /* q, k, v as one tensor-core linear where linear_groups would take cuBLAS anyway */
+        e = m->batch_tc && n >= m->batch_tc_min ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits) : cudaErrorNotSupported;
+        if (e != cudaSuccess && e != cudaErrorNotSupported && e != cudaErrorInvalidValue) return e;
+        if (e != cudaSuccess) {
+            K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
+            K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
+            K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
+        }
         K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));

@@ -84,6 +84,23 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     }
 }
 
+/* The dense reduce for G column segments of one GEMM output (ys rows of ld columns): segment g =
+ * blockIdx.y covers columns seg[g].off .. + seg[g].n and writes y_g[r, n] = sum_s ys[s * rows + r, off + n]
+ * + b[off + n]. Per output the same sums in the same order as tc_reduce_kernel. */
+__global__ void tc_reduce_segs_kernel(const float *ys, int ld, int rows, int splits, const uint16_t *b,
+                                      gptoss_tc_segs segs) {
+    const int p = blockIdx.x, g = blockIdx.y;
+    const int off = segs.off[g], N = segs.n[g];
+    const float *yr0 = ys + (size_t)p * ld + off;
+    float *yr = segs.y[g] + (size_t)p * segs.ldy[g];
+    for (int n = threadIdx.x; n < N; n += blockDim.x) {
+        float v = yr0[n];
+        for (int s = 1; s < splits; s++) v += yr0[(size_t)s * rows * ld + n];
+        if (b) v += gptoss_bf16_to_f32(b[off + n]);
+        yr[n] = v;
+    }
+}
+
 __constant__ float c_tc_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
                                    -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
@@ -278,6 +295,24 @@ cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint1
     if (e == cudaSuccess) e = gemm_rows(tc, W, K, N, S * T, tc->xs, tc->ys);
     if (e == cudaSuccess) e = gptoss_tc_reduce(tc->ys, NULL, NULL, 0, T, N, S, b, y, ldy, accumulate, tc->stream);
     return e;
+}
+
+cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+                                  int K, const gptoss_tc_segs *segs) {
+    const int S = tc->splits, G = segs->count;
+    if (T <= 0) return cudaSuccess;
+    if (G < 1 || G > GPTOSS_TC_MAX_SEGS) return cudaErrorInvalidValue;
+    int N = 0;
+    for (int g = 0; g < G; g++) {
+        if (segs->off[g] != N || segs->n[g] <= 0 || !segs->y[g] || segs->ldy[g] < segs->n[g]) return cudaErrorInvalidValue;
+        N += segs->n[g];
+    }
+    if (K % 8 || (size_t)S * T * K > tc->xs_elems || (size_t)S * T * N > tc->ys_elems) return cudaErrorInvalidValue;
+    cudaError_t e = gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream);
+    if (e == cudaSuccess) e = gemm_rows(tc, W, K, N, S * T, tc->xs, tc->ys);
+    if (e != cudaSuccess) return e;
+    tc_reduce_segs_kernel<<<dim3((unsigned)T, (unsigned)G), 256, 0, tc->stream>>>(tc->ys, N, T, S, b, *segs);
+    return cudaGetLastError();
 }
 
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E) {

@@ -95,6 +95,19 @@ void gptoss_tc_destroy(gptoss_tc *tc);
 cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                              int K, int N, float *y, int ldy, int accumulate);
 
+/* Several linears over the same x whose weights (and biases) lie back to back in memory, e.g. q, k and v:
+ * W [N, K] with N = the sum of the segments' n, b [N] (may be NULL). Segment g's outputs are columns
+ * off .. off + n - 1 of the product, written (not accumulated) to y[g] with row stride ldy[g]. One split,
+ * one GEMM and one reduce launch instead of three of each. Offsets must be 0, n0, n0 + n1, ... */
+#define GPTOSS_TC_MAX_SEGS 3
+typedef struct gptoss_tc_segs {
+    int count;
+    int off[GPTOSS_TC_MAX_SEGS], n[GPTOSS_TC_MAX_SEGS], ldy[GPTOSS_TC_MAX_SEGS];
+    float *y[GPTOSS_TC_MAX_SEGS];
+} gptoss_tc_segs;
+cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+                                  int K, const gptoss_tc_segs *segs);
+
 /* Reads the expert counts (device, from gptoss_moe_route) into tc->counts_host; waits for them. */
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);
 
