@@ -167,7 +167,7 @@ $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIBS)
 # --- engines ---------------------------------------------------------------
 # An engine links the PIC common library statically so the .so carries what it uses.
 # CUDA engines: cudart is linked statically; cuBLAS dynamically (present wherever the CUDA runtime is).
-CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lrt
+CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -lcublas -lcublasLt -lrt
 # nvcc rejects -pthread as a link option; -lpthread means the same to it.
 NVCC_LDLIBS = $(patsubst -pthread,-lpthread,$(LDLIBS))
 define engine_rule

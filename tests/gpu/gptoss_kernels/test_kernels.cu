@@ -965,12 +965,14 @@ void gptoss_test_batch_kernels(int *checks, int *failed);
 void gptoss_test_rows_kernels(int *checks, int *failed);
 void gptoss_moe_mma_checks(int *checks, int *failed); /* test_moe_mma.cu: the MXFP4 experts on tensor cores */
 void gptoss_moe_mma_timing(int n, char **Ts);          /* test_moe_mma.cu: --moe-timing T... */
+void gptoss_lm_head_timing(void);                        /* test_tc.cu: --lm-head-timing */
 
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--moe-timing T...]\nChecks every gptoss_cuda kernel against a CPU loop; exits 0 "
-               "(skipped) without a GPU.\n--moe-timing T...: only time the MXFP4 expert kernels at the 20b's shapes for "
-               "T tokens each (no checks; for profilers).\n");
+        printf("usage: gptoss_kernels [--moe-timing T... | --lm-head-timing]\nChecks every gptoss_cuda kernel against a "
+               "CPU loop; exits 0 (skipped) without a GPU.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+               "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
+               "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n");
         return 0;
     }
     int n = 0;
@@ -981,6 +983,10 @@ int main(int argc, char **argv) {
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     printf("device: %s (cc %d.%d)\n", p.name, p.major, p.minor);
+    if (argc > 1 && !strcmp(argv[1], "--lm-head-timing")) {
+        gptoss_lm_head_timing();
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--moe-timing")) {
         gptoss_moe_mma_timing(argc - 2, argv + 2);
         return 0;

@@ -13,6 +13,8 @@
 #include "engines/gptoss_cuda/tc.cu"
 #include "engines/gptoss_cuda/tc_stacked.cu"
 
+#include <cublasLt.h>
+
 #define TU_SEED 0x7e57c0deull
 #include "tests/gpu/gptoss_kernels/test_util.h"
 extern "C" {
@@ -115,6 +117,90 @@ static void test_tc_linear_segs(int T, int K, int n0, int n1, int n2, int S) {
     for (int g = 0; g < 3; g++) cudaFree(segs.y[g]);
     linear_case_free(&c);
     tc_free(&tc, ws);
+}
+
+/* lm_head of a batched step (N = 201,088, K = 2,880, M = 3 x rows bf16 rows, fp32 out): us per GEMM with
+ * cuBLAS's default (the engine's call), the swapped orientation (C^T: m = M), and each of cublasLt's top
+ * heuristic algorithms for the engine's orientation (reduction schemes without atomics). Timing only. */
+static void time_lm_head_variants(void) {
+    const int N = 201088, K = 2880, Mmax = 192;
+    cublasHandle_t h;
+    cublasLtHandle_t lt;
+    CK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown);
+    CK(cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown);
+    void *ws = NULL;
+    const size_t wsb = GPTOSS_TC_CUBLAS_WS;
+    CK(cudaMalloc(&ws, wsb));
+    cublasSetWorkspace(h, ws, wsb);
+    uint16_t *dW = NULL, *dx = NULL;
+    float *dy = NULL;
+    CK(cudaMalloc((void **)&dW, (size_t)N * K * 2));
+    CK(cudaMemset(dW, 0x3c, (size_t)N * K * 2));
+    CK(cudaMalloc((void **)&dx, (size_t)Mmax * K * 2));
+    CK(cudaMemset(dx, 0x3c, (size_t)Mmax * K * 2));
+    CK(cudaMalloc((void **)&dy, (size_t)Mmax * N * 4));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    const float one = 1.0f, zero = 0.0f;
+    auto timeit = [&](auto f) {
+        f();
+        CK(cudaEventRecord(a, 0));
+        for (int r = 0; r < 10; r++) f();
+        CK(cudaEventRecord(b, 0));
+        CK(cudaEventSynchronize(b));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        return 100.0f * ms; /* us per call */
+    };
+    const int Ms[4] = {24, 48, 96, 192};
+    for (int mi = 0; mi < 4; mi++) {
+        const int M = Ms[mi];
+        const float t_def = timeit([&]() {
+            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, dW, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero, dy,
+                         CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        });
+        const float t_swap = timeit([&]() {
+            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, dx, CUDA_R_16BF, K, dW, CUDA_R_16BF, K, &zero, dy,
+                         CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        });
+        printf("time lm_head M=%d: GemmEx %.1f us (%.2f TB/s), swapped %.1f us;", M, t_def,
+               (double)N * K * 2 / (t_def * 1e-6) / 1e12, t_swap);
+        cublasLtMatmulDesc_t d;
+        cublasLtMatrixLayout_t la, lb, lc;
+        cublasLtMatmulPreference_t pref;
+        cublasOperation_t tA = CUBLAS_OP_T, tB = CUBLAS_OP_N;
+        cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+        cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &tA, sizeof tA);
+        cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tB, sizeof tB);
+        cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, N, K);
+        cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, K, M, K);
+        cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, M, N);
+        cublasLtMatmulPreferenceCreate(&pref);
+        uint64_t wsz = wsb;
+        uint32_t mask = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE |
+                        CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsz, sizeof wsz);
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
+        cublasLtMatmulHeuristicResult_t res[12];
+        int nres = 0;
+        cublasLtMatmulAlgoGetHeuristic(lt, d, la, lb, lc, lc, pref, 12, res, &nres);
+        for (int i = 0; i < nres; i++) {
+            if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
+            const float t = timeit([&]() {
+                cublasLtMatmul(lt, d, &one, dW, la, dx, lb, &zero, dy, lc, dy, lc, &res[i].algo, ws, wsb, 0);
+            });
+            printf(" lt%d %.1f", i, t);
+        }
+        printf(" us\n");
+        cublasLtMatmulPreferenceDestroy(pref);
+        cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb); cublasLtMatrixLayoutDestroy(lc);
+        cublasLtMatmulDescDestroy(d);
+    }
+    cudaEventDestroy(a); cudaEventDestroy(b);
+    cudaFree(dW); cudaFree(dx); cudaFree(dy); cudaFree(ws);
+    cublasLtDestroy(lt);
+    cublasDestroy(h);
 }
 
 /* ------------------------------------------------------------ MXFP4 */
@@ -418,6 +504,9 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
 }
 
 /* Runs every check above; adds to the caller's counters. */
+/* gptoss_kernels --lm-head-timing: only the timings above (for choosing the batched step's lm_head GEMM). */
+void gptoss_lm_head_timing(void) { time_lm_head_variants(); }
+
 void gptoss_tc_checks(int *checks, int *failed) {
     test_dequant(3, 64, 96, 0);
     test_dequant(3, 64, 96, 1);
