@@ -117,7 +117,8 @@ struct gptoss_model {
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
     int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
     int batch_linear;         /* 1 (default): gptoss_linear_rows below batch_tc_min rows; 0 (LLMR_GPTOSS_BATCH_LINEAR=0): row groups */
-    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default GPTOSS_TC_MIN_T) */
+    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
+    int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2 or 3, tc.h) */
     int interleave;           /* prompt tokens per slice while rows decode (LLMR_GPTOSS_INTERLEAVE) */
     int prefill_burst;        /* prefill slices per scheduler iteration while rows decode (LLMR_GPTOSS_PREFILL_BURST) */

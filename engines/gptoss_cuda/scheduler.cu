@@ -236,15 +236,16 @@ static void sched_prefill(gptoss_model *m) {
 }
 
 /* A linear over the n rows of a batched step, reading W as few times as it can:
- *   n >= batch_tc_min (8): one cuBLAS GEMM on tensor cores (split in batch_tc_splits = 3 parts, tc.h);
+ *   n >= tc_min (batch_tc_min = 8 for o_proj, batch_tc_min_qkv = 2 for lm_head): one cuBLAS GEMM on
+ *   tensor cores (split in batch_tc_splits = 3 parts, tc.h);
  *   else gptoss_linear_rows: one pass over W for up to 16 rows (12 at K = 4096), rows split evenly
  *   over as few launches as that allows (LLMR_GPTOSS_BATCH_LINEAR=0: the old path below);
  *   else groups of at most m->batch_rows rows through gptoss_linear, whose T <= 4 GEMV streams W once per
  *   group; its T > 4 tile kernel (written for prefill) is far slower for a few rows (a one-launch 8-row
  *   step took ~110 ms, docs/performance.md). A shape a path refuses falls through to the next. */
 static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
-                                 int K, int N, float *y, int ldy, int accumulate) {
-    if (m->use_tc && m->batch_tc && n >= m->batch_tc_min) {
+                                 int K, int N, float *y, int ldy, int accumulate, int tc_min) {
+    if (m->use_tc && m->batch_tc && n >= tc_min) {
         const int s0 = m->tc.splits; /* the prefill's split count stays its own */
         m->tc.splits = m->batch_tc_splits;
         cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
@@ -276,9 +277,10 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
- * tables); the bf16 linears go through linear_groups (one pass over W for 2..7 rows, cuBLAS from 8); the
- * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 32) the experts on tensor
- * cores (gptoss_mxfp4_mma: each touched expert read once per step) and the slot sum, below that decode2's
+ * tables); q/k/v (fused) and lm_head go to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
+ * W for 2..7 rows, cuBLAS from 8); the
+ * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 8) the experts on tensor
+ * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum, below that decode2's
  * fused T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens);
  * LLMR_GPTOSS_FUSED=0 the per-op kernels.
  * max_pos (host): the largest of the n positions; it sizes the attention's grid (gptoss_attention_rows). */
@@ -316,12 +318,13 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
         PART_(0);
         /* q, k, v as one tensor-core linear where linear_groups would take cuBLAS anyway */
-        e = m->batch_tc && n >= m->batch_tc_min ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits) : cudaErrorNotSupported;
+        e = m->batch_tc && n >= m->batch_tc_min_qkv ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits)
+                                                    : cudaErrorNotSupported;
         if (e != cudaSuccess && e != cudaErrorNotSupported && e != cudaErrorInvalidValue) return e;
         if (e != cudaSuccess) {
-            K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0));
-            K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0));
-            K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0));
+            K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, m->batch_tc_min));
+            K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, m->batch_tc_min));
+            K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, m->batch_tc_min));
         }
         K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
         K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
@@ -335,7 +338,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         else
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         PART_(2);
-        K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1));
+        K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
         if (m->fused && m->moe_mma && n >= m->moe_mma_min_rows) { /* experts on tensor cores, each read once per step */
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
@@ -368,7 +371,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         PART_(4);
     }
     K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
-    K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0));
+    K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, m->batch_tc_min_qkv));
     PART_(5);
 #undef PART_
 #undef K_
@@ -646,6 +649,11 @@ int gptoss_sched_start(gptoss_model *m) {
      * 3 parts (x = hi + mid + lo, fp32-level): with 2 a batch of 8 gave other tokens than the requests alone
      * (gptoss_batching), and the small-M GEMMs are bandwidth-bound, so the third part costs little. */
     m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
+    /* the fused q/k/v and lm_head take cuBLAS from 2 rows: one GEMM over all rows costs about the same from
+     * 2 to 15 rows (q/k/v ~0.82 ms a step, lm_head ~0.31), where gptoss_linear_rows grows with the rows
+     * (q/k/v 1.14 ms at 2-3 rows, 1.53 at 4-7; lm_head 0.37, 0.53); o_proj is faster on it below 8 rows
+     * (0.46 vs 0.67 ms at 2-3 rows). H200, docs/performance.md "Session 8: cuBLAS from 2 rows". */
+    m->batch_tc_min_qkv = sched_env("LLMR_GPTOSS_BATCH_TC_MIN_QKV", 2, 2, GPTOSS_MAX_BATCH + 1);
     m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
     m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
     m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
