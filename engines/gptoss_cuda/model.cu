@@ -142,6 +142,52 @@ static int qkv_contiguous(const gptoss_model *m) {
     return 1;
 }
 
+/* Prompt lengths the load runs once (model_warmup), up to the chunk and the context. */
+static const int warmup_lengths[] = {32, 48, 64, 96, 128, 192, 256, 384, 512, 640, 768, 1024, 1536, 2048, 4096};
+
+/* Runs a prompt of each warmup_lengths through the forward pass of a scratch session before the model
+ * takes requests (LLMR_GPTOSS_WARMUP=0: not). Why: the first use of each cuBLAS kernel variant loads
+ * it (lazy module loading) and the first prompt of each new length paid for that: 81.6 ms instead of 18
+ * for a first 128-token prompt, 180 ms instead of 53 for the experts of a first 768-token one (H200,
+ * docs/performance.md "Session 8: the cold-shape cost"). A failure here fails the load with its cause:
+ * the same path would fail the first request. */
+static llmr_engine_status model_warmup(gptoss_model *m, char *err, size_t es) {
+    const uint32_t cap = m->max_context < (uint32_t)m->chunk ? m->max_context : (uint32_t)m->chunk;
+    gptoss_session *s = NULL;
+    llmr_engine_status st = gptoss_session_new(m, m->max_context, &s, err, es);
+    if (st != LLMR_ENGINE_OK) return st;
+    int32_t *tok = (int32_t *)malloc((size_t)cap * sizeof(int32_t));
+    if (!tok) {
+        gptoss_session_free(s);
+        return fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory for the warm-up prompt");
+    }
+    for (uint32_t i = 0; i < cap; i++) tok[i] = (int32_t)((i * 7919u + 13u) % (uint32_t)m->cfg.vocab_size);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int runs = 0;
+    for (size_t i = 0; i < sizeof warmup_lengths / sizeof warmup_lengths[0] && st == LLMR_ENGINE_OK; i++) {
+        if ((uint32_t)warmup_lengths[i] > cap) break;
+        s->n_ctx = 0; /* the scratch session's pages are overwritten, length after length */
+        st = gptoss_forward(s, tok, warmup_lengths[i], NULL, err, es);
+        runs++;
+    }
+    if (st == LLMR_ENGINE_OK && cudaStreamSynchronize(m->stream) != cudaSuccess)
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "CUDA error after the warm-up: %s", cudaGetErrorString(cudaGetLastError()));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    free(tok);
+    gptoss_session_free(s);
+    if (st == LLMR_ENGINE_OK)
+        mlog(m, LLMR_LOG_INFO, "warm-up: %d prompt lengths (32..%d tokens) in %.0f ms", runs,
+             warmup_lengths[runs > 0 ? runs - 1 : 0],
+             (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    else {
+        char why[400];
+        snprintf(why, sizeof why, "%s", err);
+        st = fail(st, err, es, "warm-up prompt failed (LLMR_GPTOSS_WARMUP=0 skips it): %s", why);
+    }
+    return st;
+}
+
 static uint32_t pick_context(const gptoss_config *c, uint32_t want) {
     uint32_t mc = want ? want : GPTOSS_DEFAULT_CONTEXT;
     if (c->max_position_embeddings > 0 && mc > (uint32_t)c->max_position_embeddings) mc = (uint32_t)c->max_position_embeddings;
@@ -633,6 +679,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
+    if (env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (gptoss_sched_start(m)) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cannot start the engine's scheduler thread");
         goto fail;
