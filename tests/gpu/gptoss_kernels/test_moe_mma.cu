@@ -166,6 +166,21 @@ static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int sw
     mm_run_with(L, r, dx, swz, dact, ddn, 0, 0);
 }
 
+/* One pair's down_proj against the CPU (double): got[n] vs b[e, n] + sum_j act[j] W_e[n, j], into the
+ * error sums (wr: scratch of I doubles); the input is the GPU's own act, so down is checked on its own. */
+static void mm_down_err(const mm_layer *L, int e, const float *act, const float *got, double *wr, double *num,
+                        double *den, int *nan) {
+    const int H = L->H, I = L->I;
+    for (int n = 0; n < H; n++) {
+        double y = gptoss_bf16_to_f32(L->dbias[(size_t)e * H + n]);
+        mm_row(L->dnb, L->dns, H, I, e, n, wr);
+        for (int j = 0; j < I; j++) y += (double)act[j] * wr[j];
+        if (!isfinite(got[n])) *nan = 1;
+        *num += (got[n] - y) * (got[n] - y);
+        *den += y * y;
+    }
+}
+
 /* Correctness at T tokens: CPU reference for up to max_pairs (token, slot) pairs (all when fewer). */
 static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     const int E = L->E, H = L->H, I = L->I, P = T * 4;
@@ -207,15 +222,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
             an += (got - a) * (got - a);
             ad += a * a;
         }
-        for (int n = 0; n < H; n++) {
-            double y = gptoss_bf16_to_f32(L->dbias[(size_t)e * H + n]);
-            mm_row(L->dnb, L->dns, H, I, e, n, wr.data());
-            for (int j = 0; j < I; j++) y += (double)act[(size_t)p * I + j] * wr[j];
-            const double got = dn[(size_t)p * H + n];
-            if (!isfinite(got)) nan = 1;
-            dnum += (got - y) * (got - y);
-            dden += y * y;
-        }
+        mm_down_err(L, e, &act[(size_t)p * I], &dn[(size_t)p * H], wr.data(), &dnum, &dden, &nan);
     }
     int empty = 0, busiest = 0;
     for (int e = 0; e < E; e++) { empty += counts[e] == 0; busiest = counts[e] > busiest ? counts[e] : busiest; }
@@ -285,15 +292,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
                 n2 += (got - a) * (got - a);
                 d2 += a * a;
             }
-            for (int n = 0; n < H; n++) {
-                double y = gptoss_bf16_to_f32(L->dbias[(size_t)e * H + n]);
-                mm_row(L->dnb, L->dns, H, I, e, n, wr.data());
-                for (int j = 0; j < I; j++) y += (double)act_t[0][(size_t)p * I + j] * wr[j];
-                const double got = dn_t[0][(size_t)p * H + n];
-                if (!isfinite(got)) nan2 = 1;
-                dn2n += (got - y) * (got - y);
-                dn2d += y * y;
-            }
+            mm_down_err(L, e, &act_t[0][(size_t)p * I], &dn_t[0][(size_t)p * H], wr.data(), &dn2n, &dn2d, &nan2);
         }
         snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts gate_up+swiglu T=%d", T);
         mm_check_rel(what, n2, d2, nan2, 3e-5);
