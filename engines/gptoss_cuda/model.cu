@@ -642,7 +642,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
         /* The batched step's experts on gptoss_mxfp4_mma (each touched expert read once per step) from
-         * LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows (default 8 since session 7, was 32; fewer rows keep decode2's fused kernels, which were
+         * LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows (default 4 since session 8, 8 in session 7, was 32; fewer rows keep decode2's fused kernels, which were
          * faster there: H200 8 streams 506 vs 427 out tok/s); LLMR_GPTOSS_MOE_MMA=0 turns it off. H200, 64
          * streams 1,099 -> 1,285 out tok/s. Its first version (2-part activations, one tensor-core
          * accumulation chain over all K) left ~1e-5 relative at the 20b's shapes and a batched row ~1e-2
@@ -652,9 +652,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * products on gptoss_mxfp4_mma_stream (bit for bit; 64 streams ~1,470 -> ~1,700 out tok/s on the H200);
          * from 8 rows it is faster than decode2's kernels too (32 streams ~1,050 -> ~1,240). The 20b batching
          * check's failures with it were router near-ties, shown causally (gptoss_batching's router_flip;
-         * docs/performance.md), so MIN_ROWS is 8. */
+         * docs/performance.md), so MIN_ROWS was 8. Session 8 (H200, two runs each): the MoE of a 4-7-row
+         * step 4.88-4.90 ms with the fused kernels, 4.62-4.66 on the streaming one; of a 2-3-row step 2.93-2.95
+         * vs 3.30, so 4. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
-        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 8, 2, GPTOSS_MAX_BATCH);
+        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

@@ -279,7 +279,7 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
  * tables); q/k/v (fused) and lm_head go to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
  * W for 2..7 rows, cuBLAS from 8); the
- * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 8) the experts on tensor
+ * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 4) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum, below that decode2's
  * fused T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens);
  * LLMR_GPTOSS_FUSED=0 the per-op kernels.
