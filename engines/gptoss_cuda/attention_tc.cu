@@ -105,8 +105,13 @@ static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, i
     }
 }
 
+/* The packed-staging kernel (the default) is held to 128 registers so 4 blocks fit an SM instead of 3
+ * (165 registers otherwise): it spills ~236 bytes but runs a 4k prompt's attention in 38.8 ms instead of
+ * 40.5-40.8 on the H200; at 96 registers (5 blocks) the spills make it 45 ms (docs/performance.md,
+ * "Session 8"). The original staging keeps its registers, for comparisons. */
+#define ATC_MIN_BLOCKS 4
 template <bool PACKED>
-__global__ void __launch_bounds__(ATC_WARPS * 32) attention_tc_kernel(const float *q, gptoss_kv kv,
+__global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) attention_tc_kernel(const float *q, gptoss_kv kv,
                                                                       const uint16_t *sinks, int T,
                                                                       int pos0, int n_heads, int n_kv, int window,
                                                                       float *out) {
