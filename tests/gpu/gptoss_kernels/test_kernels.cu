@@ -966,13 +966,16 @@ void gptoss_test_rows_kernels(int *checks, int *failed);
 void gptoss_moe_mma_checks(int *checks, int *failed); /* test_moe_mma.cu: the MXFP4 experts on tensor cores */
 void gptoss_moe_mma_timing(int n, char **Ts);          /* test_moe_mma.cu: --moe-timing T... */
 void gptoss_lm_head_timing(void);                        /* test_tc.cu: --lm-head-timing */
+void gptoss_tma_ring_checks(int *checks, int *failed);   /* test_tma_ring.cu: the bulk-copy stage ring */
+void gptoss_tma_ring_timing(void);                       /* test_tma_ring.cu: --ring-timing */
 
 int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--moe-timing T... | --lm-head-timing]\nChecks every gptoss_cuda kernel against a "
+        printf("usage: gptoss_kernels [--moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
-               "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n");
+               "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
+               "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n");
         return 0;
     }
     int n = 0;
@@ -983,6 +986,10 @@ int main(int argc, char **argv) {
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     printf("device: %s (cc %d.%d)\n", p.name, p.major, p.minor);
+    if (argc > 1 && !strcmp(argv[1], "--ring-timing")) {
+        gptoss_tma_ring_timing();
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--lm-head-timing")) {
         gptoss_lm_head_timing();
         return 0;
@@ -1058,6 +1065,7 @@ int main(int argc, char **argv) {
     gptoss_test_batch_kernels(&tu_checks, &tu_failed); /* test_batch.cu: the batched decode-step kernels */
     gptoss_test_rows_kernels(&tu_checks, &tu_failed);  /* test_rows.cu: the batched step's one-pass linear */
     gptoss_moe_mma_checks(&tu_checks, &tu_failed);
+    gptoss_tma_ring_checks(&tu_checks, &tu_failed);
     printf("%d checks, %d failed\n", tu_checks, tu_failed);
     return tu_failed ? 1 : 0;
 }

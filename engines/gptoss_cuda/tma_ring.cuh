@@ -1,0 +1,58 @@
+/* tma_ring.cuh — a ring of shared-memory stages filled by Hopper bulk copies (cp.async.bulk, the 1D form of
+ * TMA) and handed between one producer thread and C consumer warps through mbarriers: the building block
+ * of the next expert kernel (docs/performance.md, "Session 7: the next expert kernel"). Tested and timed
+ * alone by tests/gpu/gptoss_kernels/test_tma_ring.cu; no engine kernel uses it yet.
+ *
+ * Protocol, for stage s of a ring of D slots (slot s % D, use k = s / D):
+ *   producer: if k > 0, wait until empty[slot] completed phase k - 1 (all C consumers released it);
+ *             full[slot].arrive.expect_tx(bytes); cp.async.bulk global -> slot, completing on full[slot];
+ *   consumers: wait until full[slot] completed phase k (the bytes landed), read the slot, then one
+ *             arrive on empty[slot] per warp.
+ * full[] counts 1 arrival (the producer's) plus the transaction bytes; empty[] counts C arrivals. Only
+ * sm_90+ (compiled for sm_90a); sizes and addresses multiples of 16 bytes. Included by .cu files only. */
+#ifndef LLMR_GPTOSS_TMA_RING_CUH
+#define LLMR_GPTOSS_TMA_RING_CUH
+
+#include <stdint.h>
+
+static __device__ __forceinline__ uint32_t ring_smem_addr(const void *p) {
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* One thread: both barrier arrays of a D-slot ring, then a fence so the async proxy sees them (the
+ * caller syncs the block before use). */
+static __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int D, int consumers) {
+    for (int i = 0; i < D; i++) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ring_smem_addr(&full[i])), "r"(1));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ring_smem_addr(&empty[i])), "r"(consumers));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* Blocks the calling thread until barrier bar has completed the phase of the given parity. */
+static __device__ __forceinline__ void ring_wait(uint64_t *bar, uint32_t parity) {
+    const uint32_t a = ring_smem_addr(bar);
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+}
+
+/* Producer (one thread): expect `bytes` on full, then copy them from global src into the slot. */
+static __device__ __forceinline__ void ring_fill(uint64_t *full, void *slot, const void *src, uint32_t bytes) {
+    const uint32_t b = ring_smem_addr(full);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     ring_smem_addr(slot)),
+                 "l"(src), "r"(bytes), "r"(b)
+                 : "memory");
+}
+
+/* Consumer warp (lane 0 after __syncwarp): this warp is done with the slot guarded by empty. */
+static __device__ __forceinline__ void ring_release(uint64_t *empty) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(ring_smem_addr(empty)) : "memory");
+}
+
+#endif
