@@ -681,7 +681,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
-    if (env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK) goto fail;
+    /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
+     * 11,824 tokens would take seconds */
+    if (m->use_tc && env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)
+        goto fail;
     if (gptoss_sched_start(m)) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cannot start the engine's scheduler thread");
         goto fail;
