@@ -220,7 +220,7 @@ cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *
     m->tc.splits = splits;
     const cudaError_t e = gptoss_tc_linear_segs(&m->tc, x, H, w->q_w, w->q_b, T, H, &segs);
     m->tc.splits = s0;
-    return e;
+    return e == cudaErrorInvalidValue ? cudaErrorNotSupported : e; /* refused before any launch: scratch too small */
 }
 
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
@@ -315,8 +315,8 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         } else {
             /* one linear for q, k and v when their weights are contiguous (tc.h gptoss_tc_linear_segs) */
             const cudaError_t fe = T >= GPTOSS_TC_MIN_T ? gptoss_qkv_tc(m, w, m->h, T, m->tc.splits) : cudaErrorNotSupported;
-            if (fe != cudaSuccess && fe != cudaErrorNotSupported && fe != cudaErrorInvalidValue) FWD_TRY(fe, what);
-            if (fe != cudaSuccess) {
+            if (fe != cudaErrorNotSupported) FWD_TRY(fe, what);
+            else {
                 FWD_TRY(fwd_linear(m, m->h, H, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
                 FWD_TRY(fwd_linear(m, m->h, H, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
                 FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);

@@ -62,7 +62,7 @@ static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
 #define F(field) (w ? &w->field : NULL)
         NAME("model.layers.%d.input_layernorm.weight", l); ADD(LLMR_ST_BF16, F(attn_norm), H);
         /* q, k, v weights back to back, then their biases: one [QD + 2 KVD, H] matrix for the fused q/k/v
-         * linear (gptoss_qkv_fused) when the 256-byte alignment adds no gap (checked at load) */
+         * linear (gptoss_qkv_tc) when the 256-byte alignment adds no gap (qkv_contiguous, at load) */
         NAME("model.layers.%d.self_attn.q_proj.weight", l); ADD(LLMR_ST_BF16, F(q_w), QD, H);
         NAME("model.layers.%d.self_attn.k_proj.weight", l); ADD(LLMR_ST_BF16, F(k_w), KVD, H);
         NAME("model.layers.%d.self_attn.v_proj.weight", l); ADD(LLMR_ST_BF16, F(v_w), KVD, H);

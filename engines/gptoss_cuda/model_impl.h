@@ -84,7 +84,7 @@ struct gptoss_model {
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
-     * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 8: see
+     * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 4: see
      * model.cu), moe_mma_prefill for the experts of T > 1 forward chunks of up to that many tokens
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default GPTOSS_MMA_PREFILL_MAX, 0 = never), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
@@ -215,8 +215,8 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
                                    int parts);
 /* q, k and v of T rows of x (the normed residual) into m->q, m->kn, m->vn (+ biases) as ONE tensor-core
  * linear with `splits` activation parts (tc.h gptoss_tc_linear_segs), when m->qkv_fused; returns
- * cudaErrorNotSupported otherwise (the caller runs the three linears), cudaErrorInvalidValue when the
- * scratch is too small for it. */
+ * cudaErrorNotSupported, having launched nothing, when it cannot (not fused, no tensor cores, scratch too
+ * small): the caller then runs the three linears. */
 cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *x, int T, int splits);
 /* Appends the token in m->tok at position n_ctx through the session's decode graph (asynchronous). */
 llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);

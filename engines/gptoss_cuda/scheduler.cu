@@ -320,8 +320,8 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         /* q, k, v as one tensor-core linear where linear_groups would take cuBLAS anyway */
         e = m->batch_tc && n >= m->batch_tc_min_qkv ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits)
                                                     : cudaErrorNotSupported;
-        if (e != cudaSuccess && e != cudaErrorNotSupported && e != cudaErrorInvalidValue) return e;
-        if (e != cudaSuccess) {
+        if (e != cudaErrorNotSupported) K_(e);
+        else {
             K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, m->batch_tc_min));
             K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, m->batch_tc_min));
             K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, m->batch_tc_min));
