@@ -95,25 +95,14 @@ static void test_gemv1(int K, int N, int with_bias, int accumulate) {
     snprintf(what, sizeof what, "gemv1 K=%d N=%d bias=%d accumulate=%d", K, N, with_bias, accumulate);
     check_rel(what, y, ref, 1e-5);
     if ((size_t)N * K >= (size_t)64 << 20) { /* informational timing, lm_head-sized */
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         const double bytes = (double)N * K * 2;
         for (int old = 0; old < 2; old++) {
             gptoss_linear_use_gemv1(!old);
-            CK(gptoss_linear(dx, K, dW, NULL, 1, K, N, dy, N, 0, 0)); /* warm-up */
-            CK(cudaEventRecord(e0, 0));
-            for (int r = 0; r < 10; r++) CK(gptoss_linear(dx, K, dW, NULL, 1, K, N, dy, N, 0, 0));
-            CK(cudaEventRecord(e1, 0));
-            CK(cudaEventSynchronize(e1));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
+            const double ms = tu_time_ms([&]() { CK(gptoss_linear(dx, K, dW, NULL, 1, K, N, dy, N, 0, 0)); }, 10);
             printf("     timing %s K=%d N=%d: %.1f us, %.0f GB/s\n", old ? "old warp-per-row GEMV" : "gemv1", K, N,
-                   ms * 100.0, bytes / (ms / 10 * 1e-3) / 1e9);
+                   ms * 1000.0, bytes / (ms * 1e-3) / 1e9);
         }
         gptoss_linear_use_gemv1(1);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
     }
     CK(gptoss_gemv1(dx, dW, NULL, 12, N, dy, 0, 0) == cudaErrorInvalidValue ? cudaSuccess : cudaErrorUnknown);
     cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
@@ -580,19 +569,13 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                     if (k == 1 || k == 4 || k == 6) CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
                     if (k == 2 || k == 5 || k == 7) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                 };
-                one();
-                CK(cudaEventRecord(e0, 0));
-                for (int r = 0; r < reps; r++) one();
-                CK(cudaEventRecord(e1, 0));
-                CK(cudaEventSynchronize(e1));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
+                const double ms = tu_time_ms(one, reps); /* per call */
                 const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (k == 1 || k == 4 || k == 6 ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s\n",
                        k == 0 ? "router_decode" : k == 1 ? "gate_up_decode" : k == 2 ? "down_decode" : k == 4 ? "gate_up_decode, cp.async"
                        : k == 5 ? "down_decode, cp.async" : k == 6 ? "gate_up_decode, table decode" : k == 7 ? "down_decode, table decode"
                        : "router_decode, 8 blocks/token",
-                       T, ms * 1000.0 / reps, kb / (ms / reps * 1e-3) / 1e9);
+                       T, ms * 1000.0, kb / (ms * 1e-3) / 1e9);
             }
             gptoss_moe_decode_async(0);
             gptoss_moe_decode_lut(0);
@@ -883,23 +866,12 @@ static void test_fast_greedy(int V, int timing) {
     snprintf(what, sizeof what, "greedy V=%d: multi-block argmax = one-block kernel (tie -> lower id, NaN skipped)", V);
     check_true(what, fast == slow && fast == V / 3);
     if (timing) {
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         for (int f = 0; f < 2; f++) {
             gptoss_sample_use_fast_greedy(f);
-            CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0));
-            CK(cudaEventRecord(e0, 0));
-            for (int r = 0; r < 20; r++) CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0));
-            CK(cudaEventRecord(e1, 0));
-            CK(cudaEventSynchronize(e1));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            printf("     timing greedy sampling V=%d %s: %.1f us\n", V, f ? "multi-block" : "one block", ms * 1000.0 / 20);
+            const double ms = tu_time_ms([&]() { CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0)); }, 20);
+            printf("     timing greedy sampling V=%d %s: %.1f us\n", V, f ? "multi-block" : "one block", ms * 1000.0);
         }
         gptoss_sample_use_fast_greedy(1);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
     }
     cudaFree(dl); cudaFree(dwork); cudaFree(dout);
 }
@@ -936,26 +908,14 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
              nh, nkv, window);
     check_true(what, zero && !memcmp(out.data(), out2.data(), out.size() * 4));
     if (timing) {
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
         for (int which = 0; which < 2; which++) {
             auto one = [&]() {
                 if (which) CK(gptoss_attention_decode(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, dpart, dctr, 0));
                 else CK(gptoss_attention_at(dq, pk.kv, ds, dpos, 1, nh, nkv, window, dout, 0));
             };
-            one();
-            CK(cudaEventRecord(e0, 0));
-            for (int r = 0; r < 50; r++) one();
-            CK(cudaEventRecord(e1, 0));
-            CK(cudaEventSynchronize(e1));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
             printf("     timing decode attention pos=%d heads=%d/%d window=%d %s: %.1f us\n", pos, nh, nkv, window,
-                   which ? "split over keys" : "per head (attention_at)", ms * 1000.0 / 50);
+                   which ? "split over keys" : "per head (attention_at)", tu_time_ms(one, 50) * 1000.0);
         }
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
     }
     cudaFree(dq); cudaFree(dout); cudaFree(dout2); cudaFree(dpart); cudaFree(ds); cudaFree(dpos); cudaFree(dctr);
     paged_free(pk);

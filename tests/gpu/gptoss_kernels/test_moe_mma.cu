@@ -328,22 +328,6 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     cudaFree(dx); cudaFree(dact); cudaFree(ddn);
 }
 
-/* ms per call of f, averaged over reps after one warm-up. */
-template <typename F> static double mm_time(F f, int reps) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    f();
-    CK(cudaEventRecord(a, 0));
-    for (int i = 0; i < reps; i++) f();
-    CK(cudaEventRecord(b, 0));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms / reps;
-}
 
 /* The MoE experts of one layer at T tokens, new kernel beside the path it replaces. T <= 64: the
  * batched decode step's MoE (router + experts + combine; old = the fused decode kernels); T > 64: the
@@ -370,12 +354,12 @@ static void time_mma(int T, const mm_layer *L) {
         CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
         CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
         CK(cudaMemset(dctr, 0, (1 + T) * 4));
-        t_old = mm_time([&]() {
+        t_old = tu_time_ms([&]() {
             CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
             CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, L->d_gub, L->d_gus, L->d_gbias, E, H, I, alpha, limit, dact, 0));
             CK(gptoss_moe_down_decode(dact, dgrp, T, dw, L->d_dnb, L->d_dns, L->d_dbias, E, I, H, dx, 0));
         }, reps);
-        t_new = mm_time([&]() {
+        t_new = tu_time_ms([&]() {
             CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
             CK(gptoss_moe_route(r.ids, T, E, r.counts, r.offsets, r.pair_token, r.pair_of, 0));
             CK(gptoss_mxfp4_mma(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
@@ -402,7 +386,7 @@ static void time_mma(int T, const mm_layer *L) {
         CK(cudaMalloc((void **)&tc.ys, tc.ys_elems * 4));
         CK(cudaMalloc((void **)&tc.wbf, tc.wbf_elems * 2));
         float *dgu = dev_poison((size_t)P * 2 * I);
-        t_old = mm_time([&]() {
+        t_old = tu_time_ms([&]() {
             CK(gptoss_tc_fetch_counts(&tc, r.counts, E));
             CK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, P, H,
                                   2 * I, dgu));
@@ -410,8 +394,8 @@ static void time_mma(int T, const mm_layer *L) {
             CK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, P, I, H,
                                   ddn));
         }, reps);
-        t_new = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
-        const double t_gu = mm_time([&]() {
+        t_new = tu_time_ms([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
+        const double t_gu = tu_time_ms([&]() {
             CK(gptoss_mxfp4_mma(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H, 2 * I,
                                  1, alpha, limit, dact, 0));
         }, reps);
@@ -447,14 +431,14 @@ static void time_stream(int T, const mm_layer *L) {
     for (int e = 0; e < E; e++) touched += counts[e] > 0;
     const double bytes = (double)touched * ((double)2 * I * H + (double)H * I) * (17.0 / 32.0);
     const int reps = T >= 512 ? 5 : 50;
-    const double t_old = mm_time([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
+    const double t_old = tu_time_ms([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
     printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
            bytes / (t_old * 1e-3) / 1e12);
     /* tiles (0 = auto), warps, parts */
     const int shapes[7][3] = {{0, 0, 3}, {1, 16, 3}, {2, 12, 3}, {2, 16, 3}, {0, 0, 2}, {1, 16, 2}, {2, 16, 2}};
     for (int sh = 0; sh < 7; sh++) {
         mm_stream_tiles(shapes[sh][0]);
-        const double t = mm_time([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1], shapes[sh][2]); }, reps);
+        const double t = tu_time_ms([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1], shapes[sh][2]); }, reps);
         mm_stream_tiles(0);
         printf("; stream tiles %d w%d p%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], shapes[sh][2], t,
                bytes / (t * 1e-3) / 1e12);

@@ -139,28 +139,16 @@ static void time_lm_head_variants(void) {
     CK(cudaMalloc((void **)&dx, (size_t)Mmax * K * 2));
     CK(cudaMemset(dx, 0x3c, (size_t)Mmax * K * 2));
     CK(cudaMalloc((void **)&dy, (size_t)Mmax * N * 4));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
     const float one = 1.0f, zero = 0.0f;
-    auto timeit = [&](auto f) {
-        f();
-        CK(cudaEventRecord(a, 0));
-        for (int r = 0; r < 10; r++) f();
-        CK(cudaEventRecord(b, 0));
-        CK(cudaEventSynchronize(b));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        return 100.0f * ms; /* us per call */
-    };
+    auto timeit = [&](auto f) { return 1000.0 * tu_time_ms(f, 10); }; /* us per call */
     const int Ms[4] = {24, 48, 96, 192};
     for (int mi = 0; mi < 4; mi++) {
         const int M = Ms[mi];
-        const float t_def = timeit([&]() {
+        const double t_def = timeit([&]() {
             cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, dW, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero, dy,
                          CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         });
-        const float t_swap = timeit([&]() {
+        const double t_swap = timeit([&]() {
             cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, dx, CUDA_R_16BF, K, dW, CUDA_R_16BF, K, &zero, dy,
                          CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         });
@@ -187,7 +175,7 @@ static void time_lm_head_variants(void) {
         cublasLtMatmulAlgoGetHeuristic(lt, d, la, lb, lc, lc, pref, 12, res, &nres);
         for (int i = 0; i < nres; i++) {
             if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
-            const float t = timeit([&]() {
+            const double t = timeit([&]() {
                 cublasLtMatmul(lt, d, &one, dW, la, dx, lb, &zero, dy, lc, dy, lc, &res[i].algo, ws, wsb, 0);
             });
             printf(" lt%d %.1f", i, t);
@@ -197,7 +185,6 @@ static void time_lm_head_variants(void) {
         cublasLtMatrixLayoutDestroy(la); cublasLtMatrixLayoutDestroy(lb); cublasLtMatrixLayoutDestroy(lc);
         cublasLtMatmulDescDestroy(d);
     }
-    cudaEventDestroy(a); cudaEventDestroy(b);
     cudaFree(dW); cudaFree(dx); cudaFree(dy); cudaFree(ws);
     cublasLtDestroy(lt);
     cublasDestroy(h);

@@ -86,64 +86,49 @@ static int ring_sms(void) {
     return sms;
 }
 
-/* One ring launch; returns the XOR (and the time in ms through *ms when non-NULL, over reps launches). */
+/* Runs launch (which zeroes *dout, then XORs into it) once, or with reps > 0 timed over reps launches after
+ * a warm-up (ms per launch into *ms); returns the XOR of the last launch. */
+template <typename F> static uint32_t xor_run(F launch, uint32_t *dout, int reps, float *ms) {
+    if (reps > 0) *ms = (float)tu_time_ms(launch, reps);
+    else launch();
+    uint32_t h = 0;
+    CK(cudaMemcpy(&h, dout, 4, cudaMemcpyDeviceToHost));
+    return h;
+}
+
 static uint32_t ring_run(const uint4 *src, long n_stages, int stage_bytes, int D, int C, int ctas, int work,
                          uint32_t *dout, int reps, float *ms) {
     const size_t smem = (size_t)D * stage_bytes;
     CK(cudaFuncSetAttribute(ring_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    uint32_t h = 0;
-    for (int r = 0; r <= reps; r++) {
-        if (r == 1) CK(cudaEventRecord(a, 0));
+    return xor_run([&]() {
         CK(cudaMemset(dout, 0, 4));
         ring_stream_kernel<<<ctas, 32 * (1 + C), smem>>>(src, n_stages, stage_bytes, D, work, dout);
         CK(cudaGetLastError());
-    }
-    CK(cudaEventRecord(b, 0));
-    CK(cudaEventSynchronize(b));
-    if (ms) {
-        CK(cudaEventElapsedTime(ms, a, b));
-        *ms /= reps > 0 ? reps : 1;
-    }
-    CK(cudaMemcpy(&h, dout, 4, cudaMemcpyDeviceToHost));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return h;
+    }, dout, reps, ms);
 }
 
+/* The same XOR over n4 16-byte words with the plain kernel. */
 static uint32_t plain_run(const uint4 *src, long n4, int work, uint32_t *dout, int reps, float *ms) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
     const int sms = ring_sms();
-    for (int r = 0; r <= reps; r++) {
-        if (r == 1) CK(cudaEventRecord(a, 0));
+    return xor_run([&]() {
         CK(cudaMemset(dout, 0, 4));
         ring_plain_kernel<<<sms * 4, 512>>>(src, n4, work, dout);
         CK(cudaGetLastError());
-    }
-    CK(cudaEventRecord(b, 0));
-    CK(cudaEventSynchronize(b));
-    if (ms) {
-        CK(cudaEventElapsedTime(ms, a, b));
-        *ms /= reps > 0 ? reps : 1;
-    }
-    uint32_t h = 0;
-    CK(cudaMemcpy(&h, dout, 4, cudaMemcpyDeviceToHost));
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return h;
+    }, dout, reps, ms);
+}
+
+/* A device buffer of `bytes` pseudo-random bytes (its words from seed) and a 4-byte result word. */
+static void ring_buffers(long bytes, uint32_t seed, uint32_t **buf, uint32_t **dout) {
+    CK(cudaMalloc((void **)buf, bytes));
+    CK(cudaMalloc((void **)dout, 4));
+    ring_fill_kernel<<<1024, 256>>>(*buf, bytes / 4, seed);
+    CK(cudaGetLastError());
 }
 
 void gptoss_tma_ring_checks(int *checks, int *failed) {
-    const long bytes = 24l << 20, n32 = bytes / 4; /* 24 MB */
+    const long bytes = 24l << 20; /* 24 MB */
     uint32_t *buf = NULL, *dout = NULL;
-    CK(cudaMalloc((void **)&buf, bytes));
-    CK(cudaMalloc((void **)&dout, 4));
-    ring_fill_kernel<<<256, 256>>>(buf, n32, 0x1234567u);
-    CK(cudaGetLastError());
+    ring_buffers(bytes, 0x1234567u, &buf, &dout);
     const int sms = ring_sms();
     /* depth, consumer warps, stage KB, CTAs per SM, work */
     const int cases[][5] = {{2, 1, 4, 1, 0}, {4, 8, 16, 1, 0}, {8, 4, 16, 2, 3}, {3, 8, 32, 1, 1}, {4, 2, 8, 2, 0}};
@@ -165,12 +150,9 @@ void gptoss_tma_ring_checks(int *checks, int *failed) {
 
 /* gptoss_kernels --ring-timing: TB/s of the ring over 512 MB against plain loads. */
 void gptoss_tma_ring_timing(void) {
-    const long bytes = 512l << 20, n32 = bytes / 4;
+    const long bytes = 512l << 20;
     uint32_t *buf = NULL, *dout = NULL;
-    CK(cudaMalloc((void **)&buf, bytes));
-    CK(cudaMalloc((void **)&dout, 4));
-    ring_fill_kernel<<<1024, 256>>>(buf, n32, 0x9e3779b9u);
-    CK(cudaGetLastError());
+    ring_buffers(bytes, 0x9e3779b9u, &buf, &dout);
     const int sms = ring_sms();
     for (int work = 0; work <= 20; work += 20) {
         float ms = 0;

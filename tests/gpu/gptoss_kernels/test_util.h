@@ -10,7 +10,8 @@
  *   randv/randbf        N(0, scale) vectors in fp32 / bf16;
  *   mx_w                one dequantized element of a checkpoint-layout MXFP4 tensor, in double;
  *   moe_case            a random, routed MoE block on the device and its CPU reference (below);
- *   attention_ref       attention with sinks and a window on the CPU in double. */
+ *   attention_ref       attention with sinks and a window on the CPU in double;
+ *   tu_time_ms          ms per call of a launch sequence on stream 0, after one warm-up call. */
 #ifndef GPTOSS_TEST_UTIL_H
 #define GPTOSS_TEST_UTIL_H
 
@@ -60,6 +61,23 @@ static inline uint16_t f2bf(float f) { /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 static inline float bf2f(uint16_t b) { return gptoss_bf16_to_f32(b); }
+
+/* ms per call of f (launches on stream 0), averaged over reps calls after one warm-up call. */
+template <typename F> static double tu_time_ms(F f, int reps) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    f();
+    CK(cudaEventRecord(a, 0));
+    for (int i = 0; i < reps; i++) f();
+    CK(cudaEventRecord(b, 0));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms / reps;
+}
 
 template <typename T> static T *dev_upload(const std::vector<T> &h) {
     T *d = NULL;
