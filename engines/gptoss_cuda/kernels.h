@@ -406,8 +406,8 @@ cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *
  * e.g. 4 x the rows of a decode step); it sizes the grid, the tiles and the staging (shared memory, see
  * _smem). warps: 1..16 per CTA, 0 = by max_pairs. When the staging would need more than
  * GPTOSS_MMA_STREAM_MAX_SMEM bytes it runs gptoss_mxfp4_mma instead (parts 3) or returns
- * cudaErrorInvalidValue (parts 2). LLMR_GPTOSS_MOE_STREAM_TILES=1|2 forces 8- or 16-pair tiles (for
- * comparisons). */
+ * cudaErrorInvalidValue (parts 2). LLMR_GPTOSS_MOE_STREAM_TILES=1|2 forces 8- or 16-pair tiles and
+ * LLMR_GPTOSS_MOE_STREAM_OCC=1|2|3 an occupancy mode (for comparisons). */
 #define GPTOSS_MMA_STREAM_MAX_SMEM (227 * 1024)
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                     const uint8_t *scales, const uint16_t *b, const int32_t *counts,
@@ -415,6 +415,11 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
                                     int max_pairs, int parts, int warps, float *y, cudaStream_t stream);
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);
 void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1 or 2 forces 8- or 16-pair tiles, 0 = automatic */
+/* Tests: the occupancy mode (1: 1 CTA per SM, 2: 2 CTAs of 16 warps, 3: 3 CTAs of 8 warps, 0 = automatic:
+ * 2 below 1,024 pairs, else 1; the same bits in every mode), and the super-chunks per staging phase in
+ * modes 2-3 (a multiple of 4; 0 = automatic). The engine reads LLMR_GPTOSS_MOE_STREAM_OCC. */
+void gptoss_mxfp4_mma_stream_force_occ(int occ);
+void gptoss_mxfp4_mma_stream_force_phase(int pc);
 
 /* For the tests: out[s * 16 + nib] = the bf16 bits gptoss_mxfp4_mma uses for MXFP4 nibble nib with
  * E8M0 scale byte s (all 256 x 16; out is device memory of 4096 uint16). */

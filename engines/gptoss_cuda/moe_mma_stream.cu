@@ -25,9 +25,24 @@
 
 #include <stdlib.h>
 
-#define MS_DEPTH 4    /* super-chunks of weights in flight per warp */
-#define MS_PHASE 12   /* super-chunks staged per phase with 16-token tiles (a multiple of MS_DEPTH) */
+#define MS_PHASE 12   /* super-chunks staged per phase with 16-token tiles (a multiple of every depth) */
 #define MS_MAX_WARPS 16
+
+/* Occupancy modes (LLMR_GPTOSS_MOE_STREAM_OCC; tests: gptoss_mxfp4_mma_stream_force_occ). The kernel is
+ * bound by the latency of each warp's dependent decode chain (docs/performance.md, session 7), and mode 1
+ * holds 16 warps per SM: 128 registers for a 4-deep ring of weight loads, and all of K staged for 8-token
+ * tiles (142 KB, one CTA per SM). The other modes trade the ring depth and the staging's length for more
+ * resident warps: 2 super-chunks in flight, shorter staging phases (MS_OCC_PHASE), and a register cap from
+ * the launch bounds:
+ *   1: CTAs of up to 16 warps, 1 per SM, 4 super-chunks in flight (the streaming kernel of session 7);
+ *   2: CTAs of up to 16 warps, 2 per SM (64 registers): 32 warps per SM;
+ *   3: CTAs of up to 8 warps, 3 per SM (85 registers): 24 warps per SM.
+ * Every mode runs the same products in the same order per output: the same bits (kernel checks). */
+template <int OCC> struct ms_occ;
+template <> struct ms_occ<1> { enum { THREADS = 512, MINB = 1, DEPTH = 4 }; };
+template <> struct ms_occ<2> { enum { THREADS = 512, MINB = 2, DEPTH = 2 }; };
+template <> struct ms_occ<3> { enum { THREADS = 256, MINB = 3, DEPTH = 2 }; };
+#define MS_OCC_PHASE 8 /* super-chunks per staging phase in modes 2-3 (8-token tiles; half with 16) */
 
 /* Staged activations: per token, 32 units (4 k values each: 16 bytes hi + mid in xs, 8 bytes lo in xl)
  * per 128-value super-chunk c of the phase, unit 32c + 4j + t for lane t's k16 step j (its values
@@ -36,13 +51,6 @@
  * puts the lanes of each shared-memory wavefront on distinct banks (16-byte reads: tokens g, g + 1 at +4
  * bank groups; 8-byte reads: tokens g..g + 3 at +4 each). */
 static __host__ __device__ __forceinline__ int ms_stride(int phase_sc) { return 32 * phase_sc + 4; }
-
-/* Super-chunks per phase: all of K for 8-token tiles (one barrier per CTA), MS_PHASE for 16-token tiles
- * (the staging must fit shared memory; one more barrier and a restaging per phase). */
-static __host__ __device__ __forceinline__ int ms_phase_sc(int K, int nt) {
-    const int nsc = (K + 127) / 128;
-    return nt == 1 || nsc <= MS_PHASE ? nsc : MS_PHASE;
-}
 
 /* One super-chunk c of a lane's two weight rows: MXFP4 block 4c + t of each row, from the lane's row
  * pointers wp / sp (block t of the row; NULL for a row past N: zeros with scale byte 127, as moe_mma.cu,
@@ -130,17 +138,19 @@ static __device__ __forceinline__ int ms_item(const int32_t *counts, int E, int 
 }
 
 /* Stages super-chunks [c0, c0 + pc) of tokens [0, tn) of the tile (rows off .. off + ntok - 1 of the
- * grouped pairs; zeros past K and past ntok). Loads batched 8 units per thread so their L2 round trips
- * overlap. */
+ * grouped pairs; zeros past K and past ntok). Loads batched B units per thread so their L2 round trips
+ * overlap (B = 8 costs 48 registers: 4 and 2 under the register caps of modes 3 and 2, which spill
+ * otherwise). */
+template <int B>
 static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz, const int32_t *gather, int off,
                                                 int ntok, int tn, int K, int c0, int pc, int stride, uint4 *xs,
                                                 uint2 *xl) {
     const int units = 32 * pc, total = tn * units;
-    for (int base = threadIdx.x; base < total; base += 8 * blockDim.x) {
-        uint4 hv[8];
-        uint2 lv[8];
+    for (int base = threadIdx.x; base < total; base += B * blockDim.x) {
+        uint4 hv[B];
+        uint2 lv[B];
 #pragma unroll
-        for (int b = 0; b < 8; b++) {
+        for (int b = 0; b < B; b++) {
             const int idx = base + b * blockDim.x;
             hv[b] = make_uint4(0u, 0u, 0u, 0u);
             lv[b] = make_uint2(0u, 0u);
@@ -155,7 +165,7 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
             }
         }
 #pragma unroll
-        for (int b = 0; b < 8; b++) {
+        for (int b = 0; b < B; b++) {
             const int idx = base + b * blockDim.x;
             if (idx < total) {
                 const int i = idx / units, u = idx - i * units;
@@ -167,20 +177,21 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
 }
 
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
- * shared memory tn x ms_stride(ms_phase_sc(K, NT)) x 24 bytes (tn = tokens staged per CTA, <= 8 NT). */
-template <int NT, int PARTS>
-__global__ void __launch_bounds__(MS_MAX_WARPS * 32)
+ * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
+ * phase, ms_shape: all of K or a multiple of the depth). */
+template <int NT, int PARTS, int OCC>
+__global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                             const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets,
-                            int E, int K, int N, int swiglu, float alpha, float limit, int tn, float *y) {
+                            int E, int K, int N, int swiglu, float alpha, float limit, int tn, int pc, float *y) {
     extern __shared__ uint4 ms_smem[];
-    constexpr int TN = 8 * NT;
+    constexpr int TN = 8 * NT, MS_DEPTH = ms_occ<OCC>::DEPTH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
     if (!ms_item(counts, E, TN, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
     const int cnt = counts[e], off = offsets[e] + tt * TN, ntok = min(TN, cnt - tt * TN);
     const bool once = cnt <= TN;
-    const int NC = K / 32, nsc = (K + 127) / 128, pc = ms_phase_sc(K, NT), stride = ms_stride(pc);
+    const int NC = K / 32, nsc = (K + 127) / 128, stride = ms_stride(pc);
     const uint8_t *eb = blocks + (size_t)e * N * (K / 2);
     const uint8_t *es = scales + (size_t)e * N * NC;
     uint4 *xs = ms_smem;
@@ -220,7 +231,7 @@ __global__ void __launch_bounds__(MS_MAX_WARPS * 32)
         for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
     for (int cb = 0; cb < nsc; cb += pc) { /* phases of pc super-chunks (one phase with 8-token tiles) */
         if (cb > 0) __syncthreads(); /* every warp is done with the previous phase's staging */
-        ms_stage(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride, xs, xl);
+        ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride, xs, xl);
         __syncthreads();
         if (!active) continue;
         const int ce = min(cb + pc, nsc);
@@ -260,44 +271,68 @@ __global__ void __launch_bounds__(MS_MAX_WARPS * 32)
         }
 }
 
-/* 16-token tiles from 64 rows (256 pairs): each weight is decoded once for up to 16 of its expert's tokens
- * (at 64 rows ~8 per expert, so 8-token tiles decode most experts twice). H200, experts of one 20b layer:
- * 64 rows 0.445 -> 0.425 ms, 128 rows 0.728 -> 0.648; at 16 / 32 rows slower (0.268 -> 0.355, 0.307 ->
- * 0.404: the padding's mma work and the second staging outweigh the decode saved). */
-static int ms_tiles_of(int max_pairs) { return max_pairs >= 256 ? 2 : 1; }
+/* The shape of a launch by its max_pairs (H200, experts of one 20b layer, 3 parts, ms; session 9 call 1):
+ *  - mode 2 with 8-token tiles below 1,024 pairs: T = 8 / 32 / 64 / 128 rows 0.169 / 0.272 / 0.336 / 0.544
+ *    against mode 1's best 0.196 / 0.301 / 0.409 / 0.576 (its 64 registers hold no 16-token tile: spills);
+ *  - mode 1 with 16-token tiles from 1,024 pairs (prompt chunks of 256+ tokens): each weight decoded once
+ *    per 16 of its expert's tokens; 2 parts at T = 256 / 512 0.889 / 1.635 against mode 2's 0.910 / 1.678.
+ * Forced by LLMR_GPTOSS_MOE_STREAM_TILES=1|2 and LLMR_GPTOSS_MOE_STREAM_OCC=1|2|3 (comparisons), or by the
+ * tests' hooks. */
+typedef struct {
+    int occ; /* occupancy mode, 1..3 */
+    int nt;  /* n8 tiles per CTA: 8 nt tokens per token tile */
+    int tn;  /* tokens staged per CTA: min(8 nt, max_pairs) */
+    int pc;  /* super-chunks per staging phase */
+} ms_shape_t;
 
-static int ms_force_tiles = -1; /* -1: read LLMR_GPTOSS_MOE_STREAM_TILES at the first launch */
+static int ms_force_tiles = -1; /* -1: read LLMR_GPTOSS_MOE_STREAM_TILES at the first launch; 0: automatic */
+static int ms_force_occ = -1;   /* -1: read LLMR_GPTOSS_MOE_STREAM_OCC at the first launch; 0: automatic */
+static int ms_force_phase;      /* tests: super-chunks per phase in modes 2-3 (0: MS_OCC_PHASE / nt) */
 void gptoss_mxfp4_mma_stream_force_tiles(int nt) { ms_force_tiles = nt == 1 || nt == 2 ? nt : 0; }
+void gptoss_mxfp4_mma_stream_force_occ(int occ) { ms_force_occ = occ >= 1 && occ <= 3 ? occ : 0; }
+void gptoss_mxfp4_mma_stream_force_phase(int pc) { ms_force_phase = pc > 0 && pc % 4 == 0 ? pc : 0; }
 
-/* A launch's n8 tiles per CTA (nt) and staged tokens (tn, at most 8 nt and at most max_pairs). */
-static void ms_shape(int max_pairs, int *nt, int *tn) {
-    *nt = ms_force_tiles > 0 ? ms_force_tiles : ms_tiles_of(max_pairs);
-    *tn = max_pairs < 8 * *nt ? max_pairs : 8 * *nt;
+static int ms_env_digit(const char *name, char lo, char hi) {
+    const char *v = getenv(name);
+    return v && v[0] >= lo && v[0] <= hi && !v[1] ? v[0] - '0' : 0;
 }
 
-/* Launches mxfp4_mma_stream_kernel<NT, PARTS>, opting it into the large staging at its first launch
+static ms_shape_t ms_shape(int K, int max_pairs) {
+    if (ms_force_tiles < 0) ms_force_tiles = ms_env_digit("LLMR_GPTOSS_MOE_STREAM_TILES", '1', '2');
+    if (ms_force_occ < 0) ms_force_occ = ms_env_digit("LLMR_GPTOSS_MOE_STREAM_OCC", '1', '3');
+    ms_shape_t sh;
+    sh.occ = ms_force_occ ? ms_force_occ : max_pairs >= 1024 ? 1 : 2;
+    sh.nt = ms_force_tiles ? ms_force_tiles : sh.occ == 1 && max_pairs >= 256 ? 2 : 1;
+    sh.tn = max_pairs < 8 * sh.nt ? max_pairs : 8 * sh.nt;
+    if (sh.tn < 1) sh.tn = 1;
+    const int nsc = (K + 127) / 128;
+    int pc = sh.occ == 1 ? (sh.nt == 1 ? nsc : MS_PHASE) : ms_force_phase ? ms_force_phase : MS_OCC_PHASE / sh.nt;
+    sh.pc = nsc <= pc ? nsc : pc;
+    return sh;
+}
+
+/* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC>, opting it into the large staging at its first launch
  * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
-template <int NT, int PARTS>
+template <int NT, int PARTS, int OCC>
 static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, const float *x, int ldx, int swz,
                              const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
                              const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu, float alpha,
-                             float limit, int tn, float *y) {
+                             float limit, int tn, int pc, float *y) {
     static int opted;
     if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             (int)GPTOSS_MMA_STREAM_MAX_SMEM);
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
         if (e != cudaSuccess) return e;
         opted = 1;
     }
-    mxfp4_mma_stream_kernel<NT, PARTS><<<grid, threads, smem, stream>>>(x, ldx, swz, gather, blocks, scales, b, counts,
-                                                                        offsets, E, K, N, swiglu, alpha, limit, tn, y);
+    mxfp4_mma_stream_kernel<NT, PARTS, OCC><<<grid, threads, smem, stream>>>(
+        x, ldx, swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, y);
     return cudaGetLastError();
 }
 
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
-    int nt, tn;
-    ms_shape(max_pairs, &nt, &tn);
-    return (size_t)(tn > 0 ? tn : 1) * (size_t)ms_stride(ms_phase_sc(K, nt)) * (sizeof(uint4) + sizeof(uint2));
+    const ms_shape_t sh = ms_shape(K, max_pairs);
+    return (size_t)sh.tn * (size_t)ms_stride(sh.pc) * (sizeof(uint4) + sizeof(uint2));
 }
 
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
@@ -308,28 +343,27 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
-    if (ms_force_tiles < 0) { /* LLMR_GPTOSS_MOE_STREAM_TILES=1|2: force 8- or 16-token tiles (comparisons) */
-        const char *v = getenv("LLMR_GPTOSS_MOE_STREAM_TILES");
-        ms_force_tiles = v && (v[0] == '1' || v[0] == '2') && !v[1] ? v[0] - '0' : 0;
-    }
     const size_t smem = gptoss_mxfp4_mma_stream_smem(K, max_pairs);
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM && parts == 3) /* K too long to stage: the pass-wise kernel */
         return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
                                 y, stream);
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM) return cudaErrorInvalidValue; /* 2 parts: no pass-wise fallback */
-    int nt, tn;
-    ms_shape(max_pairs, &nt, &tn);
-    const int TN = 8 * nt;
+    const ms_shape_t sh = ms_shape(K, max_pairs);
+    const int nt = sh.nt, tn = sh.tn, TN = 8 * nt, occ = sh.occ, pc = sh.pc;
     if (!warps) warps = max_pairs >= 16 ? 16 : 12; /* H200 timings: 16 from 4 rows, 12 below */
+    if (occ == 3 && warps > 8) warps = 8;
     const long items_max = (long)E + (max_pairs + TN - 1) / TN;
     const long items = max_pairs < items_max ? max_pairs : items_max;
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-#define MS_LAUNCH(NT_, P_)                                                                                          \
-    ms_launch<NT_, P_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, \
-                       swiglu, alpha, limit, tn, y)
-    if (parts == 3) return nt == 2 ? MS_LAUNCH(2, 3) : MS_LAUNCH(1, 3);
-    return nt == 2 ? MS_LAUNCH(2, 2) : MS_LAUNCH(1, 2);
+#define MS_LAUNCH(NT_, P_, O_)                                                                                     \
+    ms_launch<NT_, P_, O_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, \
+                           N, swiglu, alpha, limit, tn, pc, y)
+#define MS_LAUNCH_OCC(NT_, P_) \
+    (occ == 2 ? MS_LAUNCH(NT_, P_, 2) : occ == 3 ? MS_LAUNCH(NT_, P_, 3) : MS_LAUNCH(NT_, P_, 1))
+    if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3) : MS_LAUNCH_OCC(1, 3);
+    return nt == 2 ? MS_LAUNCH_OCC(2, 2) : MS_LAUNCH_OCC(1, 2);
+#undef MS_LAUNCH_OCC
 #undef MS_LAUNCH
 }

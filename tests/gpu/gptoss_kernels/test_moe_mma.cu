@@ -252,17 +252,23 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
         for (int t = 0; t < T; t++)
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
         float *dxs = dev_upload(xs);
-        const int shapes[5][2] = {{0, 0}, {1, 12}, {2, 16}, {1, 4}, {2, 7}}; /* tiles (0 = automatic), warps */
-        for (int sh = 0; sh < 5; sh++)
+        /* tiles (0 = automatic), warps, occupancy mode (0 = automatic), super-chunks per phase (0 = automatic) */
+        const int shapes[11][4] = {{0, 0, 0, 0},  {0, 0, 1, 0}, {1, 12, 1, 0}, {2, 16, 1, 0}, {1, 4, 1, 0}, {2, 7, 1, 0},
+                                   {1, 16, 2, 0}, {2, 16, 2, 0}, {1, 8, 3, 0},  {2, 5, 3, 0},  {1, 16, 2, 16}};
+        for (int sh = 0; sh < 11; sh++)
             for (int swz = 0; swz < 2; swz++) {
                 float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
                 mm_stream_tiles(shapes[sh][0]);
+                gptoss_mxfp4_mma_stream_force_occ(shapes[sh][2]);
+                gptoss_mxfp4_mma_stream_force_phase(shapes[sh][3]);
                 mm_run_with(L, &r, swz ? dxs : dx, swz, dact2, ddn2, P, shapes[sh][1]);
+                gptoss_mxfp4_mma_stream_force_phase(0);
+                gptoss_mxfp4_mma_stream_force_occ(0);
                 mm_stream_tiles(0);
                 auto act2 = dev_download(dact2, (size_t)P * I);
                 auto dn2 = dev_download(ddn2, (size_t)P * H);
-                snprintf(what, sizeof what, "mxfp4_mma_stream T=%d tiles %d warps %d%s: the same bits as gptoss_mxfp4_mma", T,
-                         shapes[sh][0], shapes[sh][1], swz ? " (swizzled)" : "");
+                snprintf(what, sizeof what, "mxfp4_mma_stream T=%d tiles %d warps %d occupancy %d phase %d%s: the same bits as gptoss_mxfp4_mma",
+                         T, shapes[sh][0], shapes[sh][1], shapes[sh][2], shapes[sh][3], swz ? " (swizzled)" : "");
                 mm_check(what, !memcmp(act2.data(), act.data(), act.size() * 4) && !memcmp(dn2.data(), dn.data(), dn.size() * 4), NULL);
                 cudaFree(dact2); cudaFree(ddn2);
             }
@@ -301,6 +307,18 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
         snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts T=%d: the same bits with 8- and 16-pair tiles", T);
         mm_check(what, !memcmp(act_t[1].data(), act_t[0].data(), act_t[0].size() * 4) &&
                            !memcmp(dn_t[1].data(), dn_t[0].data(), dn_t[0].size() * 4), NULL);
+        for (int occ = 2; occ <= 3; occ++) { /* and in the other occupancy modes */
+            float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+            gptoss_mxfp4_mma_stream_force_occ(occ);
+            mm_run_with(L, &r, dx, 0, dact2, ddn2, P, 0, 2);
+            gptoss_mxfp4_mma_stream_force_occ(0);
+            auto a2 = dev_download(dact2, (size_t)P * I);
+            auto d2 = dev_download(ddn2, (size_t)P * H);
+            snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts T=%d: the same bits in occupancy mode %d", T, occ);
+            mm_check(what, !memcmp(a2.data(), act_t[0].data(), a2.size() * 4) && !memcmp(d2.data(), dn_t[0].data(), d2.size() * 4),
+                     NULL);
+            cudaFree(dact2); cudaFree(ddn2);
+        }
     }
     /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
     if (T > 1) {
@@ -434,15 +452,30 @@ static void time_stream(int T, const mm_layer *L) {
     const double t_old = tu_time_ms([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
     printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
            bytes / (t_old * 1e-3) / 1e12);
-    /* tiles (0 = auto), warps, parts */
-    const int shapes[7][3] = {{0, 0, 3}, {1, 16, 3}, {2, 12, 3}, {2, 16, 3}, {0, 0, 2}, {1, 16, 2}, {2, 16, 2}};
-    for (int sh = 0; sh < 7; sh++) {
+    /* tiles (0 = auto), warps, parts, occupancy mode */
+    const int shapes[13][4] = {{0, 0, 3, 1}, {1, 16, 3, 1}, {2, 16, 3, 1}, {0, 0, 2, 1}, {1, 16, 2, 1}, {2, 16, 2, 1},
+                               {1, 16, 3, 2}, {2, 16, 3, 2}, {1, 8, 3, 3}, {2, 8, 3, 3}, {1, 16, 2, 2}, {1, 8, 2, 3},
+                               {2, 8, 2, 3}};
+    for (int sh = 0; sh < 13; sh++) {
         mm_stream_tiles(shapes[sh][0]);
+        gptoss_mxfp4_mma_stream_force_occ(shapes[sh][3]);
         const double t = tu_time_ms([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1], shapes[sh][2]); }, reps);
+        gptoss_mxfp4_mma_stream_force_occ(0);
         mm_stream_tiles(0);
-        printf("; stream tiles %d w%d p%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], shapes[sh][2], t,
-               bytes / (t * 1e-3) / 1e12);
+        printf("; stream tiles %d w%d p%d occ%d %.3f ms (%.2f TB/s)", shapes[sh][0], shapes[sh][1], shapes[sh][2],
+               shapes[sh][3], t, bytes / (t * 1e-3) / 1e12);
     }
+    for (int pc = 12; pc <= 16; pc += 4) /* longer staging phases in mode 2 (fewer barriers, 75 / 99 KB) */
+        for (int parts = 3; parts >= 2; parts--) {
+            mm_stream_tiles(1);
+            gptoss_mxfp4_mma_stream_force_occ(2);
+            gptoss_mxfp4_mma_stream_force_phase(pc);
+            const double t = tu_time_ms([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 16, parts); }, reps);
+            gptoss_mxfp4_mma_stream_force_phase(0);
+            gptoss_mxfp4_mma_stream_force_occ(0);
+            mm_stream_tiles(0);
+            printf("; stream tiles 1 w16 p%d occ2 phase %d %.3f ms (%.2f TB/s)", parts, pc, t, bytes / (t * 1e-3) / 1e12);
+        }
     printf("\n");
     mm_route_free(&r);
     cudaFree(dx); cudaFree(dact); cudaFree(ddn);
