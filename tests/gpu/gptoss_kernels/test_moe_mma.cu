@@ -348,8 +348,10 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
 
 
 /* The MoE experts of one layer at T tokens, new kernel beside the path it replaces. T <= 64: the
- * batched decode step's MoE (router + experts + combine; old = the fused decode kernels); T > 64: the
- * prefill experts after routing (old = tc.cu: count copy, dequantize + cuBLAS per expert, swiglu). */
+ * batched decode step's MoE (router + experts + combine; old = the fused decode kernels, new = the
+ * streaming tensor-core kernel the scheduler runs from LLMR_GPTOSS_MOE_MMA_MIN_ROWS rows); T > 64: the
+ * prefill experts after routing (new = gptoss_mxfp4_mma, old = tc.cu: count copy, dequantize + cuBLAS
+ * per expert, swiglu). */
 static void time_mma(int T, const mm_layer *L) {
     const int E = L->E, H = L->H, I = L->I, P = T * 4;
     const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
@@ -377,15 +379,23 @@ static void time_mma(int T, const mm_layer *L) {
             CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, L->d_gub, L->d_gus, L->d_gbias, E, H, I, alpha, limit, dact, 0));
             CK(gptoss_moe_down_decode(dact, dgrp, T, dw, L->d_dnb, L->d_dns, L->d_dbias, E, I, H, dx, 0));
         }, reps);
+        /* the batched step's tensor-core MoE as the engine runs it (scheduler.cu: the streaming kernel, 3 parts,
+         * automatic shape), and its experts alone, so the router + route + combine share shows */
+        auto experts = [&]() {
+            CK(gptoss_mxfp4_mma_stream(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
+                                        2 * I, 1, alpha, limit, P, 3, 0, dact, 0));
+            CK(gptoss_mxfp4_mma_stream(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, I, H, 0,
+                                        0.0f, 0.0f, P, 3, 0, ddn, 0));
+        };
         t_new = tu_time_ms([&]() {
             CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, r.ids, dw, dgrp, drl, dctr, 0));
             CK(gptoss_moe_route(r.ids, T, E, r.counts, r.offsets, r.pair_token, r.pair_of, 0));
-            CK(gptoss_mxfp4_mma(dhs, H, 1, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, H,
-                                 2 * I, 1, alpha, limit, dact, 0));
-            CK(gptoss_mxfp4_mma(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, I, H, 0, 0.0f,
-                                 0.0f, ddn, 0));
+            experts();
             CK(gptoss_moe_combine(ddn, dw, r.pair_of, T, H, dx, 0));
         }, reps);
+        const double t_exp = tu_time_ms(experts, reps);
+        printf("     T=%d: tensor-core MoE block %.3f ms = experts %.3f + router, route, combine %.3f\n", T, t_new, t_exp,
+               t_new - t_exp);
         cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dhs); cudaFree(dw); cudaFree(drl);
         cudaFree(dgrp); cudaFree(dctr);
     } else {
@@ -427,7 +437,7 @@ static void time_mma(int T, const mm_layer *L) {
     int touched = 0;
     for (int e = 0; e < E; e++) touched += counts[e] > 0;
     const double bytes = (double)touched * ((double)2 * I * H + (double)H * I) * (17.0 / 32.0);
-    printf("time mxfp4_mma T=%-4d E=%d H=%d I=%d: new %.3f ms (%.2f TB/s of touched experts), old %s %.3f ms, x%.2f\n",
+    printf("time MoE T=%-4d E=%d H=%d I=%d: new %.3f ms (%.2f TB/s of touched experts), old %s %.3f ms, x%.2f\n",
            T, E, H, I, t_new, bytes / (t_new * 1e-3) / 1e12, T <= GPTOSS_DECODE_MAX_T ? "fused decode" : "tc dequant+cuBLAS",
            t_old, t_old / t_new);
     mm_route_free(&r);
@@ -485,7 +495,11 @@ static void time_stream(int T, const mm_layer *L) {
 void gptoss_moe_mma_timing(int n, char **Ts) {
     mm_layer b;
     mm_layer_make(&b, 32, 2880, 2880);
-    for (int i = 0; i < n; i++) time_stream(atoi(Ts[i]), &b);
+    for (int i = 0; i < n; i++) {
+        const int T = atoi(Ts[i]);
+        if (T >= 1 && T <= GPTOSS_DECODE_MAX_T) time_mma(T, &b); /* the whole MoE block, fused decode vs tensor cores */
+        time_stream(T, &b);
+    }
     mm_layer_free(&b);
 }
 
