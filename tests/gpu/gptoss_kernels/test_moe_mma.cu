@@ -463,10 +463,10 @@ static void time_stream(int T, const mm_layer *L) {
     printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
            bytes / (t_old * 1e-3) / 1e12);
     /* tiles (0 = auto), warps, parts, occupancy mode */
-    const int shapes[13][4] = {{0, 0, 3, 1}, {1, 16, 3, 1}, {2, 16, 3, 1}, {0, 0, 2, 1}, {1, 16, 2, 1}, {2, 16, 2, 1},
+    const int shapes[15][4] = {{0, 0, 3, 1}, {1, 16, 3, 1}, {2, 16, 3, 1}, {0, 0, 2, 1}, {1, 16, 2, 1}, {2, 16, 2, 1},
                                {1, 16, 3, 2}, {2, 16, 3, 2}, {1, 8, 3, 3}, {2, 8, 3, 3}, {1, 16, 2, 2}, {1, 8, 2, 3},
-                               {2, 8, 2, 3}};
-    for (int sh = 0; sh < 13; sh++) {
+                               {2, 8, 2, 3}, {1, 8, 3, 2}, {1, 12, 3, 2}};
+    for (int sh = 0; sh < 15; sh++) {
         mm_stream_tiles(shapes[sh][0]);
         gptoss_mxfp4_mma_stream_force_occ(shapes[sh][3]);
         const double t = tu_time_ms([&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, shapes[sh][1], shapes[sh][2]); }, reps);
