@@ -657,6 +657,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * vs 3.30, so 4. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
+        m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 3, 2, 3);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'
