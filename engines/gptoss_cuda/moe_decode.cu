@@ -133,7 +133,9 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         if (tid == 0) counter[1 + t] = 0;
     }
     __syncthreads();
-    /* 3. Top-4 (ties to the lower id, as gptoss_router_topk) and the softmax over the 4, by warp 0. */
+    /* 3. Top-4 (ties to the lower id, as gptoss_router_topk) and the softmax over the 4, by warp 0. A NaN
+     * logit counts as -inf (as in the sampler): every comparison with NaN is false, so without this the
+     * lanes of the warp could each keep their own pick and write ids that are not a distinct top-4. */
     if (warp == 0) {
         unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
         int sel[GPTOSS_TOPK];
@@ -144,7 +146,8 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
             for (int j = 0; lane + 32 * j < E; j++) {
                 const int e = lane + 32 * j;
                 if (taken >> j & 1u) continue;
-                if (bi < 0 || lg[e] > bv) { bv = lg[e]; bi = e; }
+                const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
+                if (bi < 0 || v > bv) { bv = v; bi = e; }
             }
             for (int o = 16; o > 0; o >>= 1) {
                 const float ov = __shfl_xor_sync(0xffffffffu, bv, o);

@@ -335,6 +335,74 @@ static void test_mxfp4_lut_host(void) {
     check_true("mxfp4 table decode on the host (prmt emulated): all nibble patterns = e2m1 values", ok);
 }
 
+/* NaN in the decode router (a corrupt checkpoint or an overflow upstream): every token still gets 4
+ * distinct valid expert ids (a NaN logit never wins, as in the sampler), a NaN-free token whose one expert
+ * row is NaN gets the CPU's top-4 of the others, the group table covers every pair once, and the expert
+ * GEMVs that read it run without a fault. Token 0: x all NaN; token 1: one NaN element; token 2: finite. */
+static void test_router_nan(int E) {
+    const int T = 3, H = 64, I = 64, P = T * 4;
+    const float eps = 1e-5f;
+    auto x = randv((size_t)T * H, 1.0f);
+    for (int i = 0; i < H; i++) x[i] = NAN;
+    x[H + 7] = NAN;
+    auto nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    const int bad = 5; /* expert 5's router row holds a NaN: its logit is NaN for every token */
+    rw[(size_t)bad * H + 3] = 0x7FC0;
+    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16, 0x11), gus((size_t)E * 2 * I * (H / 32), 120);
+    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16, 0x22), dns((size_t)E * H * (I / 32), 120);
+    auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
+    float *dx = dev_upload(x), *dhs = dev_poison((size_t)T * H), *dw = dev_poison(P), *drl = dev_poison((size_t)T * E),
+          *dact = dev_poison((size_t)P * I);
+    uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
+    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    int32_t *dids, *dgrp, *dctr;
+    CK(cudaMalloc((void **)&dids, P * 4));
+    CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
+    CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
+    CK(cudaMemset(dctr, 0, (1 + T) * 4));
+    CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drl, dctr, 0));
+    CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, 1.702f, 7.0f, dact, 0));
+    CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+    const cudaError_t run = cudaDeviceSynchronize();
+    int ok = run == cudaSuccess;
+    if (ok) {
+        auto ids = dev_download(dids, P);
+        auto grp = dev_download(dgrp, gptoss_moe_groups_ints(T));
+        auto lg = dev_download(drl, (size_t)T * E);
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < 4; k++) {
+                const int e = ids[t * 4 + k];
+                ok &= e >= 0 && e < E;
+                for (int j = 0; j < k; j++) ok &= ids[t * 4 + j] != e;
+            }
+        /* token 2: the CPU's top-4 of its finite logits (the GPU's own logits; ties to the lower id) */
+        std::vector<int> taken(E, 0);
+        for (int k = 0; k < 4; k++) {
+            int best = -1;
+            for (int e = 0; e < E; e++)
+                if (!taken[e] && lg[2 * E + e] == lg[2 * E + e] && (best < 0 || lg[2 * E + e] > lg[2 * E + best])) best = e;
+            taken[best] = 1;
+            ok &= ids[8 + k] == best;
+        }
+        std::vector<int> seen(P, 0);
+        for (int g = 0; g < grp[0]; g++)
+            for (int i = 0; i < grp[1 + P + g]; i++) {
+                const int p = grp[1 + 2 * P + 4 * g + i];
+                if (p >= 0 && p < P) seen[p]++;
+                else ok = 0;
+            }
+        for (int p = 0; p < P; p++) ok &= seen[p] == 1;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "moe decode E=%d: NaN hidden states / a NaN router row give distinct valid ids, the top-4 of the rest, full groups, no fault (%s)",
+             E, cudaGetErrorString(run));
+    check_true(what, ok);
+    cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw); cudaFree(drb);
+    cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns); cudaFree(dids);
+    cudaFree(dgrp); cudaFree(dctr);
+}
+
 static void test_moe_decode(int T, int H, int I, int E, int timing) {
     const float alpha = 1.702f, limit = 7.0f, eps = 1e-5f;
     auto x0 = randv((size_t)T * H, 1.0f);
@@ -1000,6 +1068,8 @@ int main(int argc, char **argv) {
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);
     test_mxfp4_lut_host();
+    test_router_nan(32);
+    test_router_nan(40);
     test_moe_decode(1, 64, 64, 8, 0);
     test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
     test_moe_decode(5, 256, 96, 16, 0);
