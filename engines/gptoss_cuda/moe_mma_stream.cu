@@ -330,9 +330,14 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     return cudaGetLastError();
 }
 
+/* Dynamic shared memory of a launch of that shape: its staging. */
+static size_t ms_smem_of(const ms_shape_t *sh) {
+    return (size_t)sh->tn * (size_t)ms_stride(sh->pc) * (sizeof(uint4) + sizeof(uint2));
+}
+
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
     const ms_shape_t sh = ms_shape(K, max_pairs);
-    return (size_t)sh.tn * (size_t)ms_stride(sh.pc) * (sizeof(uint4) + sizeof(uint2));
+    return ms_smem_of(&sh);
 }
 
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
@@ -343,15 +348,15 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
-    const size_t smem = gptoss_mxfp4_mma_stream_smem(K, max_pairs);
+    const ms_shape_t sh = ms_shape(K, max_pairs);
+    const size_t smem = ms_smem_of(&sh);
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM && parts == 3) /* K too long to stage: the pass-wise kernel */
         return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
                                 y, stream);
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM) return cudaErrorInvalidValue; /* 2 parts: no pass-wise fallback */
-    const ms_shape_t sh = ms_shape(K, max_pairs);
     const int nt = sh.nt, tn = sh.tn, TN = 8 * nt, occ = sh.occ, pc = sh.pc;
     if (!warps) warps = max_pairs >= 16 ? 16 : 12; /* H200 timings: 16 from 4 rows, 12 below */
-    if (occ == 3 && warps > 8) warps = 8;
+    if (occ == 3 && warps * 32 > ms_occ<3>::THREADS) warps = ms_occ<3>::THREADS / 32; /* its launch bounds */
     const long items_max = (long)E + (max_pairs + TN - 1) / TN;
     const long items = max_pairs < items_max ? max_pairs : items_max;
     if (items > 65535) return cudaErrorInvalidValue;

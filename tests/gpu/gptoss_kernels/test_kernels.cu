@@ -335,6 +335,43 @@ static void test_mxfp4_lut_host(void) {
     check_true("mxfp4 table decode on the host (prmt emulated): all nibble patterns = e2m1 values", ok);
 }
 
+/* The decode MoE kernels' device workspace for T tokens: ids [4T], the group table, the router's
+ * counters [1 + T] (zeroed, as the kernels require before their first launch). */
+typedef struct {
+    int32_t *ids, *grp, *ctr;
+} md_work;
+static md_work md_work_make(int T) {
+    md_work w;
+    CK(cudaMalloc((void **)&w.ids, (size_t)T * 4 * 4));
+    CK(cudaMalloc((void **)&w.grp, (size_t)gptoss_moe_groups_ints(T) * 4));
+    CK(cudaMalloc((void **)&w.ctr, (size_t)(1 + T) * 4));
+    CK(cudaMemset(w.ctr, 0, (size_t)(1 + T) * 4));
+    return w;
+}
+static void md_work_free(md_work *w) { cudaFree(w->ids); cudaFree(w->grp); cudaFree(w->ctr); }
+
+/* The router's group table for P pairs: every pair once, ascending expert, at most 4 per group, each pair
+ * one of its group's expert (ids on the host). */
+static int md_groups_ok(const std::vector<int32_t> &grp, const std::vector<int32_t> &ids, int P) {
+    int ok = 1, prev_e = -1, prev_p = -1;
+    std::vector<int> seen(P, 0);
+    const int ng = grp[0], GM = P;
+    for (int g = 0; g < ng; g++) {
+        const int e = grp[1 + g], n = grp[1 + GM + g];
+        ok &= n >= 1 && n <= 4 && e >= prev_e;
+        if (e != prev_e) prev_p = -1;
+        for (int i = 0; i < n; i++) {
+            const int p = grp[1 + 2 * GM + 4 * g + i];
+            ok &= p >= 0 && p < P && ids[p] == e && p > prev_p;
+            if (p >= 0 && p < P) seen[p]++;
+            prev_p = p;
+        }
+        prev_e = e;
+    }
+    for (int p = 0; p < P; p++) ok &= seen[p] == 1;
+    return ok;
+}
+
 /* NaN in the decode router (a corrupt checkpoint or an overflow upstream): every token still gets 4
  * distinct valid expert ids (a NaN logit never wins, as in the sampler), a NaN-free token whose one expert
  * row is NaN gets the CPU's top-4 of the others, the group table covers every pair once, and the expert
@@ -356,11 +393,8 @@ static void test_router_nan(int E) {
           *dact = dev_poison((size_t)P * I);
     uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
     uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
-    int32_t *dids, *dgrp, *dctr;
-    CK(cudaMalloc((void **)&dids, P * 4));
-    CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
-    CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
-    CK(cudaMemset(dctr, 0, (1 + T) * 4));
+    md_work wk = md_work_make(T);
+    int32_t *dids = wk.ids, *dgrp = wk.grp, *dctr = wk.ctr;
     CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drl, dctr, 0));
     CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, 1.702f, 7.0f, dact, 0));
     CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
@@ -385,22 +419,15 @@ static void test_router_nan(int E) {
             taken[best] = 1;
             ok &= ids[8 + k] == best;
         }
-        std::vector<int> seen(P, 0);
-        for (int g = 0; g < grp[0]; g++)
-            for (int i = 0; i < grp[1 + P + g]; i++) {
-                const int p = grp[1 + 2 * P + 4 * g + i];
-                if (p >= 0 && p < P) seen[p]++;
-                else ok = 0;
-            }
-        for (int p = 0; p < P; p++) ok &= seen[p] == 1;
+        ok &= md_groups_ok(grp, ids, P);
     }
     char what[160];
     snprintf(what, sizeof what, "moe decode E=%d: NaN hidden states / a NaN router row give distinct valid ids, the top-4 of the rest, full groups, no fault (%s)",
              E, cudaGetErrorString(run));
     check_true(what, ok);
     cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw); cudaFree(drb);
-    cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns); cudaFree(dids);
-    cudaFree(dgrp); cudaFree(dctr);
+    cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
+    md_work_free(&wk);
 }
 
 static void test_moe_decode(int T, int H, int I, int E, int timing) {
@@ -421,11 +448,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias),
              *ddb = dev_upload(dbias);
     uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
-    int32_t *dids, *dgrp, *dctr;
-    CK(cudaMalloc((void **)&dids, P * 4));
-    CK(cudaMalloc((void **)&dgrp, gptoss_moe_groups_ints(T) * 4));
-    CK(cudaMalloc((void **)&dctr, (1 + T) * 4));
-    CK(cudaMemset(dctr, 0, (1 + T) * 4));
+    md_work wk = md_work_make(T);
+    int32_t *dids = wk.ids, *dgrp = wk.grp, *dctr = wk.ctr;
     float *drlog = dev_poison((size_t)T * E);
     auto run = [&]() {
         CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
@@ -541,23 +565,7 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             }
         }
     }
-    /* the group table: every pair once, ascending expert, at most 4 per group, pairs of the group's expert */
-    int grp_ok = 1, prev_e = -1, prev_p = -1;
-    std::vector<int> seen(P, 0);
-    const int ng = grp[0], GM = P;
-    for (int g = 0; g < ng; g++) {
-        const int e = grp[1 + g], n = grp[1 + GM + g];
-        grp_ok &= n >= 1 && n <= 4 && e >= prev_e;
-        if (e != prev_e) prev_p = -1;
-        for (int i = 0; i < n; i++) {
-            const int p = grp[1 + 2 * GM + 4 * g + i];
-            grp_ok &= p >= 0 && p < P && ids[p] == e && p > prev_p;
-            if (p >= 0 && p < P) seen[p]++;
-            prev_p = p;
-        }
-        prev_e = e;
-    }
-    for (int p = 0; p < P; p++) grp_ok &= seen[p] == 1;
+    const int grp_ok = md_groups_ok(grp, ids, P);
     char what[160];
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: rmsnorm (swizzled h), top-4 ids = CPU, groups cover pairs",
              T, H, I, E);
@@ -655,7 +663,7 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     }
     cudaFree(dx); cudaFree(dhs); cudaFree(dact); cudaFree(dw); cudaFree(dnw); cudaFree(drw); cudaFree(drb);
     cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
-    cudaFree(dids); cudaFree(dgrp); cudaFree(dctr); cudaFree(drlog);
+    md_work_free(&wk); cudaFree(drlog);
     gptoss_moe_router_blocks(1);
 }
 
