@@ -11,7 +11,9 @@
  *   router_logits [layers, n, experts]          router logits (before top-4) of each layer.
  * force_topk [layers, n, 4], when non-NULL, replaces the router's top-4 choice by these expert ids (the
  * weights stay the softmax of this engine's logits at them): parity runs use the reference's choices to
- * separate arithmetic differences from expert flips at router near-ties.
+ * separate arithmetic differences from expert flips at router near-ties. A row of four -1 leaves that
+ * (layer, position) to the router (bit for bit its own choice and weights), so a replay can force one
+ * decision and let everything downstream of it follow.
  * Not part of the engine ABI: tools find it with dlsym(GPTOSS_CUDA_DEBUG_EVAL_SYMBOL). */
 #ifndef GPTOSS_CUDA_DEBUG_API_H
 #define GPTOSS_CUDA_DEBUG_API_H

@@ -412,6 +412,20 @@ llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *t
     return LLMR_ENGINE_OK;
 }
 
+/* One row of force_topk: four distinct expert ids, or all four -1 (the router's own choice there). */
+static llmr_engine_status check_forced_row(const int32_t *ids, size_t row, int E, char *err, size_t es) {
+    if (ids[0] == -1 && ids[1] == -1 && ids[2] == -1 && ids[3] == -1) return LLMR_ENGINE_OK;
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        if (ids[k] < 0 || ids[k] >= E)
+            return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk[%zu] = %d is not an expert id (0..%d, or -1 in all 4 "
+                        "slots of a row for the router's own choice)", row * GPTOSS_TOPK + (size_t)k, ids[k], E - 1);
+        for (int j = 0; j < k; j++)
+            if (ids[j] == ids[k])
+                return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk row %zu names expert %d twice", row, ids[k]);
+    }
+    return LLMR_ENGINE_OK;
+}
+
 llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *tokens, size_t n, float *logits,
                                              float *hidden, float *router_logits, const int32_t *force_topk,
                                              char *err, size_t es) {
@@ -420,9 +434,8 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
     cudaSetDevice(m->device);
     debug_out dbg = {hidden, router_logits, logits, force_topk, NULL, n, 0};
     llmr_engine_status st = gptoss_check_tokens(s, tokens, n, err, es);
-    for (size_t i = 0; st == LLMR_ENGINE_OK && force_topk && i < n * GPTOSS_TOPK * (size_t)m->cfg.num_layers; i++)
-        if (force_topk[i] < 0 || force_topk[i] >= m->cfg.num_experts)
-            st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "force_topk[%zu] = %d is not an expert id", i, force_topk[i]);
+    for (size_t r = 0; st == LLMR_ENGINE_OK && force_topk && r < n * (size_t)m->cfg.num_layers; r++)
+        st = check_forced_row(force_topk + r * GPTOSS_TOPK, r, m->cfg.num_experts, err, es);
     if (st == LLMR_ENGINE_OK && logits &&
         cudaMalloc((void **)&dbg.logits_dev, (size_t)m->chunk * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", m->chunk);

@@ -170,8 +170,10 @@ cudaError_t gptoss_kv_store_range(const float *k, const float *v, int T, int pos
 cudaError_t gptoss_router_topk(const float *logits, int T, int E, int32_t *ids, float *w, cudaStream_t stream);
 
 /* Router weights for given expert ids (parity runs that force the reference's choices):
- * w[t, k] = softmax over k of logits[t, ids[t, k]]. */
-cudaError_t gptoss_router_weights(const float *logits, int T, int E, const int32_t *ids, float *w, cudaStream_t stream);
+ * w[t, k] = softmax over k of logits[t, ids[t, k]]. A row whose ids[t, 0] is negative is not forced: it
+ * gets the router's own top-4 written into ids and the weights gptoss_router_topk gives, bit for bit
+ * (replays that force one decision and leave the rest to the router). */
+cudaError_t gptoss_router_weights(const float *logits, int T, int E, int32_t *ids, float *w, cudaStream_t stream);
 
 /* Groups the T*4 (token, slot) pairs by expert: counts[E], offsets[E] (exclusive prefix sum),
  * pair_token[T*4] (token of each grouped pair) and pair_of[T*4] (grouped position of pair t*4+k).

@@ -83,7 +83,8 @@ void gptoss_session_cancel(gptoss_session *s);
  * positions, whichever outputs are non-NULL: logits [n, vocab], the residual stream after the embedding
  * and after each layer hidden [(layers + 1), n, hidden], router logits [layers, n, experts].
  * force_topk [layers, n, 4] (or NULL): use these expert ids instead of the router's own top-4 (the
- * weights are still the softmax of this engine's router logits at those ids). */
+ * weights are still the softmax of this engine's router logits at those ids); a row of four -1 keeps
+ * the router's own choice at that (layer, position). */
 llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *tokens, size_t n, float *logits,
                                              float *hidden, float *router_logits, const int32_t *force_topk,
                                              char *err, size_t err_size);

@@ -3,14 +3,8 @@
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/tile.h"
 
-/* One thread per token: 4 passes of argmax with strict '>' (ties go to the lower id), then a softmax
- * over the 4 chosen logits only. */
-__global__ void router_topk_kernel(const float *logits, int T, int E, int32_t *ids, float *w) {
-    const int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= T) return;
-    const float *l = logits + (size_t)t * E;
-    int sel[GPTOSS_TOPK];
-    float val[GPTOSS_TOPK];
+/* The top-4 of one token's E logits: 4 passes of argmax with strict '>' (ties go to the lower id). */
+__device__ static void router_top4(const float *l, int E, int sel[GPTOSS_TOPK], float val[GPTOSS_TOPK]) {
     for (int k = 0; k < GPTOSS_TOPK; k++) {
         int best = -1;
         float bv = 0.0f;
@@ -23,6 +17,15 @@ __global__ void router_topk_kernel(const float *logits, int T, int E, int32_t *i
         sel[k] = best;
         val[k] = bv;
     }
+}
+
+/* One thread per token: the top-4, then a softmax over the 4 chosen logits only. */
+__global__ void router_topk_kernel(const float *logits, int T, int E, int32_t *ids, float *w) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    int sel[GPTOSS_TOPK];
+    float val[GPTOSS_TOPK];
+    router_top4(logits + (size_t)t * E, E, sel, val);
     float sum = 0.0f, p[GPTOSS_TOPK];
     for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
     for (int k = 0; k < GPTOSS_TOPK; k++) {
@@ -38,9 +41,17 @@ cudaError_t gptoss_router_topk(const float *logits, int T, int E, int32_t *ids, 
     return cudaGetLastError();
 }
 
-__global__ void router_weights_kernel(const float *logits, int T, int E, const int32_t *ids, float *w) {
+/* A row whose first id is negative takes the router's own top-4 (written back to ids): its weights are
+ * then those of router_topk_kernel bit for bit (mx is val[0], the same sum in the same order). */
+__global__ void router_weights_kernel(const float *logits, int T, int E, int32_t *ids, float *w) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
+    if (ids[(size_t)t * GPTOSS_TOPK] < 0) {
+        int sel[GPTOSS_TOPK];
+        float val[GPTOSS_TOPK];
+        router_top4(logits + (size_t)t * E, E, sel, val);
+        for (int k = 0; k < GPTOSS_TOPK; k++) ids[(size_t)t * GPTOSS_TOPK + k] = sel[k];
+    }
     float v[GPTOSS_TOPK], mx = -INFINITY, sum = 0.0f;
     for (int k = 0; k < GPTOSS_TOPK; k++) {
         const int e = ids[(size_t)t * GPTOSS_TOPK + k];
@@ -51,8 +62,9 @@ __global__ void router_weights_kernel(const float *logits, int T, int E, const i
     for (int k = 0; k < GPTOSS_TOPK; k++) w[(size_t)t * GPTOSS_TOPK + k] = v[k] / sum;
 }
 
-cudaError_t gptoss_router_weights(const float *logits, int T, int E, const int32_t *ids, float *w, cudaStream_t s) {
+cudaError_t gptoss_router_weights(const float *logits, int T, int E, int32_t *ids, float *w, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
+    if (E < GPTOSS_TOPK) return cudaErrorInvalidValue;
     router_weights_kernel<<<(T + 127) / 128, 128, 0, s>>>(logits, T, E, ids, w);
     return cudaGetLastError();
 }

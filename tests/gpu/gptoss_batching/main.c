@@ -4,8 +4,9 @@
  *    tokens generated one at a time and all at once from 8 threads, greedy and seeded sampling (with
  *    penalties on some rows), up to a near-tie (see near_tie: a token decided within the fp32-level
  *    noise between the two paths, checked by replaying the request and redoing the sampler's steps; a
- *    greedy token past the margin only when flipping a router near-tie on the way gives the batched token,
- *    checked causally with the engine's debug forward: see router_flip);
+ *    token past that margin only when the replay itself (the context alone as one prompt, the engine's
+ *    prompt path) decides the batched token, or when flipping a router near-tie on the way does, checked
+ *    causally with the engine's debug forward: see router_flip);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
  *  - more sessions than max_sessions share the pool;
@@ -172,10 +173,12 @@ static int nt_desc(const void *a, const void *b) {
  * driver's rule) and the other choice there leads to the batched token. router_flip checks that causally:
  * it replays the context alone through the engine's debug forward (gptoss_cuda_debug_eval), finds the
  * (layer, position) decisions with the smallest 4th / 5th gaps, and for each of the NT_FLIPS smallest
- * under NT_ROUTER forces the same routing everywhere except the 5th expert instead of the 4th there, then
- * the pairs among the NT_PAIRS smallest (one path difference can tip two ties); it returns 1 when such a
- * replay decides tb at the last position (greedy: its argmax; sampled: the host's replica of the draw).
- * Anything else stays a failure. */
+ * under NT_ROUTER takes the 5th expert instead of the 4th there, then the pairs among the NT_PAIRS
+ * smallest (one path difference can tip two ties); it returns 1 when such a replay decides tb at the last
+ * position (greedy: its argmax; sampled: the host's replica of the draw). Each flip is replayed two ways:
+ * first with every other decision left to the router (what the batched run did: a flipped expert changes
+ * the hidden state downstream, and the decisions there follow it, so a near-tie can tip a cascade), then
+ * with every other decision forced to the alone replay's (the flip alone). Anything else stays a failure. */
 #define NT_ROUTER 1e-3
 #define NT_FLIPS 32
 #define NT_PAIRS 12 /* pairs among the 12 smallest gaps: 66 replays at most */
@@ -213,36 +216,55 @@ typedef struct {
     int32_t ta, tb;
     const float *rl;
     float *lg;
-    int32_t *force;
+    int32_t *force; /* [layers, n, 4]: the alone replay's top-4 everywhere, or -1 rows (the router's own) */
     const nt_gap *gaps;
     int E;
 } nt_replay_ctx;
 
-/* Replays the context with the 5th expert instead of the 4th at gap c1 (and c2 when >= 0), every other
- * decision as replayed; returns the id that replay decides at the last position (-1 on an error). */
-static int nt_replay_pick(nt_replay_ctx *a, int c1, int c2) {
-    int top1[5], top2[5];
-    const size_t at1 = (size_t)a->gaps[c1].layer * a->n + a->gaps[c1].pos;
-    const size_t at2 = c2 >= 0 ? (size_t)a->gaps[c2].layer * a->n + a->gaps[c2].pos : 0;
-    nt_top5(a->rl + at1 * a->E, a->E, top1);
-    a->force[at1 * 4 + 3] = top1[4];
-    if (c2 >= 0) {
-        nt_top5(a->rl + at2 * a->E, a->E, top2);
-        a->force[at2 * 4 + 3] = top2[4];
-    }
+/* Sets decision c's row of the force table: the replay's top-4 with the 5th expert as the 4th (flip = 1),
+ * or back to what it was (flip = 0: the top-4, or -1 when the table leaves decisions to the router). */
+static void nt_force_row(nt_replay_ctx *a, int c, int flip, int free_rest) {
+    int top[5];
+    const size_t at = (size_t)a->gaps[c].layer * a->n + a->gaps[c].pos;
+    nt_top5(a->rl + at * a->E, a->E, top);
+    for (int q = 0; q < 4; q++)
+        a->force[at * 4 + q] = !flip && free_rest ? -1 : q == 3 && flip ? top[4] : top[q];
+}
+
+/* Replays the context with the 5th expert instead of the 4th at gap c1 (and c2 when >= 0); every other
+ * decision is the router's own (free_rest = 1: a->force holds -1 rows) or the alone replay's (0); returns
+ * the id that replay decides at the last position (-1 on an error). */
+static int nt_replay_pick(nt_replay_ctx *a, int c1, int c2, int free_rest) {
+    nt_force_row(a, c1, 1, free_rest);
+    if (c2 >= 0) nt_force_row(a, c2, 1, free_rest);
     char err[512];
     llmr_engine_session *s = new_session(a->m);
     const llmr_engine_status st = dbg_eval(s, a->ctx, (size_t)a->n, a->lg, NULL, NULL, a->force, err, sizeof err);
     api->session_destroy(s);
-    a->force[at1 * 4 + 3] = top1[3];
-    if (c2 >= 0) a->force[at2 * 4 + 3] = top2[3];
-    if (st != LLMR_ENGINE_OK) return -1;
+    nt_force_row(a, c1, 0, free_rest);
+    if (c2 >= 0) nt_force_row(a, c2, 0, free_rest);
+    if (st != LLMR_ENGINE_OK) {
+        fprintf(stderr, "     router replay failed: %s\n", err);
+        return -1;
+    }
     const float *last = a->lg + (size_t)(a->n - 1) * a->V;
     if (a->j->sp.temperature <= 0.0f) return nt_argmax(last, a->V);
     int pick = -1;
     char scratch[400];
     nt_sampled(last, a->V, a->j, a->k, a->ta, a->tb, &pick, scratch, sizeof scratch);
     return pick;
+}
+
+/* Singles among the NT_FLIPS smallest gaps under NT_ROUTER, then pairs among the NT_PAIRS smallest; returns 1
+ * with *h1 (and *h2, -1 for a single) the decisions whose flip decides tb; *tried counts the replays. */
+static int nt_search(nt_replay_ctx *a, int free_rest, int cands, int *h1, int *h2, int *tried) {
+    *h1 = *h2 = -1;
+    for (int c = 0; c < NT_FLIPS && c < cands; c++, ++*tried)
+        if (nt_replay_pick(a, c, -1, free_rest) == a->tb) return *h1 = c, 1;
+    for (int c1 = 0; c1 < NT_PAIRS && c1 < cands; c1++)
+        for (int c2 = c1 + 1; c2 < NT_PAIRS && c2 < cands; c2++, ++*tried)
+            if (nt_replay_pick(a, c1, c2, free_rest) == a->tb) return *h1 = c1, *h2 = c2, 1;
+    return 0;
 }
 
 static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t *ctx, int n, int V, int32_t ta,
@@ -257,7 +279,7 @@ static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t 
     llmr_engine_session *s = new_session(m);
     llmr_engine_status st = dbg_eval(s, ctx, (size_t)n, NULL, NULL, rl, NULL, err, sizeof err);
     api->session_destroy(s);
-    int ok = 0, tried = 0, under = 0;
+    int ok = 0, tried = 0, under = 0, hit1 = -1, hit2 = -1, free_rest = 1;
     if (st != LLMR_ENGINE_OK) {
         snprintf(why, wn, "; router replay failed: %.200s", err);
     } else {
@@ -266,33 +288,37 @@ static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t 
                 int top[5];
                 const float *r = rl + ((size_t)l * n + p) * E;
                 nt_top5(r, E, top);
-                for (int q = 0; q < 4; q++) force[((size_t)l * n + p) * 4 + q] = top[q];
                 gaps[(size_t)l * n + p] = (nt_gap){r[top[3]] - r[top[4]], l, p};
                 under += r[top[3]] - r[top[4]] < NT_ROUTER;
             }
         qsort(gaps, (size_t)L * n, sizeof *gaps, nt_gap_cmp);
-        /* replays with the 5th expert forced at decisions c1 (and c2 >= 0); returns the id the replay decides */
         nt_replay_ctx pick_of = {m, j, k, ctx, n, V, ta, tb, rl, lg, force, gaps, E};
-        int hit1 = -1, hit2 = -1;
-        for (int c = 0; c < NT_FLIPS && c < L * n && gaps[c].gap < NT_ROUTER && hit1 < 0; c++, tried++)
-            if (nt_replay_pick(&pick_of, c, -1) == tb) hit1 = c;
-        /* then pairs among the NT_PAIRS smallest: two near-ties tipped together by the same path difference */
-        for (int c1 = 0; hit1 < 0 && c1 < NT_PAIRS && c1 < L * n && gaps[c1].gap < NT_ROUTER; c1++)
-            for (int c2 = c1 + 1; hit1 < 0 && c2 < NT_PAIRS && c2 < L * n && gaps[c2].gap < NT_ROUTER; c2++, tried++)
-                if (nt_replay_pick(&pick_of, c1, c2) == tb) hit1 = c1, hit2 = c2;
-        ok = hit1 >= 0;
+        /* the flips with the rest left to the router, then with the rest forced to the alone replay's */
+        for (size_t i = 0; i < (size_t)L * n * 4; i++) force[i] = -1;
+        ok = nt_search(&pick_of, 1, under, &hit1, &hit2, &tried);
+        if (!ok) {
+            free_rest = 0;
+            for (int l = 0; l < L; l++)
+                for (int p = 0; p < n; p++) {
+                    int top[5];
+                    nt_top5(rl + ((size_t)l * n + p) * E, E, top);
+                    memcpy(force + ((size_t)l * n + p) * 4, top, 4 * sizeof(int32_t));
+                }
+            ok = nt_search(&pick_of, 0, under, &hit1, &hit2, &tried);
+        }
+        const char *rest = free_rest ? "every other decision left to the router" : "every other decision as alone";
         if (ok && hit2 < 0)
             snprintf(why, wn, "; explained: router near-tie at layer %d position %d (4th/5th gap %.3g), taking the 5th "
-                              "expert there makes the alone replay decide %d",
-                     gaps[hit1].layer, gaps[hit1].pos, gaps[hit1].gap, tb);
+                              "expert there (%s) makes the alone replay decide %d",
+                     gaps[hit1].layer, gaps[hit1].pos, gaps[hit1].gap, rest, tb);
         else if (ok)
             snprintf(why, wn, "; explained: router near-ties at layer %d position %d and layer %d position %d (4th/5th "
-                              "gaps %.3g, %.3g), taking the 5th expert at both makes the alone replay decide %d",
+                              "gaps %.3g, %.3g), taking the 5th expert at both (%s) makes the alone replay decide %d",
                      gaps[hit1].layer, gaps[hit1].pos, gaps[hit2].layer, gaps[hit2].pos, gaps[hit1].gap,
-                     gaps[hit2].gap, tb);
+                     gaps[hit2].gap, rest, tb);
         else
             snprintf(why, wn, "; smallest router 4th/5th gap %.3g (layer %d position %d), %d under %g, %d replays "
-                              "(single flips and pairs): none leads to %d",
+                              "(single flips and pairs, the rest left to the router and forced): none leads to %d",
                      gaps[0].gap, gaps[0].layer, gaps[0].pos, under, NT_ROUTER, tried, tb);
     }
     free(rl);
@@ -404,12 +430,21 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
         return 0;
     }
     if (j->sp.temperature <= 0.0f) {
-        const double d = fabs((double)lg[ta] - (double)lg[tb]);
-        ok = d <= NT_MARGIN;
+        const double d = (double)lg[ta] - (double)lg[tb];
+        replica = nt_argmax(lg, V);
+        ok = fabs(d) <= NT_MARGIN;
         w = snprintf(why, wn, "logit margin of ids %d / %d at step %d: %.3g (near-tie <= %g)", ta, tb, k, d, NT_MARGIN);
     } else {
         ok = nt_sampled(lg, V, j, k, ta, tb, &replica, why, wn);
         w = (int)strlen(why);
+    }
+    /* The replay is the context alone as one prompt: the prompt path (tensor cores, 2 activation parts), which
+     * the parity driver checks against transformers as it checks the step path the alone run took. When it
+     * decides the batched token, that token is the engine's own answer for this request alone: the two
+     * runs differ by which of the engine's checked paths decided a tie within their accuracy. */
+    if (!ok && replica == tb && w > 0 && (size_t)w < wn) {
+        ok = 1;
+        w += snprintf(why + w, wn - (size_t)w, "; explained: the context replayed alone as one prompt decides %d too", tb);
     }
     if (!ok && w > 0 && (size_t)w < wn) ok = router_flip(m, j, k, ctx, (int)(j->n_prompt + (size_t)k), V, ta, tb, why + w, wn - (size_t)w);
     free(lg);

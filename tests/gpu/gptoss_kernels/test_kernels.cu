@@ -278,6 +278,34 @@ static void test_router(int T, int E) {
     check_true(what, ids_ok && ids[0] == 0 && ids[1] == 1 && ids[2] == 2 && ids[3] == 3);
     snprintf(what, sizeof what, "router softmax over the 4, T=%d E=%d", T, E);
     check_rel(what, w, wref, 1e-6);
+    /* Forced routing as the debug replays use it: odd rows name 4 experts (E-1, 0, E/2, 1), even rows are
+     * -1 (the router's own choice: the same ids and weight bits as gptoss_router_topk). */
+    std::vector<int32_t> force((size_t)T * 4, -1);
+    for (int t = 1; t < T; t += 2) {
+        const int32_t f[4] = {E - 1, 0, E / 2, 1};
+        memcpy(&force[(size_t)t * 4], f, sizeof f);
+    }
+    CK(cudaMemcpy(dids, force.data(), force.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CK(gptoss_router_weights(dl, T, E, dids, dw, 0));
+    auto fids = dev_download(dids, (size_t)T * 4);
+    auto fw = dev_download(dw, (size_t)T * 4);
+    int own_same = 1, forced_ok = 1;
+    for (int t = 0; t < T; t++) {
+        const size_t r = (size_t)t * 4;
+        if (t % 2 == 0) {
+            own_same &= !memcmp(&fids[r], &ids[r], 4 * sizeof(int32_t)) && !memcmp(&fw[r], &w[r], 4 * sizeof(float));
+            continue;
+        }
+        double mx = -INFINITY, z = 0;
+        for (int k = 0; k < 4; k++) mx = fmax(mx, l[(size_t)t * E + force[r + k]]);
+        for (int k = 0; k < 4; k++) z += exp(l[(size_t)t * E + force[r + k]] - mx);
+        for (int k = 0; k < 4; k++) {
+            const double ref = exp(l[(size_t)t * E + force[r + k]] - mx) / z;
+            forced_ok &= fids[r + k] == force[r + k] && fabs(fw[r + k] - ref) <= 1e-6 * fabs(ref) + 1e-12;
+        }
+    }
+    snprintf(what, sizeof what, "forced router rows: -1 rows = own top-4 bit for bit, forced rows kept, T=%d E=%d", T, E);
+    check_true(what, own_same && forced_ok);
     cudaFree(dl); cudaFree(dw); cudaFree(dids);
 }
 
