@@ -295,8 +295,8 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
-    /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists); the stacked rows need K % 8 == 0 */
-    const int dense = m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
+    /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists) for long chunks; the stacked rows need K % 8 == 0 */
+    const int dense = m->use_tc && T >= GPTOSS_DENSE_STACKED_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
     if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
         FWD_TRY(fwd_prefetch(m, 0, 0, 0), "expert weight prefetch");
         FWD_TRY(fwd_prefetch(m, 0, 1, 0), "expert weight prefetch");

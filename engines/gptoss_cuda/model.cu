@@ -219,7 +219,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * strided-batched expert GEMMs instead of one GEMM per expert (tc.h; measured slower on the H200, so
  * off: it also needs every expert's dequantized weight, 1 GB more scratch on 20b). Session 5 (tc.h, tc_stacked.cu):
  * LLMR_GPTOSS_TC_DQ_ALL (default 1) one dequantization launch per projection into that 1 GB scratch;
- * LLMR_GPTOSS_TC_DENSE_STACKED (default 0) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
+ * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
  * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
     int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all;
@@ -254,11 +254,11 @@ static prefill_settings prefill_settings_get(void) {
      * gptoss_batching --model on the 20b failed about half its runs; session 8's bisect (5 runs each)
      * put all of that on DENSE_STACKED (4 of 5) and none on this one (0 of 5, 0 of 6 in session 6). */
     p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
-    /* 1: the prompt's q/k/v/o linears the same way (tc.h "Stacked dense linears"; 47 MB of scratch on
-     * 20b); 0 (default): gptoss_tc_linear's split/ys/reduce. With it on, one seeded request of the 20b
-     * batching check draws another token batched than alone in 4 of 5 runs (docs/performance.md,
-     * "The three prefill switches, bisected") */
-    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 0, 0, 1);
+    /* 1 (default): the q/k/v/o linears of prompt chunks of GPTOSS_DENSE_STACKED_MIN_T tokens or more the
+     * same way (tc.h "Stacked dense linears"; 47 MB of scratch on 20b); 0: gptoss_tc_linear's split/ys/reduce. Off until session 10: the 20b batching
+     * check failed with it, and its session-10 oracle showed why (the stacked prompt path itself decides
+     * the batched token: docs/performance.md, "Session 10: the batching check's oracle") */
+    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
     return p;
 }
 
@@ -657,7 +657,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * vs 3.30, so 4. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
-        m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 3, 2, 3);
+        /* 2 (default since session 10): the batched steps' experts take the activations as 2 bf16 parts,
+         * the prompt path's accuracy (+3-4% out tok/s on the H200); 3: fp32-level, bit for bit
+         * gptoss_mxfp4_mma and the T = 1 path's products */
+        m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

@@ -89,8 +89,8 @@ struct gptoss_model {
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default GPTOSS_MMA_PREFILL_MAX, 0 = never), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
     int moe_mma, moe_mma_min_rows, moe_mma_prefill, moe_mma_t1;
-    /* activation parts of the batched step's tensor-core experts: 3 (default, fp32-level, bit for bit
-     * gptoss_mxfp4_mma) or 2 (LLMR_GPTOSS_BATCH_MOE_PARTS=2, the prompt path's level; for comparisons) */
+    /* activation parts of the batched step's tensor-core experts: 2 (default, the prompt path's level) or
+     * 3 (LLMR_GPTOSS_BATCH_MOE_PARTS=3: fp32-level, bit for bit gptoss_mxfp4_mma) */
     int batch_moe_parts;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;

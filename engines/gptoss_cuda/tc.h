@@ -38,6 +38,10 @@
 #include "engines/gptoss_cuda/kernels.h"
 
 #define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
+/* From this many tokens the prompt's q/k/v/o run K-stacked ("Stacked dense linears", when enabled): H200,
+ * 20b, ms stacked vs one q/k/v linear: 128 tokens 17.98 vs 16.49, 512 47.58 vs 46.67, 1,024 70.25 vs
+ * 70.83, 4,096 176.76 vs 182.91 (docs/performance.md, session 10) */
+#define GPTOSS_DENSE_STACKED_MIN_T 1024
 #define GPTOSS_TC_CUBLAS_WS ((size_t)32 << 20) /* cuBLAS workspace, preallocated */
 #define GPTOSS_TC_MAX_STREAMS 8       /* GEMM streams of the stacked experts (LLMR_GPTOSS_TC_STREAMS) */
 
