@@ -122,7 +122,7 @@ struct gptoss_model {
     int batch_linear;         /* 1 (default): gptoss_linear_rows below batch_tc_min rows; 0 (LLMR_GPTOSS_BATCH_LINEAR=0): row groups */
     int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
-    int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2 or 3, tc.h) */
+    int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
     int interleave;           /* prompt tokens per slice while rows decode (LLMR_GPTOSS_INTERLEAVE) */
     int prefill_burst;        /* prefill slices per scheduler iteration while rows decode (LLMR_GPTOSS_PREFILL_BURST) */
     int batch_attn;           /* batched steps' attention (LLMR_GPTOSS_BATCH_ATTN): 0 _at, 1 decode-split, 2 rows (default) */

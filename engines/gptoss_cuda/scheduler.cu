@@ -237,7 +237,7 @@ static void sched_prefill(gptoss_model *m) {
 
 /* A linear over the n rows of a batched step, reading W as few times as it can:
  *   n >= tc_min (batch_tc_min = 8 for o_proj, batch_tc_min_qkv = 2 for lm_head): one cuBLAS GEMM on
- *   tensor cores (split in batch_tc_splits = 3 parts, tc.h);
+ *   tensor cores (split in batch_tc_splits = 2 parts, tc.h);
  *   else gptoss_linear_rows: one pass over W for up to 16 rows (12 at K = 4096), rows split evenly
  *   over as few launches as that allows (LLMR_GPTOSS_BATCH_LINEAR=0: the old path below);
  *   else groups of at most m->batch_rows rows through gptoss_linear, whose T <= 4 GEMV streams W once per
@@ -645,16 +645,18 @@ static int sched_env(const char *name, int dflt, int lo, int hi) {
 
 int gptoss_sched_start(gptoss_model *m) {
     m->batch_linear = sched_env("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
-    /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md);
-     * 3 parts (x = hi + mid + lo, fp32-level): with 2 a batch of 8 gave other tokens than the requests alone
-     * (gptoss_batching), and the small-M GEMMs are bandwidth-bound, so the third part costs little. */
+    /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md).
+     * 2 parts (x = hi + lo, the prompt path's accuracy, as the batched experts) since session 10: a 64-row
+     * step 13.39 -> 12.98 ms on the H100 (q/k/v 1.24 -> 1.09, o 0.99 -> 0.84, lm_head 0.63 -> 0.57), 8 streams
+     * +2%; sessions 4-9 kept 3 (fp32-level, LLMR_GPTOSS_BATCH_TC_SPLIT=3) because gptoss_batching's older
+     * oracle failed a batch of 8 with 2. */
     m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
     /* the fused q/k/v and lm_head take cuBLAS from 2 rows: one GEMM over all rows costs about the same from
      * 2 to 15 rows (q/k/v ~0.82 ms a step, lm_head ~0.31), where gptoss_linear_rows grows with the rows
      * (q/k/v 1.14 ms at 2-3 rows, 1.53 at 4-7; lm_head 0.37, 0.53); o_proj is faster on it below 8 rows
      * (0.46 vs 0.67 ms at 2-3 rows). H200, docs/performance.md "Session 8: cuBLAS from 2 rows". */
     m->batch_tc_min_qkv = sched_env("LLMR_GPTOSS_BATCH_TC_MIN_QKV", 2, 2, GPTOSS_MAX_BATCH + 1);
-    m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 3, 2, 3);
+    m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 2, 2, 3);
     m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
     m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
     /* attention of batched steps: 0 gptoss_attention_at, 1 gptoss_attention_decode, 2 gptoss_attention_rows
