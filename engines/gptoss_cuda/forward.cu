@@ -256,8 +256,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
         return gptoss_moe_mma_experts(m, w, m->h, 0, P, m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
-        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
-                                   m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess)
+        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias,
+                                   m->counts, m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess)
             return e;
     } else if ((e = gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
                                           m->offsets, E, T, H, 2 * I, m->gu, st)) != cudaSuccess) {
@@ -265,7 +265,7 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
     }
     if ((e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess) return e;
     if (m->use_tc && T >= GPTOSS_TC_MIN_T)
-        return gptoss_tc_experts(&m->tc, m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts,
+        return gptoss_tc_experts(&m->tc, m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, m->counts,
                                  m->offsets, E, P, I, H, m->dn);
     return gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, T, I,
                                 H, m->dn, st);

@@ -222,7 +222,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
  * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all;
+    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -259,6 +259,12 @@ static prefill_settings prefill_settings_get(void) {
      * check failed with it, and its session-10 oracle showed why (the stacked prompt path itself decides
      * the batched token: docs/performance.md, "Session 10: the batching check's oracle") */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
+    /* every expert dequantized to bf16 once at load (1.59 GB a layer, 38 GB on 20b), so the prompt path's
+     * cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
+     * prefill 84.5 -> 50.4 ms, 4,096 197.4 -> 163.7; docs/performance.md "Session 10: the expert cache").
+     * LLMR_GPTOSS_EXPERT_CACHE: 2 (auto, default) when it fits (expert_cache_fits), 1 always (the load
+     * fails when it does not fit), 0 never. */
+    p.expert_cache = env_int("LLMR_GPTOSS_EXPERT_CACHE", 2, 0, 2);
     return p;
 }
 
@@ -342,6 +348,50 @@ static llmr_engine_status open_and_plan(const char *dir, gptoss_config *cfg, llm
     return plan_check(p, *ck, err, es);
 }
 
+/* Bytes of the expert cache (every layer's experts in bf16); 0 when LLMR_GPTOSS_EXPERT_CACHE is 0 or the
+ * prompt path has no cuBLAS experts (LLMR_GPTOSS_TC=0). */
+static uint64_t expert_cache_bytes_for(const gptoss_config *c, prefill_settings ps) {
+    if (!ps.expert_cache || !ps.use_tc) return 0;
+    const uint64_t E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    return (uint64_t)c->num_layers * E * (2 * I * H + H * I) * sizeof(uint16_t);
+}
+
+/* Auto mode: the cache is taken only when the load, with it, stays within the budget (when one is given)
+ * and leaves a fifth of the device (at least 2 GiB) free for other work: it is a speed-up, never the
+ * reason a load fails or a later model does not fit. */
+static int expert_cache_fits(uint64_t need, uint64_t cache, uint64_t budget, size_t free_b, size_t total_b) {
+    const uint64_t reserve = total_b / 5 > (2ull << 30) ? total_b / 5 : (2ull << 30);
+    return (!budget || need + cache <= budget) && need + cache + reserve <= free_b;
+}
+
+/* Fills the expert cache: each layer's gate_up and down, all experts, by the prompt path's exact
+ * dequantization (gptoss_mxfp4_dequant_all), so the cached weights are the values it would compute. */
+static llmr_engine_status expert_cache_fill(gptoss_model *m, char *err, size_t es) {
+    const gptoss_config *c = &m->cfg;
+    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    uint16_t *at = (uint16_t *)m->expert_cache;
+    for (int l = 0; l < c->num_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        cudaError_t e = gptoss_mxfp4_dequant_all(w->gu_blocks, w->gu_scales, NULL, E, 2 * I, H, at, m->tc.fast_dequant,
+                                                 m->stream);
+        w->gu_bf16 = at;
+        at += (size_t)E * 2 * I * H;
+        if (e == cudaSuccess)
+            e = gptoss_mxfp4_dequant_all(w->dn_blocks, w->dn_scales, NULL, E, H, I, at, m->tc.fast_dequant, m->stream);
+        w->dn_bf16 = at;
+        at += (size_t)E * H * I;
+        if (e != cudaSuccess)
+            return fail(LLMR_ENGINE_INTERNAL, err, es, "filling the expert cache (layer %d) failed: %s", l,
+                        cudaGetErrorString(e));
+    }
+    const cudaError_t e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess)
+        return fail(LLMR_ENGINE_INTERNAL, err, es, "filling the expert cache failed: %s", cudaGetErrorString(e));
+    mlog(m, LLMR_LOG_INFO, "expert cache: every expert in bf16 for the prompt path, %.1f MB (LLMR_GPTOSS_EXPERT_CACHE=0 "
+         "turns it off)", m->expert_cache_bytes / 1e6);
+    return LLMR_ENGINE_OK;
+}
+
 llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, uint32_t max_sessions, uint64_t *bytes,
                                          char *err, size_t es) {
     gptoss_config cfg;
@@ -353,6 +403,9 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
         const uint32_t ns = max_sessions ? max_sessions : 1;
         *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL, prefill_settings_get()) + pool_bytes_for(&cfg, ctx, ns) +
                  (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
+        /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
+        const prefill_settings ps = prefill_settings_get();
+        if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -501,6 +554,7 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFreeHost(m->bstage_host);
     cudaFree(m->bstage_dev);
     cudaFree(m->arena);
+    cudaFree(m->expert_cache);
     cudaFree(m->work);
     cudaFree(m->kv_pool);
     llmr_kv_pages_destroy(m->pages);
@@ -554,13 +608,24 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cudaMemGetInfo failed on device %d", device);
         goto fail;
     }
+    m->expert_cache_bytes = expert_cache_bytes_for(&m->cfg, ps);
+    if (ps.expert_cache == 2 && m->expert_cache_bytes &&
+        !expert_cache_fits(need, m->expert_cache_bytes, budget, free_b, total_b)) {
+        mlog(m, LLMR_LOG_INFO, "expert cache off: %.2f GB more would leave too little of device %d's %.2f GB free "
+             "(%.2f GB free, %.2f GB needed without it%s)", m->expert_cache_bytes / 1e9, device, total_b / 1e9,
+             free_b / 1e9, need / 1e9, budget ? ", or exceed the budget" : "");
+        m->expert_cache_bytes = 0;
+    }
+    need += m->expert_cache_bytes;
     if (need > free_b || (budget && need > budget)) {
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es,
                   "loading needs %llu bytes of GPU memory (weights %llu, workspace %llu, KV page pool %llu = %u sessions "
-                  "x %u pages of %d tokens for context %u, sessions %u x %llu) but device %d has %llu free%s%llu",
+                  "x %u pages of %d tokens for context %u, sessions %u x %llu, expert cache %llu) but device %d has "
+                  "%llu free%s%llu",
                   (unsigned long long)need, (unsigned long long)p.arena_bytes, (unsigned long long)ws,
                   (unsigned long long)pool, m->max_sessions, m->max_pages, GPTOSS_KV_PAGE, m->max_context,
-                  m->max_sessions, (unsigned long long)sess, device, (unsigned long long)free_b,
+                  m->max_sessions, (unsigned long long)sess, (unsigned long long)m->expert_cache_bytes, device,
+                  (unsigned long long)free_b,
                   budget ? " and the budget is " : "", (unsigned long long)(budget ? budget : 0));
         goto fail;
     }
@@ -573,6 +638,20 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "GPU allocation of %llu bytes failed on device %d: %s",
                   (unsigned long long)(p.arena_bytes + ws + pool), device, cudaGetErrorString(cudaGetLastError()));
         goto fail;
+    }
+    /* Last, so that in auto mode a failure (another load on the device since cudaMemGetInfo) costs only
+     * the cache. */
+    if (m->expert_cache_bytes && cudaMalloc(&m->expert_cache, m->expert_cache_bytes) != cudaSuccess) {
+        const char *why = cudaGetErrorString(cudaGetLastError());
+        m->expert_cache = NULL;
+        if (ps.expert_cache == 1) {
+            st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "GPU allocation of the %llu-byte expert cache failed on device %d "
+                      "(LLMR_GPTOSS_EXPERT_CACHE=1): %s", (unsigned long long)m->expert_cache_bytes, device, why);
+            goto fail;
+        }
+        mlog(m, LLMR_LOG_INFO, "expert cache off: allocating %.2f GB on device %d failed (%s)",
+             m->expert_cache_bytes / 1e9, device, why);
+        m->expert_cache_bytes = 0;
     }
     {
         char msg[256];
@@ -664,8 +743,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'
-         * experts on the streaming kernel"); 0 = never */
-        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL", GPTOSS_MMA_PREFILL_MAX, 0, 1 << 20);
+         * experts on the streaming kernel"); with the expert cache 288, between the H100's 256 (kernel
+         * 27.9 ms vs 29.7) and 384 (37.6 vs 32.8; "Session 10: the expert cache"); 0 = never */
+        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL",
+                                     m->expert_cache_bytes ? GPTOSS_MMA_PREFILL_MAX_CACHED : GPTOSS_MMA_PREFILL_MAX, 0,
+                                     1 << 20);
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
         m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
@@ -684,6 +766,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
+    if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */
@@ -714,7 +797,8 @@ uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context
 
 /* Lock-free: a heartbeat must not wait for a generate that holds the model's mutex for minutes. */
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
-    out->vram_bytes = m->arena_bytes + m->work_bytes + m->kv_pool_bytes + __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
+    out->vram_bytes = m->arena_bytes + m->expert_cache_bytes + m->work_bytes + m->kv_pool_bytes +
+                      __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
     out->ram_bytes = sizeof *m;
     out->active_sessions = __atomic_load_n(&m->active_sessions, __ATOMIC_RELAXED);
     out->tokens_generated = __atomic_load_n(&m->tokens_generated, __ATOMIC_RELAXED);

@@ -54,6 +54,9 @@ typedef struct layer_weights {
     const uint16_t *attn_norm, *q_w, *q_b, *k_w, *k_b, *v_w, *v_b, *o_w, *o_b, *sinks;
     const uint16_t *mlp_norm, *router_w, *router_b, *gu_bias, *dn_bias;
     const uint8_t *gu_blocks, *gu_scales, *dn_blocks, *dn_scales;
+    /* the expert cache (LLMR_GPTOSS_EXPERT_CACHE): every expert's gate_up [E, 2I, H] and down [E, H, I]
+     * dequantized to bf16 once at load, for the prompt path's cuBLAS experts; NULL without it */
+    const uint16_t *gu_bf16, *dn_bf16;
 } layer_weights;
 
 
@@ -66,6 +69,8 @@ struct gptoss_model {
     uint32_t max_context, max_sessions;
     void *arena;
     uint64_t arena_bytes, work_bytes;
+    void *expert_cache; /* owned; NULL without the expert cache (layer_weights gu_bf16 / dn_bf16 point in it) */
+    uint64_t expert_cache_bytes;
     layer_weights layers[GPTOSS_MAX_LAYERS];
     const uint16_t *embed, *norm, *lm_head;
     float *inv_freq, attn_factor;

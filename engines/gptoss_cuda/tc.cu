@@ -334,18 +334,20 @@ cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int
 }
 
 static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
-                                   const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
-                                   const int32_t *offsets_dev, int E, int P, int K, int N, int pad, float *y) {
+                                   const uint8_t *scales, const uint16_t *wbf_all, const uint16_t *b,
+                                   const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
+                                   int pad, float *y) {
     const int S = tc->splits;
     tc_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(x, ldx, gather, offsets_dev, counts_dev, E, pad, P, K, S,
                                                          tc->xs);
     cudaError_t r = cudaGetLastError();
-    if (r == cudaSuccess)
+    if (r == cudaSuccess && !wbf_all)
         r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+    const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
     const float one = 1.0f, zero = 0.0f;
     for (int s = 0; s < S && r == cudaSuccess; s++) {
         cublasStatus_t bs = cublasGemmStridedBatchedEx(
-            tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, pad, K, &one, tc->wbf, CUDA_R_16BF, K, (long long)N * K,
+            tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, pad, K, &one, W, CUDA_R_16BF, K, (long long)N * K,
             tc->xs + (size_t)s * E * pad * K, CUDA_R_16BF, K, (long long)pad * K, s ? &one : &zero, tc->ys, CUDA_R_32F,
             N, (long long)pad * N, E, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (bs != CUBLAS_STATUS_SUCCESS) r = gptoss_tc_blas_fail(tc, "GemmStridedBatchedEx", bs);
@@ -359,12 +361,13 @@ static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const
 }
 
 cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
-                              const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
-                              const int32_t *offsets_dev, int E, int P, int K, int N, float *y) {
+                              const uint8_t *scales, const uint16_t *wbf_all, const uint16_t *b,
+                              const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
+                              float *y) {
     const int S = tc->splits;
     if (P <= 0) return cudaSuccess;
     if (K % 32 || (size_t)S * P * K > tc->xs_elems || (size_t)S * P * N > tc->ys_elems ||
-        (size_t)N * K > tc->wbf_elems || E > GPTOSS_MAX_EXPERTS)
+        (!wbf_all && (size_t)N * K > tc->wbf_elems) || E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
     long total = 0;
     int most = 0;
@@ -377,18 +380,21 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
      * beta = 1 from the second on); used when the padding fits the scratch (at most ~2x the pairs). */
     const long pad = (most + 15) & ~15L;
     if (!tc->no_batched && (size_t)S * E * pad * K <= tc->xs_elems && (size_t)E * pad * N <= tc->ys_elems &&
-        (size_t)E * N * K <= tc->wbf_elems)
-        return experts_batched(tc, x, ldx, gather, blocks, scales, b, counts_dev, offsets_dev, E, P, K, N, (int)pad, y);
+        (wbf_all || (size_t)E * N * K <= tc->wbf_elems))
+        return experts_batched(tc, x, ldx, gather, blocks, scales, wbf_all, b, counts_dev, offsets_dev, E, P, K, N,
+                               (int)pad, y);
     cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, S, tc->xs, tc->stream);
-    /* dq_all: one launch for every used expert (experts without tokens skipped on the device) */
-    const int all = tc->dq_all && (size_t)E * N * K <= tc->wbf_elems;
-    if (all && r == cudaSuccess)
+    /* dq_all: one launch for every used expert (experts without tokens skipped on the device); with the
+     * cache, none */
+    const int all = wbf_all || (tc->dq_all && (size_t)E * N * K <= tc->wbf_elems);
+    const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
+    if (all && !wbf_all && r == cudaSuccess)
         r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
     long off = 0;
     for (int e = 0; e < E && r == cudaSuccess; e++) {
         const int cnt = tc->counts_host[e];
         if (cnt == 0) continue;
-        const uint16_t *w = all ? tc->wbf + (size_t)e * N * K : tc->wbf;
+        const uint16_t *w = all ? W + (size_t)e * N * K : tc->wbf;
         if (!all) r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
         if (r == cudaSuccess)
             r = gemm_rows(tc, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);

@@ -116,10 +116,14 @@ cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const 
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);
 
 /* As gptoss_mxfp4_grouped (kernels.h) for P = 4T grouped pairs, on tensor cores, with the counts
- * already on the host (gptoss_tc_fetch_counts): y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n]. */
+ * already on the host (gptoss_tc_fetch_counts): y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n].
+ * wbf_all: every expert's weight already dequantized, [E, N, K] bf16 (the engine's expert cache,
+ * gptoss_mxfp4_dequant_all's output), or NULL: the used experts are dequantized into tc->wbf first. The
+ * same values either way, so the same results bit for bit. */
 cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
-                              const uint8_t *scales, const uint16_t *b, const int32_t *counts_dev,
-                              const int32_t *offsets_dev, int E, int P, int K, int N, float *y);
+                              const uint8_t *scales, const uint16_t *wbf_all, const uint16_t *b,
+                              const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
+                              float *y);
 
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each).

@@ -416,10 +416,10 @@ static void time_mma(int T, const mm_layer *L) {
         float *dgu = dev_poison((size_t)P * 2 * I);
         t_old = tu_time_ms([&]() {
             CK(gptoss_tc_fetch_counts(&tc, r.counts, E));
-            CK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, r.counts, r.offsets, E, P, H,
+            CK(gptoss_tc_experts(&tc, dx, H, r.pair_token, L->d_gub, L->d_gus, NULL, L->d_gbias, r.counts, r.offsets, E, P, H,
                                   2 * I, dgu));
             CK(gptoss_swiglu(dgu, P, I, alpha, limit, dact, 0));
-            CK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, L->d_dbias, r.counts, r.offsets, E, P, I, H,
+            CK(gptoss_tc_experts(&tc, dact, I, NULL, L->d_dnb, L->d_dns, NULL, L->d_dbias, r.counts, r.offsets, E, P, I, H,
                                   ddn));
         }, reps);
         t_new = tu_time_ms([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);

@@ -248,7 +248,8 @@ static void test_dequant(int E, int N, int K, int fast) {
 
 /* The whole MoE block through the tensor-core path: route, counts to the host, gate_up, SwiGLU, down,
  * weighted gather into a residual. */
-static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0, int dq_all = 0) {
+static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0, int dq_all = 0,
+                        int cached = 0) {
     moe_case c;
     moe_case_make(&c, T, H, I, E);
     gptoss_tc tc;
@@ -260,16 +261,37 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
     tc.dq_all = dq_all;
     const int P = c.P;
     CK(gptoss_tc_fetch_counts(&tc, c.dcnt, E));
-    CK(gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I, c.dgu));
-    CK(gptoss_swiglu(c.dgu, P, I, c.alpha, c.limit, c.dact, 0));
-    CK(gptoss_tc_experts(&tc, c.dact, I, NULL, c.ddnb, c.ddns, c.ddb, c.dcnt, c.doff, E, P, I, H, c.ddn));
-    CK(gptoss_moe_combine(c.ddn, c.dw, c.dpo, T, H, c.dres, 0));
+    /* the experts with the weights dequantized per call (wbf_all NULL) or from a cache of every expert (the
+     * engine's LLMR_GPTOSS_EXPERT_CACHE); returns the down outputs of the P pairs */
+    uint16_t *gu_all = NULL, *dn_all = NULL;
+    auto experts = [&](const uint16_t *gu_w, const uint16_t *dn_w) {
+        CK(gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, gu_w, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I, c.dgu));
+        CK(gptoss_swiglu(c.dgu, P, I, c.alpha, c.limit, c.dact, 0));
+        CK(gptoss_tc_experts(&tc, c.dact, I, NULL, c.ddnb, c.ddns, dn_w, c.ddb, c.dcnt, c.doff, E, P, I, H, c.ddn));
+        return dev_download(c.ddn, (size_t)P * H);
+    };
+    const auto dn = experts(NULL, NULL);
+    CK(gptoss_moe_combine(c.ddn, c.dw, c.dpo, T, H, c.dres, 0)); /* adds into the residual: once */
     auto out = dev_download(c.dres, (size_t)T * H);
+    if (cached) {
+        CK(cudaMalloc((void **)&gu_all, (size_t)E * 2 * I * H * 2));
+        CK(cudaMalloc((void **)&dn_all, (size_t)E * H * I * 2));
+        CK(gptoss_mxfp4_dequant_all(c.dgub, c.dgus, NULL, E, 2 * I, H, gu_all, 1, 0));
+        CK(gptoss_mxfp4_dequant_all(c.ddnb, c.ddns, NULL, E, H, I, dn_all, 1, 0));
+        CK(cudaMemset(tc.wbf, 0xff, tc.wbf_elems * 2)); /* NaN: a GEMM still reading the scratch poisons it */
+        const auto dn_c = experts(gu_all, dn_all);
+        char w2[128];
+        snprintf(w2, sizeof w2, "tc MoE from the expert cache = dequantized per call, bit for bit (S=%d T=%d E=%d%s)", S, T,
+                 E, no_batched == 1 ? ", per-expert GEMMs" : "");
+        check_true(w2, !memcmp(dn.data(), dn_c.data(), dn.size() * sizeof(float)));
+        cudaFree(gu_all);
+        cudaFree(dn_all);
+    }
     /* counts that do not sum to P (not fetched for this routing) are refused */
     tc.counts_host[0] += 1;
     check_true("tc_experts refuses counts that do not match the routing",
-               gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I, c.dgu) ==
-                   cudaErrorInvalidValue);
+               gptoss_tc_experts(&tc, c.dx, H, c.dpt, c.dgub, c.dgus, NULL, c.dgb, c.dcnt, c.doff, E, P, H, 2 * I,
+                                 c.dgu) == cudaErrorInvalidValue);
     char what[128];
     snprintf(what, sizeof what, "tc MoE (%s%s%s) S=%d T=%d H=%d I=%d E=%d",
              no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs", fast ? ", fast dq" : "",
@@ -519,6 +541,9 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(70, 256, 256, 16, 2, 1, 1);
     test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1); /* per-expert GEMMs after one dequantization launch */
     test_tc_moe(9, 64, 96, 32, 2, 1, 1, 1);    /* the same with idle experts */
+    test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1, 1); /* per-expert GEMMs from the expert cache */
+    test_tc_moe(9, 64, 96, 32, 2, 0, 1, 0, 1);    /* batched GEMMs from the expert cache, idle experts */
+    test_tc_moe(32, 2880, 256, 32, 2, 1, 1, 1, 1); /* the 20b hidden size, cached */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
     test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
