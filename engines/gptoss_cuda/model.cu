@@ -255,9 +255,10 @@ static prefill_settings prefill_settings_get(void) {
      * put all of that on DENSE_STACKED (4 of 5) and none on this one (0 of 5, 0 of 6 in session 6). */
     p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
     /* 1 (default): the q/k/v/o linears of prompt chunks of GPTOSS_DENSE_STACKED_MIN_T tokens or more the
-     * same way (tc.h "Stacked dense linears"; 47 MB of scratch on 20b); 0: gptoss_tc_linear's split/ys/reduce. Off until session 10: the 20b batching
-     * check failed with it, and its session-10 oracle showed why (the stacked prompt path itself decides
-     * the batched token: docs/performance.md, "Session 10: the batching check's oracle") */
+     * same way (tc.h "Stacked dense linears"; 47 MB of scratch on 20b); 0: gptoss_tc_linear's
+     * split/ys/reduce. Off until session 10: the 20b batching check failed with it, and its session-10
+     * oracle showed why (the stacked prompt path itself decides the batched token: docs/performance.md,
+     * "Session 10: the batching check's oracle") */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
     /* every expert dequantized to bf16 once at load (1.59 GB a layer, 38 GB on 20b), so the prompt path's
      * cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
