@@ -690,6 +690,15 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
             goto fail;
         }
+        /* the per-expert GEMMs' streams (tc.h gptoss_tc_streams_setup). 4: H200, prefill 384 / 512 / 1,024 /
+         * 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2:
+         * between; 8: no better than 4); docs/performance.md "Session 10: the per-expert GEMMs over several
+         * streams" */
+        const int gs = env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS);
+        if (!m->tc.wst[0] && gs > 1 && gptoss_tc_streams_setup(&m->tc, gs, msg, sizeof msg)) {
+            st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
+            goto fail;
+        }
     }
     if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);

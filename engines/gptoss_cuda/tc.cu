@@ -283,11 +283,18 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
 }
 
 /* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */
-static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int M, const uint16_t *xs, float *ys) {
+/* ys[M, N] = xs[M, K] * W[N, K]^T on GEMM stream i (0: tc->stream; see gptoss_tc_streams_setup). */
+static cudaError_t gemm_rows_on(gptoss_tc *tc, int i, const uint16_t *W, int K, int N, int M, const uint16_t *xs,
+                                float *ys) {
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, xs,
-                                    CUDA_R_16BF, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t s = cublasGemmEx(i ? tc->aux_handle[i] : tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W,
+                                    CUDA_R_16BF, K, xs, CUDA_R_16BF, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : gptoss_tc_blas_fail(tc, "GemmEx", s);
+}
+
+static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int M, const uint16_t *xs, float *ys) {
+    return gemm_rows_on(tc, 0, W, K, N, M, xs, ys);
 }
 
 /* split, GEMM and one reduce launch writing the segments: the dense linears' common body */
@@ -324,6 +331,52 @@ cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const 
         N += segs->n[g];
     }
     return dense_segs(tc, x, ldx, W, b, T, K, N, segs, 0);
+}
+
+int gptoss_tc_streams_setup(gptoss_tc *tc, int n_streams, char *err, size_t es) {
+    if (n_streams < 1 || n_streams > GPTOSS_TC_MAX_STREAMS) {
+        snprintf(err, es, "LLMR_GPTOSS_TC_STREAMS must be 1..%d (got %d)", GPTOSS_TC_MAX_STREAMS, n_streams);
+        return -1;
+    }
+    if (!tc->ev_fork && cudaEventCreateWithFlags(&tc->ev_fork, cudaEventDisableTiming) != cudaSuccess) {
+        tc->ev_fork = NULL;
+        snprintf(err, es, "cannot create the GEMM streams' fork event");
+        return -1;
+    }
+    for (int i = 1; i < n_streams; i++) {
+        if (tc->aux[i]) continue;
+        cublasStatus_t bs;
+        if (cudaStreamCreateWithFlags(&tc->aux[i], cudaStreamNonBlocking) != cudaSuccess) {
+            tc->aux[i] = NULL;
+            snprintf(err, es, "cannot create GEMM stream %d", i);
+            return -1;
+        }
+        if (cudaEventCreateWithFlags(&tc->ev_join[i], cudaEventDisableTiming) != cudaSuccess) {
+            tc->ev_join[i] = NULL;
+            snprintf(err, es, "cannot create GEMM stream %d's join event", i);
+            return -1;
+        }
+        if (cudaMalloc(&tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS) != cudaSuccess) {
+            tc->aux_ws[i] = NULL;
+            snprintf(err, es, "no GPU memory for GEMM stream %d's %zu-byte cuBLAS workspace", i, GPTOSS_TC_CUBLAS_WS);
+            return -1;
+        }
+        if ((bs = cublasCreate(&tc->aux_handle[i])) != CUBLAS_STATUS_SUCCESS) {
+            tc->aux_handle[i] = NULL;
+            snprintf(err, es, "cublasCreate for GEMM stream %d failed: %s", i, cublasGetStatusString(bs));
+            return -1;
+        }
+        if ((bs = cublasSetStream(tc->aux_handle[i], tc->aux[i])) != CUBLAS_STATUS_SUCCESS ||
+            (bs = cublasSetWorkspace(tc->aux_handle[i], tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS)) != CUBLAS_STATUS_SUCCESS ||
+            (bs = cublasSetMathMode(tc->aux_handle[i], (cublasMath_t)(CUBLAS_DEFAULT_MATH |
+                                                                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
+                CUBLAS_STATUS_SUCCESS) {
+            snprintf(err, es, "configuring GEMM stream %d's cuBLAS handle failed: %s", i, cublasGetStatusString(bs));
+            return -1;
+        }
+    }
+    tc->n_streams = n_streams;
+    return 0;
 }
 
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E) {
@@ -390,15 +443,26 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
     const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
     if (all && !wbf_all && r == cudaSuccess)
         r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+    /* with every weight in place, the experts' GEMMs go round robin over the GEMM streams (forked after the
+     * split and the dequantization, joined before the reduce) */
+    const int ns = all && tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1;
+    if (r == cudaSuccess && ns > 1) r = cudaEventRecord(tc->ev_fork, tc->stream);
+    for (int i = 1; i < ns && r == cudaSuccess; i++) r = cudaStreamWaitEvent(tc->aux[i], tc->ev_fork, 0);
     long off = 0;
+    int j = 0; /* used experts so far: the j-th goes to GEMM stream j % ns */
     for (int e = 0; e < E && r == cudaSuccess; e++) {
         const int cnt = tc->counts_host[e];
         if (cnt == 0) continue;
         const uint16_t *w = all ? W + (size_t)e * N * K : tc->wbf;
         if (!all) r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
         if (r == cudaSuccess)
-            r = gemm_rows(tc, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
+            r = gemm_rows_on(tc, j++ % ns, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
         off += cnt;
+    }
+    for (int i = 1; i < ns; i++) { /* join (also after an error): tc->stream continues after every GEMM */
+        cudaError_t r2 = cudaEventRecord(tc->ev_join[i], tc->aux[i]);
+        if (r2 == cudaSuccess) r2 = cudaStreamWaitEvent(tc->stream, tc->ev_join[i], 0);
+        if (r == cudaSuccess) r = r2;
     }
     if (r == cudaSuccess)
         r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, S, b, y, N, 0, tc->stream);

@@ -196,11 +196,16 @@ cudaError_t gptoss_tc_split_stacked(const float *x, int ldx, const int32_t *gath
 cudaError_t gptoss_mxfp4_dequant_stacked(const uint8_t *blocks, const uint8_t *scales, const uint16_t *b, int E,
                                          int N, int K, int splits, uint16_t *w, cudaStream_t stream);
 
-/* Sets up the stacked experts' GEMM streams and dequantization mode: n_streams (1..GPTOSS_TC_MAX_STREAMS)
- * GEMM streams, the extra ones each with its own cuBLAS handle and GPTOSS_TC_CUBLAS_WS workspace (the
- * used experts go round robin over them, so several experts' GEMMs fill the GPU together where one
- * expert's rows make too few tiles), and the per-expert events. ahead: see gptoss_tc_prefetch. Call
- * after gptoss_tc_init; gptoss_tc_destroy frees it all. Returns 0, or -1 with the cause in err. */
+/* GEMM streams for the per-expert GEMMs (gptoss_tc_experts with every weight in place: dq_all or the expert
+ * cache; the stacked experts): n_streams (1..GPTOSS_TC_MAX_STREAMS), the extra ones each with its own
+ * cuBLAS handle and GPTOSS_TC_CUBLAS_WS workspace. The used experts go round robin over them, so several
+ * experts' GEMMs fill the GPU together where one expert's rows make too few tiles; each GEMM is the same
+ * call on its own rows, so the results do not change. Call after gptoss_tc_init; gptoss_tc_destroy frees
+ * it all. Returns 0, or -1 with the cause in err. */
+int gptoss_tc_streams_setup(gptoss_tc *tc, int n_streams, char *err, size_t err_size);
+
+/* Sets up the stacked experts' GEMM streams (gptoss_tc_streams_setup) and dequantization mode: the
+ * per-expert events; ahead: see gptoss_tc_prefetch. Returns 0, or -1 with the cause in err. */
 int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, size_t err_size);
 
 /* Enqueues on tc->side, after the GEMMs that last read wst[which], the stacked dequantization of one

@@ -115,45 +115,7 @@ int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, 
                 return -1;
             }
     }
-    if (!tc->ev_fork && cudaEventCreateWithFlags(&tc->ev_fork, cudaEventDisableTiming) != cudaSuccess) {
-        tc->ev_fork = NULL;
-        snprintf(err, es, "cannot create the GEMM streams' fork event");
-        return -1;
-    }
-    for (int i = 1; i < n_streams; i++) {
-        if (tc->aux[i]) continue;
-        cublasStatus_t bs;
-        if (cudaStreamCreateWithFlags(&tc->aux[i], cudaStreamNonBlocking) != cudaSuccess) {
-            tc->aux[i] = NULL;
-            snprintf(err, es, "cannot create GEMM stream %d", i);
-            return -1;
-        }
-        if (cudaEventCreateWithFlags(&tc->ev_join[i], cudaEventDisableTiming) != cudaSuccess) {
-            tc->ev_join[i] = NULL;
-            snprintf(err, es, "cannot create GEMM stream %d's join event", i);
-            return -1;
-        }
-        if (cudaMalloc(&tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS) != cudaSuccess) {
-            tc->aux_ws[i] = NULL;
-            snprintf(err, es, "no GPU memory for GEMM stream %d's %zu-byte cuBLAS workspace", i, GPTOSS_TC_CUBLAS_WS);
-            return -1;
-        }
-        if ((bs = cublasCreate(&tc->aux_handle[i])) != CUBLAS_STATUS_SUCCESS) {
-            tc->aux_handle[i] = NULL;
-            snprintf(err, es, "cublasCreate for GEMM stream %d failed: %s", i, cublasGetStatusString(bs));
-            return -1;
-        }
-        if ((bs = cublasSetStream(tc->aux_handle[i], tc->aux[i])) != CUBLAS_STATUS_SUCCESS ||
-            (bs = cublasSetWorkspace(tc->aux_handle[i], tc->aux_ws[i], GPTOSS_TC_CUBLAS_WS)) != CUBLAS_STATUS_SUCCESS ||
-            (bs = cublasSetMathMode(tc->aux_handle[i], (cublasMath_t)(CUBLAS_DEFAULT_MATH |
-                                                                      CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION))) !=
-                CUBLAS_STATUS_SUCCESS) {
-            snprintf(err, es, "configuring GEMM stream %d's cuBLAS handle failed: %s", i, cublasGetStatusString(bs));
-            return -1;
-        }
-    }
-    tc->n_streams = n_streams;
-    return 0;
+    return gptoss_tc_streams_setup(tc, n_streams, err, es);
 }
 
 cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, const uint8_t *scales,

@@ -249,7 +249,7 @@ static void test_dequant(int E, int N, int K, int fast) {
 /* The whole MoE block through the tensor-core path: route, counts to the host, gate_up, SwiGLU, down,
  * weighted gather into a residual. */
 static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int fast = 0, int dq_all = 0,
-                        int cached = 0) {
+                        int cached = 0, int streams = 1) {
     moe_case c;
     moe_case_make(&c, T, H, I, E);
     gptoss_tc tc;
@@ -284,6 +284,17 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
         snprintf(w2, sizeof w2, "tc MoE from the expert cache = dequantized per call, bit for bit (S=%d T=%d E=%d%s)", S, T,
                  E, no_batched == 1 ? ", per-expert GEMMs" : "");
         check_true(w2, !memcmp(dn.data(), dn_c.data(), dn.size() * sizeof(float)));
+        if (streams > 1) { /* the same GEMMs spread over GEMM streams: the same bits */
+            char serr[256];
+            if (gptoss_tc_streams_setup(&tc, streams, serr, sizeof serr)) {
+                fprintf(stderr, "gptoss_tc_streams_setup: %s\n", serr);
+                exit(1);
+            }
+            const auto dn_s = experts(gu_all, dn_all);
+            snprintf(w2, sizeof w2, "tc MoE over %d GEMM streams = one stream, bit for bit (S=%d T=%d E=%d)", streams, S,
+                     T, E);
+            check_true(w2, !memcmp(dn.data(), dn_s.data(), dn.size() * sizeof(float)));
+        }
         cudaFree(gu_all);
         cudaFree(dn_all);
     }
@@ -544,6 +555,8 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1, 1); /* per-expert GEMMs from the expert cache */
     test_tc_moe(9, 64, 96, 32, 2, 0, 1, 0, 1);    /* batched GEMMs from the expert cache, idle experts */
     test_tc_moe(32, 2880, 256, 32, 2, 1, 1, 1, 1); /* the 20b hidden size, cached */
+    test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1, 1, 4); /* cached, GEMMs over 4 streams */
+    test_tc_moe(200, 2880, 256, 32, 2, 1, 1, 1, 1, 3); /* the same over 3 streams, the 20b hidden size */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
     test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
