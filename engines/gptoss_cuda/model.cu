@@ -753,8 +753,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'
-         * experts on the streaming kernel"); with the expert cache 288, between the H100's 256 (kernel
-         * 27.9 ms vs 29.7) and 384 (37.6 vs 32.8; "Session 10: the expert cache"); 0 = never */
+         * experts on the streaming kernel"); with the expert cache and 4 GEMM streams 208, between the
+         * H100's 192 (kernel 22.4 ms vs 22.7-23.5) and 224 (24.9 vs 23.3-24.3; docs/performance.md "Session
+         * 10: the prompt crossover with 4 GEMM streams"); 0 = never */
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL",
                                      m->expert_cache_bytes ? GPTOSS_MMA_PREFILL_MAX_CACHED : GPTOSS_MMA_PREFILL_MAX, 0,
                                      1 << 20);
