@@ -282,8 +282,8 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
     tc->counts_host = NULL;
 }
 
-/* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM. */
-/* ys[M, N] = xs[M, K] * W[N, K]^T on GEMM stream i (0: tc->stream; see gptoss_tc_streams_setup). */
+/* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM, on GEMM stream i
+ * (0: tc->stream with tc->handle; see gptoss_tc_streams_setup). */
 static cudaError_t gemm_rows_on(gptoss_tc *tc, int i, const uint16_t *W, int K, int N, int M, const uint16_t *xs,
                                 float *ys) {
     const float one = 1.0f, zero = 0.0f;
