@@ -1,7 +1,9 @@
 /* attention_tc.cu — prefill attention with sinks on tensor cores (flash-attention style), fp32-level.
  *
  * Same contract as gptoss_attention (kernels.h); declared in tc.h. The SIMT kernel of attention.cu is
- * its twin (and stays the decode path).
+ * its twin (and stays the decode path). Two kernels: attention_tc2_kernel further down (the default, one
+ * KV head and the query heads sharing it per block), and attention_tc_kernel here (one query head per
+ * block; where the heads per KV head do not divide 8, and for comparisons). The per-head kernel:
  *
  * K/V are read through the block table (gptoss_kv_k / gptoss_kv_v, table row 0) only while a tile is
  * staged, so the paged layout costs one table lookup per staged row.
@@ -252,13 +254,285 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
     }
 }
 
-/* The launch with the staging chosen by the caller (the kernel checks run both). */
-static cudaError_t atc_launch(int packed, const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0,
+/* ---------------------------------------------------------------- the GQA-block kernel (the default)
+ *
+ * Same arithmetic per query row as attention_tc_kernel (three hi/lo products for S and for PV, online
+ * softmax, sink at the end), organized for where that kernel's time went: each block staged and split its
+ * K/V tile for one query head, and waited for the tile's global loads between two barriers.
+ * Layout: a block of 8 warps takes one KV head and the G = n_heads / n_kv query heads sharing it (G divides
+ * 8): warp w owns head kvh * G + w % G and query rows q0 + 16 * (w / G) .. + 15, so a block covers
+ * AT2_ROWS / G consecutive queries and each staged K/V tile serves 8 warps (16 queries x 8 heads on 20b)
+ * instead of 4. Per key tile of 64:
+ *   the raw fp32 rows of the NEXT tile go into a shared ring with cp.async (16-byte copies through the block
+ *   table, zeros past the last key), so their latency hides behind this tile's work;
+ *   this tile's raw rows are split once into bf16 hi + lo, K and V both key-major (V's PV operand comes from
+ *   ldmatrix.trans, so no transposed stores);
+ *   S and PV fragments are loaded with ldmatrix.x4 (one instruction per four 8x8 matrices).
+ * exp is __expf (ex2.approx of x * log2 e: ~2 ulp plus the product's rounding, ~1e-6 relative at the
+ * arguments that matter) instead of expf. */
+#define AT2_WARPS 8
+#define AT2_ROWS (16 * AT2_WARPS) /* query-head rows per block */
+
+struct at2_smem {
+    float raw[2][2][ATC_BK][64];        /* [ring stage][K / V][key][dim], fp32 as in the cache */
+    uint16_t ks[2][ATC_BK][ATC_LD];     /* [hi / lo][key][dim] */
+    uint16_t vs[2][ATC_BK][ATC_LD];     /* [hi / lo][key][dim] */
+};
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16 bytes global -> shared, asynchronously; bytes = 0 writes zeros (src is not read) */
+static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(bytes) : "memory");
+}
+
+/* ldmatrix at shared address a (bytes). The callers pass a per-lane base laundered once per tile
+ * (at2_launder) plus constants, so each address is one add the assembler folds into the instruction;
+ * with plain pointers the compiler hoisted all 32 addresses out of the key loop and spilled. */
+static __device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t a) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+static __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t a) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+}
+
+/* The same value, opaque to the compiler's loop-invariant motion. */
+static __device__ __forceinline__ uint32_t at2_launder(uint32_t x) {
+    uint32_t y;
+    asm volatile("mov.b32 %0, %1;\n" : "=r"(y) : "r"(x));
+    return y;
+}
+
+/* Queues the raw K and V rows of keys kt .. kt + 63 of KV head kvh into raw[K / V] (zeros past k_hi). */
+static __device__ __forceinline__ void at2_issue(const gptoss_kv &kv, int kvh, int kt, int k_hi, float (*raw)[ATC_BK][64]) {
+#pragma unroll 1
+    for (int r = 0; r < 2 * ATC_BK * 16 / (AT2_WARPS * 32); r++) { /* 16-byte pieces: 16 per row, K rows then V rows */
+        const int i = threadIdx.x + r * AT2_WARPS * 32;
+        const int which = i / (ATC_BK * 16), kr = (i >> 4) % ATC_BK, c4 = (i & 15) * 4, j = kt + kr;
+        const float *src = kv.pool;
+        int bytes = 0;
+        if (j <= k_hi) {
+            src = (which ? gptoss_kv_v(kv, 0, j) : gptoss_kv_k(kv, 0, j)) + kvh * GPTOSS_HEAD_DIM + c4;
+            bytes = 16;
+        }
+        cp_async16(&raw[which][kr][c4], src, bytes);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* This tile's raw rows as bf16 hi + lo, K into ks and V into vs, both [part][key][dim]. */
+static __device__ __forceinline__ void at2_split(const float (*raw)[ATC_BK][64], uint16_t (*ks)[ATC_BK][ATC_LD],
+                                                 uint16_t (*vs)[ATC_BK][ATC_LD]) {
+#pragma unroll 1
+    for (int r = 0; r < 2 * ATC_BK * 16 / (AT2_WARPS * 32); r++) {
+        const int i = threadIdx.x + r * AT2_WARPS * 32;
+        const int which = i / (ATC_BK * 16), kr = (i >> 4) % ATC_BK, c4 = (i & 15) * 4;
+        const float4 f = *(const float4 *)&raw[which][kr][c4];
+        uint32_t h01, l01, h23, l23;
+        split2(f.x, f.y, &h01, &l01);
+        split2(f.z, f.w, &h23, &l23);
+        uint16_t(*dst)[ATC_BK][ATC_LD] = which ? vs : ks;
+        *(uint2 *)&dst[0][kr][c4] = make_uint2(h01, h23);
+        *(uint2 *)&dst[1][kr][c4] = make_uint2(l01, l23);
+    }
+}
+
+/* MINB blocks per SM: 2 holds it to 128 registers (~130 bytes of spills), 1 lets it take the 191 it wants
+ * (LLMR_GPTOSS_ATC=2 / 3; docs/performance.md "Session 11: the prompt attention, GQA blocks") */
+template <int MINB>
+__global__ void __launch_bounds__(AT2_WARPS * 32, MINB)
+    attention_tc2_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
+                         int window, float *out) {
+    extern __shared__ __align__(16) unsigned char at2_raw_smem[];
+    at2_smem &sm = *(at2_smem *)at2_raw_smem;
+    const int D = GPTOSS_HEAD_DIM, qd = n_heads * D, G = n_heads / n_kv, QB = AT2_ROWS / G;
+    const int kvh = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    const int h = kvh * G + warp % G;
+    const int q0 = (gridDim.x - 1 - blockIdx.x) * QB; /* the last (longest, causal) query blocks first */
+    const int qlast = min(q0 + QB, T) - 1;
+    const int k_hi = pos0 + qlast;
+    const int k_lo = window > 0 ? max(0, pos0 + q0 - window + 1) : 0;
+    const int wq0 = q0 + 16 * (warp / G); /* warp's first row */
+    const int w_hi = pos0 + min(wq0 + 15, T - 1);
+    const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
+    const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8};
+
+    at2_issue(kv, kvh, k_lo, k_hi, sm.raw[0]); /* the first tile's rows fly while Q is read */
+    uint32_t qh[4][4], ql[4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int row = wq0 + g + ((r & 1) ? 8 : 0), col = 16 * kk + 2 * t4 + ((r & 2) ? 8 : 0);
+            float x0 = 0.0f, x1 = 0.0f;
+            if (row < T) {
+                const float2 v = *(const float2 *)(q + (size_t)row * qd + (size_t)h * D + col);
+                x0 = v.x * 0.125f;
+                x1 = v.y * 0.125f;
+            }
+            split2(x0, x1, &qh[kk][r], &ql[kk][r]);
+        }
+    float o[8][4];
+#pragma unroll
+    for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
+    const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: the row this lane addresses, and its matrix */
+    /* this lane's ldmatrix row in ks (key lr, dims 8 lm..) and in vs (key 8 (lm & 1) + lr, dims 8 (lm >> 1)..) */
+    const uint32_t k_lane = smem_addr(&sm.ks[0][lr][8 * lm]);
+    const uint32_t v_lane = smem_addr(&sm.vs[0][8 * (lm & 1) + lr][8 * (lm >> 1)]);
+    const uint32_t PART = ATC_BK * ATC_LD * 2, ROW = ATC_LD * 2; /* bytes: hi -> lo, key -> key + 1 */
+
+    for (int kt = k_lo, it = 0; kt <= k_hi; kt += ATC_BK, it++) {
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        __syncthreads(); /* this tile's raw rows have landed; every warp is done with the previous tile */
+        if (kt + ATC_BK <= k_hi) at2_issue(kv, kvh, kt + ATC_BK, k_hi, sm.raw[(it + 1) & 1]);
+        at2_split(sm.raw[it & 1], sm.ks, sm.vs);
+        __syncthreads();
+        if (kt > w_hi || kt + ATC_BK - 1 < w_lo) continue; /* nothing this warp can see */
+        const uint32_t ka = at2_launder(k_lane), va = at2_launder(v_lane);
+
+        /* The tile in two halves of 32 keys, each with its own softmax update: S of one half is 16 registers
+         * (all 64 keys at once spilled at the 128 registers that 2 blocks per SM allow). */
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            const int kb = 32 * half; /* the half's first key in the tile */
+            /* S = Q K^T for 4 n-tiles of 8 keys: matrices (keys kb + 8n.., dims 32kq + 8m) give b0, b1 of
+             * k-steps 2kq, 2kq+1 */
+            float s[4][4];
+#pragma unroll
+            for (int n = 0; n < 4; n++) {
+                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+                for (int kq = 0; kq < 2; kq++) {
+                    uint32_t bh[4], bl[4];
+                    const uint32_t a = ka + (kb + 8 * n) * ROW + 64 * kq; /* ks[0][kb + 8n + lr][32kq + 8lm] */
+                    ldsm_x4(bh, a);
+                    ldsm_x4(bl, a + PART);
+#pragma unroll
+                    for (int k2 = 0; k2 < 2; k2++) {
+                        const int kk = 2 * kq + k2;
+                        mma16816(s[n], qh[kk], bh[2 * k2], bh[2 * k2 + 1]);
+                        mma16816(s[n], qh[kk], bl[2 * k2], bl[2 * k2 + 1]);
+                        mma16816(s[n], ql[kk], bh[2 * k2], bh[2 * k2 + 1]);
+                    }
+                }
+            }
+            /* Mask, online softmax per row (rows g and g+8; a row's 4 threads share a quad). */
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int pos = rpos[hr], lo = window > 0 ? pos - window + 1 : 0;
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int j = kt + kb + 8 * n + 2 * t4 + e;
+                        float &v = s[n][2 * hr + e];
+                        if (j > pos || j < lo) v = -INFINITY;
+                        mx = fmaxf(mx, v);
+                    }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mn = fmaxf(m_r[hr], mx);
+                if (mn == -INFINITY) {
+#pragma unroll
+                    for (int n = 0; n < 4; n++) s[n][2 * hr] = s[n][2 * hr + 1] = 0.0f;
+                    continue;
+                }
+                const float f = __expf(m_r[hr] - mn);
+                float sum = 0.0f;
+#pragma unroll
+                for (int n = 0; n < 4; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float &v = s[n][2 * hr + e];
+                        v = v == -INFINITY ? 0.0f : __expf(v - mn);
+                        sum += v;
+                    }
+                l_r[hr] = l_r[hr] * f + sum;
+                m_r[hr] = mn;
+#pragma unroll
+                for (int n = 0; n < 8; n++) { o[n][2 * hr] *= f; o[n][2 * hr + 1] *= f; }
+            }
+            /* O += P V: k-steps of 16 keys; matrices (keys kb + 16kk + 8(m&1).., dims 16np + 8(m>>1)) transposed
+             * give b0, b1 of n-tiles 2np and 2np+1 */
+#pragma unroll
+            for (int kk = 0; kk < 2; kk++) {
+                uint32_t ph[4], pl[4];
+                split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
+                split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
+                split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
+                split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+#pragma unroll
+                for (int np = 0; np < 4; np++) {
+                    uint32_t vh[4], vl[4];
+                    const uint32_t a = va + (kb + 16 * kk) * ROW + 32 * np; /* vs[0][kb + 16kk + 8(lm&1) + lr][16np + 8(lm>>1)] */
+                    ldsm_x4_trans(vh, a);
+                    ldsm_x4_trans(vl, a + PART);
+#pragma unroll
+                    for (int n2 = 0; n2 < 2; n2++) {
+                        float *acc = o[2 * np + n2];
+                        mma16816(acc, ph, vh[2 * n2], vh[2 * n2 + 1]);
+                        mma16816(acc, ph, vl[2 * n2], vl[2 * n2 + 1]);
+                        mma16816(acc, pl, vh[2 * n2], vh[2 * n2 + 1]);
+                    }
+                }
+            }
+        }
+    }
+    const float sink = gptoss_bf16_to_f32(sinks[h]);
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float l = l_r[hr];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float M = fmaxf(m_r[hr], sink);
+        const float f = m_r[hr] == -INFINITY ? 0.0f : __expf(m_r[hr] - M);
+        const float den = l * f + __expf(sink - M);
+        const int row = wq0 + g + 8 * hr;
+        if (row >= T) continue;
+        float *orow = out + (size_t)row * qd + (size_t)h * D;
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            float2 v;
+            v.x = o[n][2 * hr] * f / den;
+            v.y = o[n][2 * hr + 1] * f / den;
+            *(float2 *)(orow + 8 * n + 2 * t4) = v;
+        }
+    }
+}
+
+/* kind 2 / 3: the GQA-block kernel at 2 / 1 blocks per SM (needs n_heads / n_kv to divide 8); 1:
+ * attention_tc_kernel with the packed staging; 0: with the original staging. The kernel checks run each. */
+template <int MINB>
+static cudaError_t at2_launch(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
+                              int window, float *out, cudaStream_t s) {
+    const int G = n_heads / n_kv;
+    if (AT2_WARPS % G != 0) return cudaErrorNotSupported;
+    const int QB = AT2_ROWS / G;
+    const cudaError_t e = cudaFuncSetAttribute(attention_tc2_kernel<MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)sizeof(at2_smem));
+    if (e != cudaSuccess) return e;
+    const dim3 grid((unsigned)((T + QB - 1) / QB), (unsigned)n_kv);
+    attention_tc2_kernel<MINB><<<grid, AT2_WARPS * 32, sizeof(at2_smem), s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window,
+                                                                               out);
+    return cudaGetLastError();
+}
+
+static cudaError_t atc_launch(int kind, const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0,
                               int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
+    if (kind == 2) return at2_launch<2>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    if (kind == 3) return at2_launch<1>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
-    if (packed)
+    if (kind)
         attention_tc_kernel<true><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
     else
         attention_tc_kernel<false><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
@@ -267,12 +541,15 @@ static cudaError_t atc_launch(int packed, const float *q, gptoss_kv kv, const ui
 
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
                                 int n_kv, int window, float *out, cudaStream_t s) {
-    static int packed = -1; /* the packed staging unless LLMR_GPTOSS_ATC_STAGE=0 (the original one, same
-                               values); read once. Off in sessions 5-7 for a batching failure that session 8's
-                               bisect put on LLMR_GPTOSS_TC_DENSE_STACKED (model.cu) */
-    if (packed < 0) {
-        const char *v = getenv("LLMR_GPTOSS_ATC_STAGE");
-        packed = !(v && strcmp(v, "0") == 0);
+    static int kind = -1; /* LLMR_GPTOSS_ATC: 2 (default) the GQA-block kernel where the heads allow it, 3 the same
+                             at one block per SM, 1 the per-head kernel with the packed staging, 0 its original
+                             staging (same values as 1; LLMR_GPTOSS_ATC_STAGE=0 still means 0); read once */
+    if (kind < 0) {
+        const char *v = getenv("LLMR_GPTOSS_ATC"), *st = getenv("LLMR_GPTOSS_ATC_STAGE");
+        kind = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 2;
+        if (st && strcmp(st, "0") == 0) kind = 0;
     }
-    return atc_launch(packed, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    cudaError_t e = atc_launch(kind, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    if (e == cudaErrorNotSupported) e = atc_launch(1, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    return e;
 }

@@ -245,8 +245,10 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
 
 /* The experts of one layer for the grouped pairs already routed (m->counts, offsets, pair_token):
  * gate_up -> SwiGLU -> down into m->dn. Up to m->moe_mma_prefill tokens: the tensor-core kernel (SwiGLU
- * in its epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that. */
-static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
+ * in its epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that.
+ * *combined = 1 when the experts' outputs were already added into the residual m->x (gptoss_tc_mlp, which
+ * writes no m->dn); else the caller combines m->dn. */
+static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, int *combined) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
@@ -256,17 +258,26 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T) {
         return gptoss_moe_mma_experts(m, w, m->h, 0, P, m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
-        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias,
-                                   m->counts, m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess)
+        const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias},
+                                  dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias};
+        /* the gate_up reduce, SwiGLU and down split as one kernel (same bits); three calls where it does not apply */
+        if (m->tc_fused_mlp &&
+            (e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, H,
+                               I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported) {
+            *combined = e == cudaSuccess;
             return e;
-    } else if ((e = gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,
-                                          m->offsets, E, T, H, 2 * I, m->gu, st)) != cudaSuccess) {
-        return e;
+        }
+        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, gu.blocks, gu.scales, gu.bf16, gu.bias, m->counts,
+                                   m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess ||
+            (e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess)
+            return e;
+        return gptoss_tc_experts(&m->tc, m->act, I, NULL, dn.blocks, dn.scales, dn.bf16, dn.bias, m->counts, m->offsets, E,
+                                 P, I, H, m->dn);
     }
-    if ((e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess) return e;
-    if (m->use_tc && T >= GPTOSS_TC_MIN_T)
-        return gptoss_tc_experts(&m->tc, m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, m->counts,
-                                 m->offsets, E, P, I, H, m->dn);
+    if ((e = gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,
+                                  E, T, H, 2 * I, m->gu, st)) != cudaSuccess ||
+        (e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess)
+        return e;
     return gptoss_mxfp4_grouped(m->act, I, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, m->counts, m->offsets, E, T, I,
                                 H, m->dn, st);
 }
@@ -350,9 +361,10 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         }
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
         PF_MARK(6 * l + 4);
-        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T), what);
+        int combined = 0; /* the tensor-core MLP also adds into the residual (tc.h gptoss_tc_mlp) */
+        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T, &combined), what);
         PF_MARK(6 * l + 5);
-        CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
+        if (!combined) CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         PF_MARK(6 * l + 6);
         if (dbg && dbg->router) {
             llmr_engine_status r = copy_rows(dbg->router + ((size_t)l * dbg->n_total + dbg->row0) * E, m->rl,

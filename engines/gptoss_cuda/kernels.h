@@ -31,6 +31,15 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
 }
 
 #ifdef __CUDACC__
+/* gpt-oss's clamped SwiGLU of one gate / up pair: every kernel that computes it calls this, so the prompt
+ * and step paths give the same bits for the same inputs. */
+static __device__ __forceinline__ float gptoss_swiglu_value(float g, float u, float alpha, float limit) {
+    g = fminf(g, limit);
+    u = fminf(fmaxf(u, -limit), limit);
+    const float glu = g * (1.0f / (1.0f + expf(-alpha * g)));
+    return glu * (u + 1.0f);
+}
+
 /* The 8 bf16 of one 16-byte load as fp32 (element 2i from the low half of word i), for the bf16 GEMVs. */
 static __device__ __forceinline__ void gptoss_bf16x8(uint4 v, float w[8]) {
     const uint32_t u[4] = {v.x, v.y, v.z, v.w};

@@ -222,7 +222,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
  * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache;
+    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache, fused_mlp;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -260,6 +260,10 @@ static prefill_settings prefill_settings_get(void) {
      * oracle showed why (the stacked prompt path itself decides the batched token: docs/performance.md,
      * "Session 10: the batching check's oracle") */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
+    /* 1 (default): the per-expert path's gate_up reduce, SwiGLU and down split as one kernel (tc.h gptoss_tc_mlp,
+     * the same bits); 0: three kernels, for comparisons (docs/performance.md, "Session 11: the experts' MLP
+     * without its fp32 round trips") */
+    p.fused_mlp = env_int("LLMR_GPTOSS_TC_FUSED_MLP", 1, 0, 1);
     /* every expert dequantized to bf16 once at load (1.59 GB a layer, 38 GB on 20b), so the prompt path's
      * cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
      * prefill 84.5 -> 50.4 ms, 4,096 197.4 -> 163.7; docs/performance.md "Session 10: the expert cache").
@@ -402,10 +406,10 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
     if (st == LLMR_ENGINE_OK) {
         const uint32_t ctx = pick_context(&cfg, max_context);
         const uint32_t ns = max_sessions ? max_sessions : 1;
-        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL, prefill_settings_get()) + pool_bytes_for(&cfg, ctx, ns) +
+        const prefill_settings ps = prefill_settings_get();
+        *bytes = p.arena_bytes + workspace_layout(&cfg, NULL, NULL, ps) + pool_bytes_for(&cfg, ctx, ns) +
                  (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
         /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
-        const prefill_settings ps = prefill_settings_get();
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
     }
     free(p.t);
@@ -672,6 +676,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->chunk = ps.chunk;
     m->use_tc = ps.use_tc;
     m->tc_attn = ps.use_tc && ps.tc_attn;
+    m->tc_fused_mlp = ps.fused_mlp;
     if (m->use_tc) {
         char msg[256];
         if (gptoss_tc_init(&m->tc, m->stream, ps.splits, m->cublas_ws, msg, sizeof msg)) {
@@ -683,19 +688,14 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
-        /* the stacked experts (tc.h): GEMM streams (LLMR_GPTOSS_TC_STREAMS) and whether the weights are
-         * dequantized a whole layer ahead (LLMR_GPTOSS_TC_AHEAD=1) or the used experts in the layer (0) */
-        if (m->tc.wst[0] && gptoss_tc_stacked_setup(&m->tc, env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS),
-                                                    env_int("LLMR_GPTOSS_TC_AHEAD", 0, 0, 1), msg, sizeof msg)) {
-            st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
-            goto fail;
-        }
-        /* the per-expert GEMMs' streams (tc.h gptoss_tc_streams_setup). 4: H200, prefill 384 / 512 / 1,024 /
-         * 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2:
-         * between; 8: no better than 4); docs/performance.md "Session 10: the per-expert GEMMs over several
-         * streams" */
+        /* the GEMM streams of the experts' GEMMs (tc.h gptoss_tc_streams_setup), for the stacked experts or the
+         * per-expert path. 4: H200, prefill 384 / 512 / 1,024 / 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on
+         * one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2: between; 8: no better than 4); docs/performance.md
+         * "Session 10: the per-expert GEMMs over several streams". The stacked experts also read whether the
+         * weights are dequantized a whole layer ahead (LLMR_GPTOSS_TC_AHEAD=1) or the used experts in the layer */
         const int gs = env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS);
-        if (!m->tc.wst[0] && gs > 1 && gptoss_tc_streams_setup(&m->tc, gs, msg, sizeof msg)) {
+        if (m->tc.wst[0] ? gptoss_tc_stacked_setup(&m->tc, gs, env_int("LLMR_GPTOSS_TC_AHEAD", 0, 0, 1), msg, sizeof msg)
+                         : gs > 1 && gptoss_tc_streams_setup(&m->tc, gs, msg, sizeof msg)) {
             st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
             goto fail;
         }

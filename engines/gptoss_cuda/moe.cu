@@ -228,10 +228,7 @@ __global__ void swiglu_kernel(const float *gu, long n, int I, float alpha, float
     if (idx >= n) return;
     const long p = idx / I;
     const int j = (int)(idx % I);
-    const float g = fminf(gu[p * 2 * I + 2 * j], limit);
-    const float u = fminf(fmaxf(gu[p * 2 * I + 2 * j + 1], -limit), limit);
-    const float glu = g * (1.0f / (1.0f + expf(-alpha * g)));
-    a[idx] = glu * (u + 1.0f);
+    a[idx] = gptoss_swiglu_value(gu[p * 2 * I + 2 * j], gu[p * 2 * I + 2 * j + 1], alpha, limit);
 }
 
 cudaError_t gptoss_swiglu(const float *gu, int P, int I, float alpha, float limit, float *a, cudaStream_t s) {

@@ -360,10 +360,8 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
 #pragma unroll
                 for (int i = 0; i < G; i++)
                     if (i == lane) { gv = acc[2 * h][i]; uv = acc[2 * h + 1][i]; }
-                gv = fminf(gv + gptoss_bf16_to_f32(b[2 * h]), limit);
-                uv = fminf(fmaxf(uv + gptoss_bf16_to_f32(b[2 * h + 1]), -limit), limit);
-                const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
-                out[md_swz(tk * (MD_R / 2) + h, I)] = glu * (uv + 1.0f);
+                out[md_swz(tk * (MD_R / 2) + h, I)] = gptoss_swiglu_value(
+                    gv + gptoss_bf16_to_f32(b[2 * h]), uv + gptoss_bf16_to_f32(b[2 * h + 1]), alpha, limit);
             }
         }
     }

@@ -127,10 +127,8 @@ __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_gate_up_async_kernel(con
         __syncwarp(); /* every lane is done with this buffer before it is refilled */
         if (lane == 0) {
             const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MA_R;
-            float gv = fminf(acc[0] + gptoss_bf16_to_f32(b[0]), limit);
-            float uv = fminf(fmaxf(acc[1] + gptoss_bf16_to_f32(b[1]), -limit), limit);
-            const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
-            act_sw[(size_t)pair * I + ma_swz(tk, I)] = glu * (uv + 1.0f);
+            act_sw[(size_t)pair * I + ma_swz(tk, I)] =
+                gptoss_swiglu_value(acc[0] + gptoss_bf16_to_f32(b[0]), acc[1] + gptoss_bf16_to_f32(b[1]), alpha, limit);
         }
     }
     ma_wait_all();

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "engines/gptoss_cuda/kernels.h"
+
 /* ------------------------------------------------------------------ MXFP4 -> bf16 */
 
 /* The rule of tc.cu's exact dequantization for one value (fp32 product, upper half), for the scales
@@ -118,10 +120,7 @@ static __device__ __forceinline__ void mma_stage_unit(const float *row, int swz,
 
 /* gpt-oss's clamped SwiGLU of one gate / up pair (gptoss_swiglu's arithmetic), for the gate_up epilogues. */
 static __device__ __forceinline__ float mma_swiglu(float gv, float uv, float alpha, float limit) {
-    gv = fminf(gv, limit);
-    uv = fminf(fmaxf(uv, -limit), limit);
-    const float glu = gv * (1.0f / (1.0f + expf(-alpha * gv)));
-    return glu * (uv + 1.0f);
+    return gptoss_swiglu_value(gv, uv, alpha, limit);
 }
 
 #endif

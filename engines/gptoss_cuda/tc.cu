@@ -84,6 +84,72 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     }
 }
 
+/* The gate_up reduce, the SwiGLU and the down split in one pass (gptoss_tc_mlp): for pair p, the gate_up
+ * partial rows of ys (per-expert layout, N = 2I columns) summed with the bias as tc_reduce_kernel does,
+ * each (gate, up) pair through gptoss_swiglu_value, the activation split into the S parts as tc_split_kernel
+ * writes them for the down GEMMs (K = I). The same operations in the same order as those three kernels,
+ * so the same bits; the [P, 2I] and [P, I] fp32 rows in between are never written. Two activations per
+ * thread and step: one 16-byte ys load per part, one 4-byte store per part. Needs I even. */
+__global__ void tc_swiglu_split_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
+                                       int I, int splits, const uint16_t *b, float alpha, float limit, uint16_t *xs) {
+    const int p = blockIdx.x, N = 2 * I;
+    int e = 0;
+    long r[3];
+    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
+    const uint16_t *bb = b ? b + (size_t)e * N : NULL;
+    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
+        float4 v = *(const float4 *)(ys + r[0] * N + 2 * j); /* gate j, up j, gate j+1, up j+1 */
+        for (int s = 1; s < splits; s++) {
+            const float4 w = *(const float4 *)(ys + r[s] * N + 2 * j);
+            v.x += w.x; v.y += w.y; v.z += w.z; v.w += w.w;
+        }
+        if (bb) {
+            v.x += gptoss_bf16_to_f32(bb[2 * j]);
+            v.y += gptoss_bf16_to_f32(bb[2 * j + 1]);
+            v.z += gptoss_bf16_to_f32(bb[2 * j + 2]);
+            v.w += gptoss_bf16_to_f32(bb[2 * j + 3]);
+        }
+        float a0 = gptoss_swiglu_value(v.x, v.y, alpha, limit), a1 = gptoss_swiglu_value(v.z, v.w, alpha, limit);
+        for (int s = 0; s < splits; s++) {
+            const uint32_t b0 = gptoss_tc_bf16_bits(a0), b1 = gptoss_tc_bf16_bits(a1);
+            *(uint32_t *)(xs + r[s] * I + j) = b0 | (b1 << 16);
+            a0 -= gptoss_bf16_to_f32((uint16_t)b0); /* exact: the rounding residuals */
+            a1 -= gptoss_bf16_to_f32((uint16_t)b1);
+        }
+    }
+}
+
+/* The down reduce and the MoE combine in one pass (gptoss_tc_mlp): token t's residual row gets
+ * sum_k w[t, k] * (the partial rows of pair pair_of[t, k] summed with its expert's bias), the part sums in
+ * tc_reduce_kernel's order and the weighted sum in gptoss_moe_combine's, so the same bits without the
+ * [P, N] rows in between. */
+__global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
+                                         int N, int splits, const uint16_t *b, const float *w, const int32_t *pair_of,
+                                         float *x) {
+    const int t = blockIdx.x;
+    long r[GPTOSS_TOPK][3];
+    const uint16_t *bb[GPTOSS_TOPK];
+    float wk[GPTOSS_TOPK];
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        const int p = pair_of[(size_t)t * GPTOSS_TOPK + k];
+        int e = 0;
+        for (int s = 0; s < splits; s++) r[k][s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
+        bb[k] = b ? b + (size_t)e * N : NULL;
+        wk[k] = w[(size_t)t * GPTOSS_TOPK + k];
+    }
+    for (int n = threadIdx.x; n < N; n += blockDim.x) {
+        float acc = 0.0f;
+#pragma unroll
+        for (int k = 0; k < GPTOSS_TOPK; k++) {
+            float v = ys[r[k][0] * N + n];
+            for (int s = 1; s < splits; s++) v += ys[r[k][s] * N + n];
+            if (bb[k]) v += gptoss_bf16_to_f32(bb[k][n]);
+            acc += wk[k] * v;
+        }
+        x[(size_t)t * N + n] += acc;
+    }
+}
+
 /* The dense reduce for G column segments of one GEMM output (ys rows of ld columns): segment g =
  * blockIdx.y covers columns seg[g].off .. + seg[g].n and writes (or adds to) y_g[r, n] = sum_s
  * ys[s * rows + r, off + n] + b[off + n]; blockIdx.x is the row, blockIdx.z a chunk of TC_REDUCE_COLS
@@ -297,6 +363,23 @@ static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int
     return gemm_rows_on(tc, 0, W, K, N, M, xs, ys);
 }
 
+int gptoss_tc_gemm_streams(const gptoss_tc *tc) { return tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1; }
+
+cudaError_t gptoss_tc_fork(gptoss_tc *tc, int ns) {
+    cudaError_t r = ns > 1 ? cudaEventRecord(tc->ev_fork, tc->stream) : cudaSuccess;
+    for (int i = 1; i < ns && r == cudaSuccess; i++) r = cudaStreamWaitEvent(tc->aux[i], tc->ev_fork, 0);
+    return r;
+}
+
+cudaError_t gptoss_tc_join(gptoss_tc *tc, int ns, cudaError_t r) {
+    for (int i = 1; i < ns; i++) {
+        cudaError_t r2 = cudaEventRecord(tc->ev_join[i], tc->aux[i]);
+        if (r2 == cudaSuccess) r2 = cudaStreamWaitEvent(tc->stream, tc->ev_join[i], 0);
+        if (r == cudaSuccess) r = r2;
+    }
+    return r;
+}
+
 /* split, GEMM and one reduce launch writing the segments: the dense linears' common body */
 static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                               int K, int N, const gptoss_tc_segs *segs, int accumulate) {
@@ -413,41 +496,45 @@ static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const
     return r;
 }
 
-cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
-                              const uint8_t *scales, const uint16_t *wbf_all, const uint16_t *b,
-                              const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
-                              float *y) {
+/* Whether the grouped scratch and the fetched counts fit a P-pair projection [N, K] (wbf_all: the expert cache). */
+static int experts_fit(const gptoss_tc *tc, const uint16_t *wbf_all, int E, int P, int K, int N) {
     const int S = tc->splits;
-    if (P <= 0) return cudaSuccess;
     if (K % 32 || (size_t)S * P * K > tc->xs_elems || (size_t)S * P * N > tc->ys_elems ||
         (!wbf_all && (size_t)N * K > tc->wbf_elems) || E > GPTOSS_MAX_EXPERTS)
-        return cudaErrorInvalidValue;
+        return 0;
     long total = 0;
+    for (int e = 0; e < E; e++) total += tc->counts_host[e];
+    return total == P; /* else the counts were not fetched for this routing */
+}
+
+/* The batched layout's rows per expert (every expert padded to the busiest one's rows), or 0 for the
+ * per-expert layout: batched is used unless tc->no_batched, when the padding fits the scratch (at most ~2x
+ * the pairs). */
+static long experts_pad(const gptoss_tc *tc, const uint16_t *wbf_all, int E, int K, int N) {
     int most = 0;
-    for (int e = 0; e < E; e++) {
-        total += tc->counts_host[e];
+    for (int e = 0; e < E; e++)
         if (tc->counts_host[e] > most) most = tc->counts_host[e];
-    }
-    if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
-    /* Batched: every expert padded to the busiest one's rows, S strided-batched GEMMs (one per part,
-     * beta = 1 from the second on); used when the padding fits the scratch (at most ~2x the pairs). */
     const long pad = (most + 15) & ~15L;
-    if (!tc->no_batched && (size_t)S * E * pad * K <= tc->xs_elems && (size_t)E * pad * N <= tc->ys_elems &&
-        (wbf_all || (size_t)E * N * K <= tc->wbf_elems))
-        return experts_batched(tc, x, ldx, gather, blocks, scales, wbf_all, b, counts_dev, offsets_dev, E, P, K, N,
-                               (int)pad, y);
-    cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, S, tc->xs, tc->stream);
-    /* dq_all: one launch for every used expert (experts without tokens skipped on the device); with the
-     * cache, none */
+    const int S = tc->splits;
+    return !tc->no_batched && (size_t)S * E * pad * K <= tc->xs_elems && (size_t)E * pad * N <= tc->ys_elems &&
+                   (wbf_all || (size_t)E * N * K <= tc->wbf_elems)
+               ? pad
+               : 0;
+}
+
+/* The per-expert layout's GEMMs, x already split into tc->xs: expert e's S * cnt_e partial rows into tc->ys
+ * from row S * off_e. dq_all: one launch for every used expert (experts without tokens skipped on the
+ * device); with the cache (wbf_all), none. With every weight in place the GEMMs go round robin over the
+ * GEMM streams (forked after the split and the dequantization, joined before the caller's reduce). */
+static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uint8_t *scales, const uint16_t *wbf_all,
+                                 const int32_t *counts_dev, int E, int K, int N) {
+    const int S = tc->splits;
     const int all = wbf_all || (tc->dq_all && (size_t)E * N * K <= tc->wbf_elems);
     const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
-    if (all && !wbf_all && r == cudaSuccess)
-        r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
-    /* with every weight in place, the experts' GEMMs go round robin over the GEMM streams (forked after the
-     * split and the dequantization, joined before the reduce) */
-    const int ns = all && tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1;
-    if (r == cudaSuccess && ns > 1) r = cudaEventRecord(tc->ev_fork, tc->stream);
-    for (int i = 1; i < ns && r == cudaSuccess; i++) r = cudaStreamWaitEvent(tc->aux[i], tc->ev_fork, 0);
+    cudaError_t r = cudaSuccess;
+    if (all && !wbf_all) r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+    const int ns = all ? gptoss_tc_gemm_streams(tc) : 1;
+    if (r == cudaSuccess) r = gptoss_tc_fork(tc, ns);
     long off = 0;
     int j = 0; /* used experts so far: the j-th goes to GEMM stream j % ns */
     for (int e = 0; e < E && r == cudaSuccess; e++) {
@@ -459,12 +546,48 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
             r = gemm_rows_on(tc, j++ % ns, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
         off += cnt;
     }
-    for (int i = 1; i < ns; i++) { /* join (also after an error): tc->stream continues after every GEMM */
-        cudaError_t r2 = cudaEventRecord(tc->ev_join[i], tc->aux[i]);
-        if (r2 == cudaSuccess) r2 = cudaStreamWaitEvent(tc->stream, tc->ev_join[i], 0);
-        if (r == cudaSuccess) r = r2;
-    }
+    return gptoss_tc_join(tc, ns, r);
+}
+
+cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
+                              const uint8_t *scales, const uint16_t *wbf_all, const uint16_t *b,
+                              const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
+                              float *y) {
+    if (P <= 0) return cudaSuccess;
+    if (!experts_fit(tc, wbf_all, E, P, K, N)) return cudaErrorInvalidValue;
+    const long pad = experts_pad(tc, wbf_all, E, K, N);
+    if (pad)
+        return experts_batched(tc, x, ldx, gather, blocks, scales, wbf_all, b, counts_dev, offsets_dev, E, P, K, N,
+                               (int)pad, y);
+    cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, tc->splits, tc->xs, tc->stream);
+    if (r == cudaSuccess) r = experts_gemms(tc, blocks, scales, wbf_all, counts_dev, E, K, N);
     if (r == cudaSuccess)
-        r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, S, b, y, N, 0, tc->stream);
+        r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, tc->splits, b, y, N, 0, tc->stream);
+    return r;
+}
+
+cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
+                          const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
+                          const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
+                          float *x) {
+    const int P = T * GPTOSS_TOPK;
+    if (T <= 0) return cudaSuccess;
+    if (I % 2 || !experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H))
+        return cudaErrorInvalidValue;
+    if (experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H)) return cudaErrorNotSupported;
+    const int S = tc->splits;
+    cudaError_t r = gptoss_tc_split(h, ldh, gather, offsets_dev, counts_dev, E, P, H, S, tc->xs, tc->stream);
+    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, gu->bf16, counts_dev, E, H, 2 * I);
+    if (r == cudaSuccess) {
+        tc_swiglu_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, I, S, gu->bias,
+                                                                    alpha, limit, tc->xs);
+        r = cudaGetLastError();
+    }
+    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->bf16, counts_dev, E, I, H);
+    if (r == cudaSuccess) {
+        tc_reduce_combine_kernel<<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, S, dn->bias,
+                                                                      rw, pair_of, x);
+        r = cudaGetLastError();
+    }
     return r;
 }

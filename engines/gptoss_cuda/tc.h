@@ -125,6 +125,27 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
                               const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
                               float *y);
 
+/* One expert projection's weights for gptoss_tc_mlp: MXFP4 blocks and scales [E, N, K], the expert cache's bf16
+ * [E, N, K] or NULL (as wbf_all above), the bias [E, N] bf16 or NULL. Borrowed. */
+typedef struct gptoss_tc_experts_w {
+    const uint8_t *blocks, *scales;
+    const uint16_t *bf16, *bias;
+} gptoss_tc_experts_w;
+
+/* The MoE block after routing, for T tokens (P = 4T grouped pairs, counts on the host as for
+ * gptoss_tc_experts): x[t] += sum_k rw[t, k] * y[pair_of[t, k]] with y[p] = down_e(swiglu(gate_up_e(h[row(p)])))
+ * and the biases (gate_up [2I, H], gate / up interleaved; down [H, I]). The same bits as gptoss_tc_experts
+ * (gate_up) + gptoss_swiglu + gptoss_tc_experts (down) + gptoss_moe_combine, with two kernels between and
+ * after the GEMMs instead of five: gate_up reduce + SwiGLU + down split, and down reduce + combine. So the
+ * [P, 2I], [P, I] and [P, H] fp32 rows between them are never written (at 4,096 tokens on 20b ~1.5 GB of
+ * traffic a layer). Per-expert layout only: returns cudaErrorNotSupported where gptoss_tc_experts would take
+ * the batched layout (the caller then makes the four calls); cudaErrorInvalidValue as gptoss_tc_experts, or
+ * when I is odd. */
+cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
+                          const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
+                          const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
+                          float *x);
+
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each).
  * Same arguments; n_heads <= 65535. */
@@ -247,6 +268,15 @@ cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uin
 
 /* Records "cuBLAS <what>: <status>" in tc->why and returns cudaErrorUnknown (the caller's message). */
 cudaError_t gptoss_tc_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s);
+
+/* The experts' GEMM streams: GEMM stream 0 is tc->stream (tc->handle), i > 0 is tc->aux[i] (tc->aux_handle[i]).
+ * gptoss_tc_gemm_streams: how many are set up (1 without gptoss_tc_streams_setup). gptoss_tc_fork: streams
+ * 1..ns-1 wait for the work queued on tc->stream so far. gptoss_tc_join: tc->stream waits for streams
+ * 1..ns-1; call it after a fork whatever happened since (also after an error, so tc->stream continues after
+ * every GEMM); returns r, or the first join error when r is cudaSuccess. */
+int gptoss_tc_gemm_streams(const gptoss_tc *tc);
+cudaError_t gptoss_tc_fork(gptoss_tc *tc, int ns);
+cudaError_t gptoss_tc_join(gptoss_tc *tc, int ns, cudaError_t r);
 
 #ifdef __CUDACC__
 #include <cuda_bf16.h>

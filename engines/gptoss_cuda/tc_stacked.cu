@@ -96,10 +96,7 @@ cudaError_t gptoss_mxfp4_dequant_stacked(const uint8_t *blocks, const uint8_t *s
 }
 
 int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, size_t es) {
-    if (n_streams < 1 || n_streams > GPTOSS_TC_MAX_STREAMS) {
-        snprintf(err, es, "LLMR_GPTOSS_TC_STREAMS must be 1..%d (got %d)", GPTOSS_TC_MAX_STREAMS, n_streams);
-        return -1;
-    }
+    if (gptoss_tc_streams_setup(tc, n_streams, err, es)) return -1; /* checks n_streams */
     tc->ahead = ahead != 0;
     for (int i = 0; i < 2; i++) {
         if (tc->ev_exp[i]) continue;
@@ -115,7 +112,7 @@ int gptoss_tc_stacked_setup(gptoss_tc *tc, int n_streams, int ahead, char *err, 
                 return -1;
             }
     }
-    return gptoss_tc_streams_setup(tc, n_streams, err, es);
+    return 0;
 }
 
 cudaError_t gptoss_tc_prefetch(gptoss_tc *tc, int which, const uint8_t *blocks, const uint8_t *scales,
@@ -150,14 +147,11 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
     long total = 0;
     for (int e = 0; e < E; e++) total += tc->counts_host[e];
     if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
-    const int ns = tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1, per = tc->per_expert[which];
+    const int ns = gptoss_tc_gemm_streams(tc), per = tc->per_expert[which];
     cudaError_t r = gptoss_tc_split_stacked(x, ldx, gather, P, K, S, tc->xs, tc->stream);
-    if (r == cudaSuccess && ns > 1) r = cudaEventRecord(tc->ev_fork, tc->stream); /* the split rows are written */
-    for (int i = 0; i < ns && r == cudaSuccess; i++) {
-        cudaStream_t st = i ? tc->aux[i] : tc->stream;
-        if (i) r = cudaStreamWaitEvent(st, tc->ev_fork, 0);
-        if (r == cudaSuccess && !per) r = cudaStreamWaitEvent(st, tc->ev_ready[which], 0); /* all weights written */
-    }
+    if (r == cudaSuccess) r = gptoss_tc_fork(tc, ns); /* after the split rows are written */
+    for (int i = 0; i < ns && r == cudaSuccess && !per; i++) /* all weights written */
+        r = cudaStreamWaitEvent(i ? tc->aux[i] : tc->stream, tc->ev_ready[which], 0);
     const float one = 1.0f, zero = 0.0f;
     long off = 0;
     int j = 0; /* used experts so far: expert j-th goes to GEMM stream j % ns */
@@ -176,11 +170,7 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
         }
         off += cnt;
     }
-    for (int i = 1; i < ns; i++) { /* join (also after an error): tc->stream continues after every GEMM */
-        cudaError_t r2 = cudaEventRecord(tc->ev_join[i], tc->aux[i]);
-        if (r2 == cudaSuccess) r2 = cudaStreamWaitEvent(tc->stream, tc->ev_join[i], 0);
-        if (r == cudaSuccess) r = r2;
-    }
+    r = gptoss_tc_join(tc, ns, r);
     if (r == cudaSuccess) r = cudaEventRecord(tc->ev_free[which], tc->stream); /* wst[which] may be rewritten after */
     return r;
 }

@@ -273,6 +273,28 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
     const auto dn = experts(NULL, NULL);
     CK(gptoss_moe_combine(c.ddn, c.dw, c.dpo, T, H, c.dres, 0)); /* adds into the residual: once */
     auto out = dev_download(c.dres, (size_t)T * H);
+    /* gptoss_tc_mlp (one kernel between the GEMMs): the three calls' bits in the per-expert layout, refused
+     * (the caller makes the three calls) where they take the batched one */
+    float *dres2 = dev_upload(c.x0);
+    auto mlp_check = [&](const uint16_t *gu_w, const uint16_t *dn_w, const char *how) {
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb}, dw = {c.ddnb, c.ddns, dn_w, c.ddb};
+        CK(cudaMemcpy(dres2, c.x0.data(), (size_t)T * H * sizeof(float), cudaMemcpyHostToDevice));
+        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, H, I, c.alpha,
+                                            c.limit, dres2);
+        char w3[160];
+        if (no_batched == 0) {
+            snprintf(w3, sizeof w3, "tc_mlp refuses the batched layout (S=%d T=%d E=%d, %s)", S, T, E, how);
+            check_true(w3, r == cudaErrorNotSupported);
+            return;
+        }
+        if (r == cudaErrorNotSupported && no_batched == 2) return; /* the tight scratch may take either layout */
+        CK(r);
+        const auto out_m = dev_download(dres2, (size_t)T * H);
+        snprintf(w3, sizeof w3, "tc_mlp = tc_experts + swiglu + tc_experts + combine, bit for bit (S=%d T=%d E=%d, %s)", S,
+                 T, E, how);
+        check_true(w3, !memcmp(out.data(), out_m.data(), out.size() * sizeof(float)));
+    };
+    mlp_check(NULL, NULL, tc.dq_all ? "one dequant launch" : "per-expert dequant");
     if (cached) {
         CK(cudaMalloc((void **)&gu_all, (size_t)E * 2 * I * H * 2));
         CK(cudaMalloc((void **)&dn_all, (size_t)E * H * I * 2));
@@ -284,6 +306,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
         snprintf(w2, sizeof w2, "tc MoE from the expert cache = dequantized per call, bit for bit (S=%d T=%d E=%d%s)", S, T,
                  E, no_batched == 1 ? ", per-expert GEMMs" : "");
         check_true(w2, !memcmp(dn.data(), dn_c.data(), dn.size() * sizeof(float)));
+        mlp_check(gu_all, dn_all, "expert cache");
         if (streams > 1) { /* the same GEMMs spread over GEMM streams: the same bits */
             char serr[256];
             if (gptoss_tc_streams_setup(&tc, streams, serr, sizeof serr)) {
@@ -294,6 +317,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
             snprintf(w2, sizeof w2, "tc MoE over %d GEMM streams = one stream, bit for bit (S=%d T=%d E=%d)", streams, S,
                      T, E);
             check_true(w2, !memcmp(dn.data(), dn_s.data(), dn.size() * sizeof(float)));
+            mlp_check(gu_all, dn_all, "expert cache, GEMM streams");
         }
         cudaFree(gu_all);
         cudaFree(dn_all);
@@ -308,6 +332,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
              no_batched == 1 ? "per-expert GEMMs" : no_batched ? "tight scratch" : "batched GEMMs", fast ? ", fast dq" : "",
              dq_all ? ", one dequant launch" : "", S, T, H, I, E);
     check_rel(what, out, moe_case_ref(&c), S == 2 ? 1e-5 : 2e-6);
+    cudaFree(dres2);
     moe_case_free(&c);
     tc_free(&tc, ws);
 }
@@ -511,14 +536,22 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
     gptoss_kv kv;
     kv.pool = dpool; kv.table = dtab; kv.max_pages = npages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
     const auto ref = attention_ref(q, kc, vc, sinks, T, pos0, nh, nkv, window);
-    for (int packed = 0; packed < 2; packed++) { /* both K/V stagings (LLMR_GPTOSS_ATC_STAGE) */
+    /* the per-head kernel with both K/V stagings, the GQA-block kernel (LLMR_GPTOSS_ATC), and the entry point
+     * (which falls back to the per-head kernel where the heads per KV head do not divide 8) */
+    static const char *names[5] = {"plain", "packed", "GQA block", "GQA block 1/SM", "entry"};
+    for (int kind = 0; kind < 5; kind++) {
         CK(cudaMemset(dout, 0xff, (size_t)T * nh * D * sizeof(float))); /* NaN again: unwritten outputs fail */
-        CK(atc_launch(packed, dq, kv, ds, T, pos0, nh, nkv, window, dout, 0));
-        auto out = dev_download(dout, (size_t)T * nh * D);
         char what[128];
-        snprintf(what, sizeof what, "attention_tc %s T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f",
-                 packed ? "packed" : "plain", T, pos0, nh, nkv, window, sink_scale);
-        check_rel(what, out, ref, 2e-5);
+        snprintf(what, sizeof what, "attention_tc %s T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f", names[kind], T, pos0,
+                 nh, nkv, window, sink_scale);
+        const cudaError_t r = kind == 4 ? gptoss_attention_tc(dq, kv, ds, T, pos0, nh, nkv, window, dout, 0)
+                                        : atc_launch(kind, dq, kv, ds, T, pos0, nh, nkv, window, dout, 0);
+        if ((kind == 2 || kind == 3) && 8 % (nh / nkv) != 0) { /* refused, so the entry takes the per-head kernel */
+            check_true(what, r == cudaErrorNotSupported);
+            continue;
+        }
+        CK(r);
+        check_rel(what, dev_download(dout, (size_t)T * nh * D), ref, 2e-5);
     }
     cudaFree(dq); cudaFree(dpool); cudaFree(dtab); cudaFree(dout); cudaFree(ds);
 }
@@ -581,6 +614,9 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_attention_tc(17, 300, 64, 8, 128, 3.0f); /* fewer queries than a block, window */
     test_attention_tc(33, 0, 4, 4, 5, 0.5f);      /* window shorter than a tile, MHA */
     test_attention_tc(40, 130, 8, 2, 64, 8.0f);   /* a dominant sink */
+    test_attention_tc(300, 0, 32, 2, 0, 1.0f);    /* 16 heads per KV head: the GQA-block kernel refuses */
+    test_attention_tc(1000, 70, 64, 8, 0, 2.0f);  /* the 20b heads, several key tiles, the ring over many tiles */
+    test_attention_tc(129, 4000, 64, 8, 128, 1.0f); /* a chunk late in a long cache, window */
     *checks += tu_checks;
     *failed += tu_failed;
 }
