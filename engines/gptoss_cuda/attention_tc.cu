@@ -259,10 +259,10 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
  * Same arithmetic per query row as attention_tc_kernel (three hi/lo products for S and for PV, online
  * softmax, sink at the end), organized for where that kernel's time went: each block staged and split its
  * K/V tile for one query head, and waited for the tile's global loads between two barriers.
- * Layout: a block of 8 warps takes one KV head and the G = n_heads / n_kv query heads sharing it (G divides
- * 8): warp w owns head kvh * G + w % G and query rows q0 + 16 * (w / G) .. + 15, so a block covers
- * AT2_ROWS / G consecutive queries and each staged K/V tile serves 8 warps (16 queries x 8 heads on 20b)
- * instead of 4. Per key tile of 64:
+ * Layout: a block of WARPS warps (16, or 8) takes one KV head and the G = n_heads / n_kv query heads sharing
+ * it (G divides 8): warp w owns head kvh * G + w % G and query rows q0 + 16 * (w / G) .. + 15, so a block
+ * covers 16 * WARPS / G consecutive queries and each staged K/V tile serves WARPS warps (32 queries x 8
+ * heads on 20b) instead of 4. Per key tile of 64:
  *   the raw fp32 rows of the NEXT tile go into a shared ring with cp.async (16-byte copies through the block
  *   table, zeros past the last key), so their latency hides behind this tile's work;
  *   this tile's raw rows are split once into bf16 hi + lo, K and V both key-major (V's PV operand comes from
@@ -270,9 +270,6 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
  *   S and PV fragments are loaded with ldmatrix.x4 (one instruction per four 8x8 matrices).
  * exp is __expf (ex2.approx of x * log2 e: ~2 ulp plus the product's rounding, ~1e-6 relative at the
  * arguments that matter) instead of expf. */
-#define AT2_WARPS 8
-#define AT2_ROWS (16 * AT2_WARPS) /* query-head rows per block */
-
 struct at2_smem {
     float raw[2][2][ATC_BK][64];        /* [ring stage][K / V][key][dim], fp32 as in the cache */
     uint16_t ks[2][ATC_BK][ATC_LD];     /* [hi / lo][key][dim] */
@@ -309,10 +306,11 @@ static __device__ __forceinline__ uint32_t at2_launder(uint32_t x) {
 }
 
 /* Queues the raw K and V rows of keys kt .. kt + 63 of KV head kvh into raw[K / V] (zeros past k_hi). */
+template <int WARPS>
 static __device__ __forceinline__ void at2_issue(const gptoss_kv &kv, int kvh, int kt, int k_hi, float (*raw)[ATC_BK][64]) {
 #pragma unroll 1
-    for (int r = 0; r < 2 * ATC_BK * 16 / (AT2_WARPS * 32); r++) { /* 16-byte pieces: 16 per row, K rows then V rows */
-        const int i = threadIdx.x + r * AT2_WARPS * 32;
+    for (int r = 0; r < 2 * ATC_BK * 16 / (WARPS * 32); r++) { /* 16-byte pieces: 16 per row, K rows then V rows */
+        const int i = threadIdx.x + r * WARPS * 32;
         const int which = i / (ATC_BK * 16), kr = (i >> 4) % ATC_BK, c4 = (i & 15) * 4, j = kt + kr;
         const float *src = kv.pool;
         int bytes = 0;
@@ -326,11 +324,12 @@ static __device__ __forceinline__ void at2_issue(const gptoss_kv &kv, int kvh, i
 }
 
 /* This tile's raw rows as bf16 hi + lo, K into ks and V into vs, both [part][key][dim]. */
+template <int WARPS>
 static __device__ __forceinline__ void at2_split(const float (*raw)[ATC_BK][64], uint16_t (*ks)[ATC_BK][ATC_LD],
                                                  uint16_t (*vs)[ATC_BK][ATC_LD]) {
 #pragma unroll 1
-    for (int r = 0; r < 2 * ATC_BK * 16 / (AT2_WARPS * 32); r++) {
-        const int i = threadIdx.x + r * AT2_WARPS * 32;
+    for (int r = 0; r < 2 * ATC_BK * 16 / (WARPS * 32); r++) {
+        const int i = threadIdx.x + r * WARPS * 32;
         const int which = i / (ATC_BK * 16), kr = (i >> 4) % ATC_BK, c4 = (i & 15) * 4;
         const float4 f = *(const float4 *)&raw[which][kr][c4];
         uint32_t h01, l01, h23, l23;
@@ -342,15 +341,17 @@ static __device__ __forceinline__ void at2_split(const float (*raw)[ATC_BK][64],
     }
 }
 
-/* MINB blocks per SM: 2 holds it to 128 registers (~130 bytes of spills), 1 lets it take the 191 it wants
- * (LLMR_GPTOSS_ATC=2 / 3; docs/performance.md "Session 11: the prompt attention, GQA blocks") */
-template <int MINB>
-__global__ void __launch_bounds__(AT2_WARPS * 32, MINB)
+/* WARPS warps per block (16: 32 queries x 8 heads on 20b, the default; 8: 16 x 8, LLMR_GPTOSS_ATC=2), MINB
+ * blocks per SM, 16 warps per SM either way: 128 registers, ~130 bytes of spills. It wants 191; with them
+ * (8 warps, 1 block per SM) it ran 15% slower (docs/performance.md "Session 11: the prompt attention, GQA
+ * blocks") */
+template <int WARPS, int MINB>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
     attention_tc2_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
                          int window, float *out) {
     extern __shared__ __align__(16) unsigned char at2_raw_smem[];
     at2_smem &sm = *(at2_smem *)at2_raw_smem;
-    const int D = GPTOSS_HEAD_DIM, qd = n_heads * D, G = n_heads / n_kv, QB = AT2_ROWS / G;
+    const int D = GPTOSS_HEAD_DIM, qd = n_heads * D, G = n_heads / n_kv, QB = 16 * WARPS / G;
     const int kvh = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
     const int h = kvh * G + warp % G;
@@ -363,7 +364,7 @@ __global__ void __launch_bounds__(AT2_WARPS * 32, MINB)
     const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
     const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8};
 
-    at2_issue(kv, kvh, k_lo, k_hi, sm.raw[0]); /* the first tile's rows fly while Q is read */
+    at2_issue<WARPS>(kv, kvh, k_lo, k_hi, sm.raw[0]); /* the first tile's rows fly while Q is read */
     uint32_t qh[4][4], ql[4][4];
 #pragma unroll
     for (int kk = 0; kk < 4; kk++)
@@ -391,8 +392,8 @@ __global__ void __launch_bounds__(AT2_WARPS * 32, MINB)
     for (int kt = k_lo, it = 0; kt <= k_hi; kt += ATC_BK, it++) {
         asm volatile("cp.async.wait_group 0;\n" ::: "memory");
         __syncthreads(); /* this tile's raw rows have landed; every warp is done with the previous tile */
-        if (kt + ATC_BK <= k_hi) at2_issue(kv, kvh, kt + ATC_BK, k_hi, sm.raw[(it + 1) & 1]);
-        at2_split(sm.raw[it & 1], sm.ks, sm.vs);
+        if (kt + ATC_BK <= k_hi) at2_issue<WARPS>(kv, kvh, kt + ATC_BK, k_hi, sm.raw[(it + 1) & 1]);
+        at2_split<WARPS>(sm.raw[it & 1], sm.ks, sm.vs);
         __syncthreads();
         if (kt > w_hi || kt + ATC_BK - 1 < w_lo) continue; /* nothing this warp can see */
         const uint32_t ka = at2_launder(k_lane), va = at2_launder(v_lane);
@@ -508,20 +509,21 @@ __global__ void __launch_bounds__(AT2_WARPS * 32, MINB)
     }
 }
 
-/* kind 2 / 3: the GQA-block kernel at 2 / 1 blocks per SM (needs n_heads / n_kv to divide 8); 1:
- * attention_tc_kernel with the packed staging; 0: with the original staging. The kernel checks run each. */
-template <int MINB>
+/* kind 3 / 2: the GQA-block kernel with 16 warps per block at 1 per SM / 8 warps at 2 per SM (needs n_heads /
+ * n_kv to divide 8); 1: attention_tc_kernel with the packed staging; 0: with the original staging. The
+ * kernel checks run each. */
+template <int WARPS, int MINB>
 static cudaError_t at2_launch(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
                               int window, float *out, cudaStream_t s) {
     const int G = n_heads / n_kv;
-    if (AT2_WARPS % G != 0) return cudaErrorNotSupported;
-    const int QB = AT2_ROWS / G;
-    const cudaError_t e = cudaFuncSetAttribute(attention_tc2_kernel<MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)sizeof(at2_smem));
+    if (8 % G != 0) return cudaErrorNotSupported;
+    const int QB = 16 * WARPS / G;
+    const cudaError_t e = cudaFuncSetAttribute(attention_tc2_kernel<WARPS, MINB>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(at2_smem));
     if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)((T + QB - 1) / QB), (unsigned)n_kv);
-    attention_tc2_kernel<MINB><<<grid, AT2_WARPS * 32, sizeof(at2_smem), s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window,
-                                                                               out);
+    attention_tc2_kernel<WARPS, MINB><<<grid, WARPS * 32, sizeof(at2_smem), s>>>(q, kv, sinks, T, pos0, n_heads, n_kv,
+                                                                                  window, out);
     return cudaGetLastError();
 }
 
@@ -529,8 +531,8 @@ static cudaError_t atc_launch(int kind, const float *q, gptoss_kv kv, const uint
                               int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
-    if (kind == 2) return at2_launch<2>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
-    if (kind == 3) return at2_launch<1>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    if (kind == 3) return at2_launch<16, 1>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    if (kind == 2) return at2_launch<8, 2>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
     if (kind)
         attention_tc_kernel<true><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
@@ -541,12 +543,12 @@ static cudaError_t atc_launch(int kind, const float *q, gptoss_kv kv, const uint
 
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
                                 int n_kv, int window, float *out, cudaStream_t s) {
-    static int kind = -1; /* LLMR_GPTOSS_ATC: 2 (default) the GQA-block kernel where the heads allow it, 3 the same
-                             at one block per SM, 1 the per-head kernel with the packed staging, 0 its original
-                             staging (same values as 1; LLMR_GPTOSS_ATC_STAGE=0 still means 0); read once */
+    static int kind = -1; /* LLMR_GPTOSS_ATC: 3 (default) the GQA-block kernel with 16 warps per block where the heads
+                             allow it, 2 the same with 8 warps, 1 the per-head kernel with the packed staging, 0 its
+                             original staging (same values as 1; LLMR_GPTOSS_ATC_STAGE=0 still means 0); read once */
     if (kind < 0) {
         const char *v = getenv("LLMR_GPTOSS_ATC"), *st = getenv("LLMR_GPTOSS_ATC_STAGE");
-        kind = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 2;
+        kind = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 3;
         if (st && strcmp(st, "0") == 0) kind = 0;
     }
     cudaError_t e = atc_launch(kind, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);

@@ -119,7 +119,8 @@ __global__ void tc_swiglu_split_kernel(const float *ys, const int32_t *offsets, 
     }
 }
 
-/* The down reduce and the MoE combine in one pass (gptoss_tc_mlp): token t's residual row gets
+/* The down reduce and the MoE combine in one pass (gptoss_tc_mlp; 4 columns per thread and step, N % 4 == 0,
+ * x 16-byte aligned): token t's residual row gets
  * sum_k w[t, k] * (the partial rows of pair pair_of[t, k] summed with its expert's bias), the part sums in
  * tc_reduce_kernel's order and the weighted sum in gptoss_moe_combine's, so the same bits without the
  * [P, N] rows in between. */
@@ -137,16 +138,26 @@ __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets
         bb[k] = b ? b + (size_t)e * N : NULL;
         wk[k] = w[(size_t)t * GPTOSS_TOPK + k];
     }
-    for (int n = threadIdx.x; n < N; n += blockDim.x) {
-        float acc = 0.0f;
+    for (int n = 4 * threadIdx.x; n < N; n += 4 * blockDim.x) { /* 4 columns per step: N % 4 == 0 */
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int k = 0; k < GPTOSS_TOPK; k++) {
-            float v = ys[r[k][0] * N + n];
-            for (int s = 1; s < splits; s++) v += ys[r[k][s] * N + n];
-            if (bb[k]) v += gptoss_bf16_to_f32(bb[k][n]);
-            acc += wk[k] * v;
+            const float4 v0 = *(const float4 *)(ys + r[k][0] * N + n);
+            float v[4] = {v0.x, v0.y, v0.z, v0.w};
+            for (int s = 1; s < splits; s++) {
+                const float4 w4 = *(const float4 *)(ys + r[k][s] * N + n);
+                v[0] += w4.x; v[1] += w4.y; v[2] += w4.z; v[3] += w4.w;
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                if (bb[k]) v[i] += gptoss_bf16_to_f32(bb[k][n + i]);
+                acc[i] += wk[k] * v[i];
+            }
         }
-        x[(size_t)t * N + n] += acc;
+        float4 *xr = (float4 *)(x + (size_t)t * N + n);
+        float4 xv = *xr;
+        xv.x += acc[0]; xv.y += acc[1]; xv.z += acc[2]; xv.w += acc[3];
+        *xr = xv;
     }
 }
 
@@ -572,9 +583,9 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
                           float *x) {
     const int P = T * GPTOSS_TOPK;
     if (T <= 0) return cudaSuccess;
-    if (I % 2 || !experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H))
-        return cudaErrorInvalidValue;
-    if (experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H)) return cudaErrorNotSupported;
+    if (!experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H)) return cudaErrorInvalidValue;
+    if (I % 2 || H % 4 || ((uintptr_t)x & 15) || experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H))
+        return cudaErrorNotSupported;
     const int S = tc->splits;
     cudaError_t r = gptoss_tc_split(h, ldh, gather, offsets_dev, counts_dev, E, P, H, S, tc->xs, tc->stream);
     if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, gu->bf16, counts_dev, E, H, 2 * I);

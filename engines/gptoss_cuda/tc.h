@@ -138,9 +138,9 @@ typedef struct gptoss_tc_experts_w {
  * (gate_up) + gptoss_swiglu + gptoss_tc_experts (down) + gptoss_moe_combine, with two kernels between and
  * after the GEMMs instead of five: gate_up reduce + SwiGLU + down split, and down reduce + combine. So the
  * [P, 2I], [P, I] and [P, H] fp32 rows between them are never written (at 4,096 tokens on 20b ~1.5 GB of
- * traffic a layer). Per-expert layout only: returns cudaErrorNotSupported where gptoss_tc_experts would take
- * the batched layout (the caller then makes the four calls); cudaErrorInvalidValue as gptoss_tc_experts, or
- * when I is odd. */
+ * traffic a layer). Returns cudaErrorNotSupported (the caller then makes the four calls) where
+ * gptoss_tc_experts would take the batched layout, when I is odd, H not a multiple of 4 or x not 16-byte
+ * aligned; cudaErrorInvalidValue as gptoss_tc_experts. */
 cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
                           const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,

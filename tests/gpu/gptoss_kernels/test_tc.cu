@@ -538,7 +538,7 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
     const auto ref = attention_ref(q, kc, vc, sinks, T, pos0, nh, nkv, window);
     /* the per-head kernel with both K/V stagings, the GQA-block kernel (LLMR_GPTOSS_ATC), and the entry point
      * (which falls back to the per-head kernel where the heads per KV head do not divide 8) */
-    static const char *names[5] = {"plain", "packed", "GQA block", "GQA block 1/SM", "entry"};
+    static const char *names[5] = {"plain", "packed", "GQA block 8 warps", "GQA block 16 warps", "entry"};
     for (int kind = 0; kind < 5; kind++) {
         CK(cudaMemset(dout, 0xff, (size_t)T * nh * D * sizeof(float))); /* NaN again: unwritten outputs fail */
         char what[128];
