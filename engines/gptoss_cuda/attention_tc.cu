@@ -107,6 +107,100 @@ static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, i
     }
 }
 
+/* A warp's Q fragments for rows wq0 .. wq0 + 15 of one head (q_h: the head's first column, rows qd floats
+ * apart), pre-scaled by 1/8 (exact) and split into hi and lo, for the 4 k-steps of 16 dims; rows past T are
+ * zeros. Fragment registers: a0 (g, c), a1 (g+8, c), a2 (g, c+8), a3 (g+8, c+8). */
+static __device__ __forceinline__ void atc_load_q(const float *q_h, int qd, int wq0, int g, int t4, int T,
+                                                  uint32_t qh[4][4], uint32_t ql[4][4]) {
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int row = wq0 + g + ((r & 1) ? 8 : 0), col = 16 * kk + 2 * t4 + ((r & 2) ? 8 : 0);
+            float x0 = 0.0f, x1 = 0.0f;
+            if (row < T) {
+                const float2 v = *(const float2 *)(q_h + (size_t)row * qd + col);
+                x0 = v.x * 0.125f;
+                x1 = v.y * 0.125f;
+            }
+            split2(x0, x1, &qh[kk][r], &ql[kk][r]);
+        }
+}
+
+/* exp for the softmax: expf in the per-head kernel, __expf in the GQA-block one (see its comment). */
+template <bool FAST> static __device__ __forceinline__ float atc_exp(float x) { return FAST ? __expf(x) : expf(x); }
+
+/* The online softmax over NT n-tiles of S (s[n][0..3], keys k0 + 8n + 2 t4 + e) for this thread's two rows
+ * (g and g + 8 at positions rpos; a row's 4 threads share a quad): masks keys past the row or before its
+ * window at -inf, updates the running max m_r and sum l_r, rescales the 8 output n-tiles o, and leaves
+ * P = exp(S - max) in s (0 where masked, all 0 while a row sees nothing yet). */
+template <int NT, bool FAST>
+static __device__ __forceinline__ void atc_online_softmax(float (*s)[4], int k0, const int rpos[2], int window, int t4,
+                                                          float m_r[2], float l_r[2], float (*o)[4]) {
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int pos = rpos[hr], lo = window > 0 ? pos - window + 1 : 0;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int j = k0 + 8 * n + 2 * t4 + e;
+                float &v = s[n][2 * hr + e];
+                if (j > pos || j < lo) v = -INFINITY;
+                mx = fmaxf(mx, v);
+            }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mn = fmaxf(m_r[hr], mx);
+        if (mn == -INFINITY) { /* nothing visible yet for this row */
+#pragma unroll
+            for (int n = 0; n < NT; n++) s[n][2 * hr] = s[n][2 * hr + 1] = 0.0f;
+            continue;
+        }
+        const float f = atc_exp<FAST>(m_r[hr] - mn); /* 0 when m_r was -inf */
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float &v = s[n][2 * hr + e];
+                v = v == -INFINITY ? 0.0f : atc_exp<FAST>(v - mn);
+                sum += v;
+            }
+        l_r[hr] = l_r[hr] * f + sum;
+        m_r[hr] = mn;
+#pragma unroll
+        for (int n = 0; n < 8; n++) { o[n][2 * hr] *= f; o[n][2 * hr + 1] *= f; }
+    }
+}
+
+/* The end of a warp's rows: the sink joins the denominator as exp(sink - M) (no value vector), and rows
+ * wq0 + g (+ 8) below T are written to out_h (the head's first column; rows qd floats apart). */
+template <bool FAST>
+static __device__ __forceinline__ void atc_write_out(float (*o)[4], const float m_r[2], const float l_r[2], float sink,
+                                                     int wq0, int g, int t4, int T, float *out_h, int qd) {
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float l = l_r[hr];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float M = fmaxf(m_r[hr], sink);
+        const float f = m_r[hr] == -INFINITY ? 0.0f : atc_exp<FAST>(m_r[hr] - M);
+        const float den = l * f + atc_exp<FAST>(sink - M);
+        const int row = wq0 + g + 8 * hr;
+        if (row >= T) continue;
+        float *orow = out_h + (size_t)row * qd;
+#pragma unroll
+        for (int n = 0; n < 8; n++) {
+            float2 v;
+            v.x = o[n][2 * hr] * f / den;
+            v.y = o[n][2 * hr + 1] * f / den;
+            *(float2 *)(orow + 8 * n + 2 * t4) = v;
+        }
+    }
+}
+
 /* The packed-staging kernel (the default) is held to 128 registers so 4 blocks fit an SM instead of 3
  * (165 registers otherwise): it spills ~236 bytes but runs a 4k prompt's attention in 38.8 ms instead of
  * 40.5-40.8 on the H200; at 96 registers (5 blocks) the spills make it 45 ms (docs/performance.md,
@@ -134,19 +228,7 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
 
     /* Q fragments (pre-scaled by 1/8, exact), hi and lo, for the 4 k-steps of 16 dims. */
     uint32_t qh[4][4], ql[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-        for (int r = 0; r < 4; r++) { /* a0: (g, c), a1: (g+8, c), a2: (g, c+8), a3: (g+8, c+8) */
-            const int row = wq0 + g + ((r & 1) ? 8 : 0), col = 16 * kk + 2 * t4 + ((r & 2) ? 8 : 0);
-            float x0 = 0.0f, x1 = 0.0f;
-            if (row < T) {
-                const float2 v = *(const float2 *)(q + (size_t)row * qd + (size_t)h * D + col);
-                x0 = v.x * 0.125f;
-                x1 = v.y * 0.125f;
-            }
-            split2(x0, x1, &qh[kk][r], &ql[kk][r]);
-        }
+    atc_load_q(q + (size_t)h * D, qd, wq0, g, t4, T, qh, ql);
     float o[8][4];
 #pragma unroll
     for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -174,43 +256,7 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
                 mma16816(s[n], ql[kk], bh0, bh1);
             }
         }
-        /* Mask, online softmax per row (rows g and g+8; a row's 4 threads share a quad). */
-#pragma unroll
-        for (int hr = 0; hr < 2; hr++) {
-            const int pos = rpos[hr], lo = window > 0 ? pos - window + 1 : 0;
-            float mx = -INFINITY;
-#pragma unroll
-            for (int n = 0; n < 8; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int j = kt + 8 * n + 2 * t4 + e;
-                    float &v = s[n][2 * hr + e];
-                    if (j > pos || j < lo) v = -INFINITY;
-                    mx = fmaxf(mx, v);
-                }
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float mn = fmaxf(m_r[hr], mx);
-            if (mn == -INFINITY) { /* nothing visible yet for this row */
-#pragma unroll
-                for (int n = 0; n < 8; n++) s[n][2 * hr] = s[n][2 * hr + 1] = 0.0f;
-                continue;
-            }
-            const float f = expf(m_r[hr] - mn); /* 0 when m_r was -inf */
-            float sum = 0.0f;
-#pragma unroll
-            for (int n = 0; n < 8; n++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float &v = s[n][2 * hr + e];
-                    v = v == -INFINITY ? 0.0f : expf(v - mn);
-                    sum += v;
-                }
-            l_r[hr] = l_r[hr] * f + sum;
-            m_r[hr] = mn;
-#pragma unroll
-            for (int n = 0; n < 8; n++) { o[n][2 * hr] *= f; o[n][2 * hr + 1] *= f; }
-        }
+        atc_online_softmax<8, false>(s, kt, rpos, window, t4, m_r, l_r, o);
         /* O += P V: k-steps of 16 keys; the S fragments of n-tiles 2kk, 2kk+1 are the A fragment. */
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
@@ -231,27 +277,7 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
             }
         }
     }
-    /* Sink and normalization; rows past T are not written. */
-    const float sink = gptoss_bf16_to_f32(sinks[h]);
-#pragma unroll
-    for (int hr = 0; hr < 2; hr++) {
-        float l = l_r[hr];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const float M = fmaxf(m_r[hr], sink);
-        const float f = m_r[hr] == -INFINITY ? 0.0f : expf(m_r[hr] - M);
-        const float den = l * f + expf(sink - M);
-        const int row = wq0 + g + 8 * hr;
-        if (row >= T) continue;
-        float *orow = out + (size_t)row * qd + (size_t)h * D;
-#pragma unroll
-        for (int n = 0; n < 8; n++) {
-            float2 v;
-            v.x = o[n][2 * hr] * f / den;
-            v.y = o[n][2 * hr + 1] * f / den;
-            *(float2 *)(orow + 8 * n + 2 * t4) = v;
-        }
-    }
+    atc_write_out<false>(o, m_r, l_r, gptoss_bf16_to_f32(sinks[h]), wq0, g, t4, T, out + (size_t)h * GPTOSS_HEAD_DIM, qd);
 }
 
 /* ---------------------------------------------------------------- the GQA-block kernel (the default)
@@ -366,19 +392,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 
     at2_issue<WARPS>(kv, kvh, k_lo, k_hi, sm.raw[0]); /* the first tile's rows fly while Q is read */
     uint32_t qh[4][4], ql[4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-#pragma unroll
-        for (int r = 0; r < 4; r++) {
-            const int row = wq0 + g + ((r & 1) ? 8 : 0), col = 16 * kk + 2 * t4 + ((r & 2) ? 8 : 0);
-            float x0 = 0.0f, x1 = 0.0f;
-            if (row < T) {
-                const float2 v = *(const float2 *)(q + (size_t)row * qd + (size_t)h * D + col);
-                x0 = v.x * 0.125f;
-                x1 = v.y * 0.125f;
-            }
-            split2(x0, x1, &qh[kk][r], &ql[kk][r]);
-        }
+    atc_load_q(q + (size_t)h * D, qd, wq0, g, t4, T, qh, ql);
     float o[8][4];
 #pragma unroll
     for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
@@ -424,43 +438,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
                     }
                 }
             }
-            /* Mask, online softmax per row (rows g and g+8; a row's 4 threads share a quad). */
-#pragma unroll
-            for (int hr = 0; hr < 2; hr++) {
-                const int pos = rpos[hr], lo = window > 0 ? pos - window + 1 : 0;
-                float mx = -INFINITY;
-#pragma unroll
-                for (int n = 0; n < 4; n++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int j = kt + kb + 8 * n + 2 * t4 + e;
-                        float &v = s[n][2 * hr + e];
-                        if (j > pos || j < lo) v = -INFINITY;
-                        mx = fmaxf(mx, v);
-                    }
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                const float mn = fmaxf(m_r[hr], mx);
-                if (mn == -INFINITY) {
-#pragma unroll
-                    for (int n = 0; n < 4; n++) s[n][2 * hr] = s[n][2 * hr + 1] = 0.0f;
-                    continue;
-                }
-                const float f = __expf(m_r[hr] - mn);
-                float sum = 0.0f;
-#pragma unroll
-                for (int n = 0; n < 4; n++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float &v = s[n][2 * hr + e];
-                        v = v == -INFINITY ? 0.0f : __expf(v - mn);
-                        sum += v;
-                    }
-                l_r[hr] = l_r[hr] * f + sum;
-                m_r[hr] = mn;
-#pragma unroll
-                for (int n = 0; n < 8; n++) { o[n][2 * hr] *= f; o[n][2 * hr + 1] *= f; }
-            }
+            atc_online_softmax<4, true>(s, kt + kb, rpos, window, t4, m_r, l_r, o);
             /* O += P V: k-steps of 16 keys; matrices (keys kb + 16kk + 8(m&1).., dims 16np + 8(m>>1)) transposed
              * give b0, b1 of n-tiles 2np and 2np+1 */
 #pragma unroll
@@ -487,26 +465,7 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
             }
         }
     }
-    const float sink = gptoss_bf16_to_f32(sinks[h]);
-#pragma unroll
-    for (int hr = 0; hr < 2; hr++) {
-        float l = l_r[hr];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const float M = fmaxf(m_r[hr], sink);
-        const float f = m_r[hr] == -INFINITY ? 0.0f : __expf(m_r[hr] - M);
-        const float den = l * f + __expf(sink - M);
-        const int row = wq0 + g + 8 * hr;
-        if (row >= T) continue;
-        float *orow = out + (size_t)row * qd + (size_t)h * D;
-#pragma unroll
-        for (int n = 0; n < 8; n++) {
-            float2 v;
-            v.x = o[n][2 * hr] * f / den;
-            v.y = o[n][2 * hr + 1] * f / den;
-            *(float2 *)(orow + 8 * n + 2 * t4) = v;
-        }
-    }
+    atc_write_out<true>(o, m_r, l_r, gptoss_bf16_to_f32(sinks[h]), wq0, g, t4, T, out + (size_t)h * GPTOSS_HEAD_DIM, qd);
 }
 
 /* kind 3 / 2: the GQA-block kernel with 16 warps per block at 1 per SM / 8 warps at 2 per SM (needs n_heads /
