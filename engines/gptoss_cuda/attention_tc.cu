@@ -477,9 +477,13 @@ static cudaError_t at2_launch(const float *q, gptoss_kv kv, const uint16_t *sink
     const int G = n_heads / n_kv;
     if (8 % G != 0) return cudaErrorNotSupported;
     const int QB = 16 * WARPS / G;
-    const cudaError_t e = cudaFuncSetAttribute(attention_tc2_kernel<WARPS, MINB>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sizeof(at2_smem));
-    if (e != cudaSuccess) return e;
+    /* 100 KB of shared memory per block: Hopper allows 227 KB; a card that allows less (consumer parts: ~99
+     * KB) refuses it, and then the per-head kernel runs */
+    if (cudaFuncSetAttribute(attention_tc2_kernel<WARPS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)sizeof(at2_smem)) != cudaSuccess) {
+        (void)cudaGetLastError(); /* clear it: the fallback launch must not report it */
+        return cudaErrorNotSupported;
+    }
     const dim3 grid((unsigned)((T + QB - 1) / QB), (unsigned)n_kv);
     attention_tc2_kernel<WARPS, MINB><<<grid, WARPS * 32, sizeof(at2_smem), s>>>(q, kv, sinks, T, pos0, n_heads, n_kv,
                                                                                   window, out);

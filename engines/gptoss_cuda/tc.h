@@ -147,8 +147,10 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
                           float *x);
 
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
- * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each).
- * Same arguments; n_heads <= 65535. */
+ * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each): the
+ * GQA-block kernel (one KV head and its query heads per block) where the heads per KV head divide 8 and
+ * the card allows its 100 KB of shared memory per block, else the per-head kernel (LLMR_GPTOSS_ATC picks,
+ * for comparisons). Same arguments; n_heads <= 65535. */
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
                                 int n_kv, int window, float *out, cudaStream_t stream);
 
