@@ -296,10 +296,16 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
  *   S and PV fragments are loaded with ldmatrix.x4 (one instruction per four 8x8 matrices).
  * exp is __expf (ex2.approx of x * log2 e: ~2 ulp plus the product's rounding, ~1e-6 relative at the
  * arguments that matter) instead of expf. */
-struct at2_smem {
+/* Shared memory: splitting in the kernel, a 2-stage ring of raw fp32 rows and one stage of hi / lo rows;
+ * from the pre-split scratch (PRESPLIT), a 2-stage ring of hi / lo rows. */
+template <bool PRESPLIT> struct at2_smem {
     float raw[2][2][ATC_BK][64];        /* [ring stage][K / V][key][dim], fp32 as in the cache */
-    uint16_t ks[2][ATC_BK][ATC_LD];     /* [hi / lo][key][dim] */
-    uint16_t vs[2][ATC_BK][ATC_LD];     /* [hi / lo][key][dim] */
+    uint16_t ks[1][2][ATC_BK][ATC_LD];  /* [stage][hi / lo][key][dim] */
+    uint16_t vs[1][2][ATC_BK][ATC_LD];
+};
+template <> struct at2_smem<true> {
+    uint16_t ks[2][2][ATC_BK][ATC_LD];  /* [ring stage][hi / lo][key][dim] */
+    uint16_t vs[2][2][ATC_BK][ATC_LD];
 };
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -367,16 +373,112 @@ static __device__ __forceinline__ void at2_split(const float (*raw)[ATC_BK][64],
     }
 }
 
+/* Queues the pre-split hi / lo rows of keys kt .. kt + 63 of KV head kvh (scratch kvs: [kvh][key - key0][K hi,
+ * K lo, V hi, V lo][64] bf16, kvs_keys keys per KV head) into one ring stage (zeros past k_hi). */
+template <int WARPS>
+static __device__ __forceinline__ void at2_issue_split(const uint16_t *kvs, int kvs_keys, int key0, int kvh, int kt,
+                                                       int k_hi, uint16_t (*ks)[ATC_BK][ATC_LD],
+                                                       uint16_t (*vs)[ATC_BK][ATC_LD]) {
+#pragma unroll
+    for (int r = 0; r < 4 * ATC_BK * 8 / (WARPS * 32); r++) { /* 16-byte pieces: 8 per row, 4 rows per key */
+        const int i = threadIdx.x + r * WARPS * 32;
+        const int which = i / (ATC_BK * 8), kr = (i >> 3) % ATC_BK, c8 = (i & 7) * 8, j = kt + kr;
+        const uint16_t *src = kvs;
+        int bytes = 0;
+        if (j <= k_hi) {
+            src = kvs + (((size_t)kvh * kvs_keys + (j - key0)) * 4 + which) * GPTOSS_HEAD_DIM + c8;
+            bytes = 16;
+        }
+        cp_async16(which < 2 ? &ks[which][kr][c8] : &vs[which - 2][kr][c8], src, bytes);
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* The pre-pass of the pre-split path: keys key0 + blockIdx.x of every KV head, K and V split into bf16 hi + lo
+ * (split2, as at2_split) into kvs [kvh][key - key0][K hi, K lo, V hi, V lo][64]. */
+__global__ void atc_kv_split_kernel(gptoss_kv kv, int key0, int n_kv, int kvs_keys, uint16_t *kvs) {
+    const int kr = blockIdx.x, j = key0 + kr;
+    for (int i = threadIdx.x; i < 2 * n_kv * 16; i += blockDim.x) {
+        const int which = i / (n_kv * 16), g = (i >> 4) % n_kv, c4 = (i & 15) * 4;
+        const float4 f = *(const float4 *)((which ? gptoss_kv_v(kv, 0, j) : gptoss_kv_k(kv, 0, j)) + g * GPTOSS_HEAD_DIM + c4);
+        uint32_t h01, l01, h23, l23;
+        split2(f.x, f.y, &h01, &l01);
+        split2(f.z, f.w, &h23, &l23);
+        uint16_t *dst = kvs + (((size_t)g * kvs_keys + kr) * 4 + 2 * which) * GPTOSS_HEAD_DIM + c4;
+        *(uint2 *)dst = make_uint2(h01, h23);
+        *(uint2 *)(dst + GPTOSS_HEAD_DIM) = make_uint2(l01, l23);
+    }
+}
+
+/* One warp's work on one staged 64-key tile (ka / va: this lane's ldmatrix rows in the stage's ks / vs,
+ * laundered): in two halves of 32 keys, each with its own softmax update (S of one half is 16 registers;
+ * all 64 keys at once spilled at the 128 registers of 16 warps per SM). */
+static __device__ __forceinline__ void at2_tile(uint32_t ka, uint32_t va, int kt, const uint32_t qh[4][4],
+                                                const uint32_t ql[4][4], const int rpos[2], int window, int t4,
+                                                float m_r[2], float l_r[2], float (*o)[4]) {
+    const uint32_t PART = ATC_BK * ATC_LD * 2, ROW = ATC_LD * 2; /* bytes: hi -> lo, key -> key + 1 */
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int kb = 32 * half; /* the half's first key in the tile */
+        /* S = Q K^T for 4 n-tiles of 8 keys: matrices (keys kb + 8n.., dims 32kq + 8m) give b0, b1 of
+         * k-steps 2kq, 2kq+1 */
+        float s[4][4];
+#pragma unroll
+        for (int n = 0; n < 4; n++) {
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+            for (int kq = 0; kq < 2; kq++) {
+                uint32_t bh[4], bl[4];
+                const uint32_t a = ka + (kb + 8 * n) * ROW + 64 * kq; /* ks[0][kb + 8n + lr][32kq + 8lm] */
+                ldsm_x4(bh, a);
+                ldsm_x4(bl, a + PART);
+#pragma unroll
+                for (int k2 = 0; k2 < 2; k2++) {
+                    const int kk = 2 * kq + k2;
+                    mma16816(s[n], qh[kk], bh[2 * k2], bh[2 * k2 + 1]);
+                    mma16816(s[n], qh[kk], bl[2 * k2], bl[2 * k2 + 1]);
+                    mma16816(s[n], ql[kk], bh[2 * k2], bh[2 * k2 + 1]);
+                }
+            }
+        }
+        atc_online_softmax<4, true>(s, kt + kb, rpos, window, t4, m_r, l_r, o);
+        /* O += P V: k-steps of 16 keys; matrices (keys kb + 16kk + 8(m&1).., dims 16np + 8(m>>1)) transposed
+         * give b0, b1 of n-tiles 2np and 2np+1 */
+#pragma unroll
+        for (int kk = 0; kk < 2; kk++) {
+            uint32_t ph[4], pl[4];
+            split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
+            split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
+            split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
+            split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+#pragma unroll
+            for (int np = 0; np < 4; np++) {
+                uint32_t vh[4], vl[4];
+                const uint32_t a = va + (kb + 16 * kk) * ROW + 32 * np; /* vs[0][kb + 16kk + 8(lm&1) + lr][16np + 8(lm>>1)] */
+                ldsm_x4_trans(vh, a);
+                ldsm_x4_trans(vl, a + PART);
+#pragma unroll
+                for (int n2 = 0; n2 < 2; n2++) {
+                    float *acc = o[2 * np + n2];
+                    mma16816(acc, ph, vh[2 * n2], vh[2 * n2 + 1]);
+                    mma16816(acc, ph, vl[2 * n2], vl[2 * n2 + 1]);
+                    mma16816(acc, pl, vh[2 * n2], vh[2 * n2 + 1]);
+                }
+            }
+        }
+    }
+}
+
 /* WARPS warps per block (16: 32 queries x 8 heads on 20b, the default; 8: 16 x 8, LLMR_GPTOSS_ATC=2), MINB
  * blocks per SM, 16 warps per SM either way: 128 registers, ~130 bytes of spills. It wants 191; with them
  * (8 warps, 1 block per SM) it ran 15% slower (docs/performance.md "Session 11: the prompt attention, GQA
  * blocks") */
-template <int WARPS, int MINB>
+template <int WARPS, int MINB, bool PRESPLIT>
 __global__ void __launch_bounds__(WARPS * 32, MINB)
     attention_tc2_kernel(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
-                         int window, float *out) {
+                         int window, float *out, const uint16_t *kvs, int kvs_keys, int key0) {
     extern __shared__ __align__(16) unsigned char at2_raw_smem[];
-    at2_smem &sm = *(at2_smem *)at2_raw_smem;
+    at2_smem<PRESPLIT> &sm = *(at2_smem<PRESPLIT> *)at2_raw_smem;
     const int D = GPTOSS_HEAD_DIM, qd = n_heads * D, G = n_heads / n_kv, QB = 16 * WARPS / G;
     const int kvh = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
@@ -390,7 +492,9 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
     const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8};
 
-    at2_issue<WARPS>(kv, kvh, k_lo, k_hi, sm.raw[0]); /* the first tile's rows fly while Q is read */
+    /* the first tile's rows fly while Q is read */
+    if constexpr (PRESPLIT) at2_issue_split<WARPS>(kvs, kvs_keys, key0, kvh, k_lo, k_hi, sm.ks[0], sm.vs[0]);
+    else at2_issue<WARPS>(kv, kvh, k_lo, k_hi, sm.raw[0]);
     uint32_t qh[4][4], ql[4][4];
     atc_load_q(q + (size_t)h * D, qd, wq0, g, t4, T, qh, ql);
     float o[8][4];
@@ -399,71 +503,31 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
     const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: the row this lane addresses, and its matrix */
     /* this lane's ldmatrix row in ks (key lr, dims 8 lm..) and in vs (key 8 (lm & 1) + lr, dims 8 (lm >> 1)..) */
-    const uint32_t k_lane = smem_addr(&sm.ks[0][lr][8 * lm]);
-    const uint32_t v_lane = smem_addr(&sm.vs[0][8 * (lm & 1) + lr][8 * (lm >> 1)]);
-    const uint32_t PART = ATC_BK * ATC_LD * 2, ROW = ATC_LD * 2; /* bytes: hi -> lo, key -> key + 1 */
+    const uint32_t k_lane = smem_addr(&sm.ks[0][0][lr][8 * lm]);
+    const uint32_t v_lane = smem_addr(&sm.vs[0][0][8 * (lm & 1) + lr][8 * (lm >> 1)]);
+    const uint32_t STAGE = 2 * ATC_BK * ATC_LD * 2; /* bytes from one ring stage's ks (vs) to the next's */
 
     for (int kt = k_lo, it = 0; kt <= k_hi; kt += ATC_BK, it++) {
-        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        __syncthreads(); /* this tile's raw rows have landed; every warp is done with the previous tile */
-        if (kt + ATC_BK <= k_hi) at2_issue<WARPS>(kv, kvh, kt + ATC_BK, k_hi, sm.raw[(it + 1) & 1]);
-        at2_split<WARPS>(sm.raw[it & 1], sm.ks, sm.vs);
-        __syncthreads();
-        if (kt > w_hi || kt + ATC_BK - 1 < w_lo) continue; /* nothing this warp can see */
-        const uint32_t ka = at2_launder(k_lane), va = at2_launder(v_lane);
-
-        /* The tile in two halves of 32 keys, each with its own softmax update: S of one half is 16 registers
-         * (all 64 keys at once spilled at the 128 registers that 2 blocks per SM allow). */
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int kb = 32 * half; /* the half's first key in the tile */
-            /* S = Q K^T for 4 n-tiles of 8 keys: matrices (keys kb + 8n.., dims 32kq + 8m) give b0, b1 of
-             * k-steps 2kq, 2kq+1 */
-            float s[4][4];
-#pragma unroll
-            for (int n = 0; n < 4; n++) {
-                s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-                for (int kq = 0; kq < 2; kq++) {
-                    uint32_t bh[4], bl[4];
-                    const uint32_t a = ka + (kb + 8 * n) * ROW + 64 * kq; /* ks[0][kb + 8n + lr][32kq + 8lm] */
-                    ldsm_x4(bh, a);
-                    ldsm_x4(bl, a + PART);
-#pragma unroll
-                    for (int k2 = 0; k2 < 2; k2++) {
-                        const int kk = 2 * kq + k2;
-                        mma16816(s[n], qh[kk], bh[2 * k2], bh[2 * k2 + 1]);
-                        mma16816(s[n], qh[kk], bl[2 * k2], bl[2 * k2 + 1]);
-                        mma16816(s[n], ql[kk], bh[2 * k2], bh[2 * k2 + 1]);
-                    }
-                }
-            }
-            atc_online_softmax<4, true>(s, kt + kb, rpos, window, t4, m_r, l_r, o);
-            /* O += P V: k-steps of 16 keys; matrices (keys kb + 16kk + 8(m&1).., dims 16np + 8(m>>1)) transposed
-             * give b0, b1 of n-tiles 2np and 2np+1 */
-#pragma unroll
-            for (int kk = 0; kk < 2; kk++) {
-                uint32_t ph[4], pl[4];
-                split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
-                split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
-                split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
-                split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
-#pragma unroll
-                for (int np = 0; np < 4; np++) {
-                    uint32_t vh[4], vl[4];
-                    const uint32_t a = va + (kb + 16 * kk) * ROW + 32 * np; /* vs[0][kb + 16kk + 8(lm&1) + lr][16np + 8(lm>>1)] */
-                    ldsm_x4_trans(vh, a);
-                    ldsm_x4_trans(vl, a + PART);
-#pragma unroll
-                    for (int n2 = 0; n2 < 2; n2++) {
-                        float *acc = o[2 * np + n2];
-                        mma16816(acc, ph, vh[2 * n2], vh[2 * n2 + 1]);
-                        mma16816(acc, ph, vl[2 * n2], vl[2 * n2 + 1]);
-                        mma16816(acc, pl, vh[2 * n2], vh[2 * n2 + 1]);
-                    }
-                }
-            }
+        int st = 0; /* the stage holding this tile's hi / lo rows */
+        if constexpr (PRESPLIT) {
+            st = it & 1;
+            if (kt + ATC_BK <= k_hi) /* the next tile into the other stage, consumed a tile ago */
+                at2_issue_split<WARPS>(kvs, kvs_keys, key0, kvh, kt + ATC_BK, k_hi, sm.ks[st ^ 1], sm.vs[st ^ 1]);
+            else
+                asm volatile("cp.async.commit_group;\n" ::: "memory");
+            asm volatile("cp.async.wait_group 1;\n" ::: "memory"); /* all but the newest group: this tile */
+            __syncthreads();
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+            __syncthreads(); /* this tile's raw rows have landed; every warp is done with the previous tile */
+            if (kt + ATC_BK <= k_hi) at2_issue<WARPS>(kv, kvh, kt + ATC_BK, k_hi, sm.raw[(it + 1) & 1]);
+            at2_split<WARPS>(sm.raw[it & 1], sm.ks[0], sm.vs[0]);
+            __syncthreads();
         }
+        if (kt <= w_hi && kt + ATC_BK - 1 >= w_lo) /* else nothing this warp can see */
+            at2_tile(at2_launder(k_lane + st * STAGE), at2_launder(v_lane + st * STAGE), kt, qh, ql, rpos, window, t4,
+                     m_r, l_r, o);
+        if constexpr (PRESPLIT) __syncthreads(); /* every warp is done with this stage before it is refilled */
     }
     atc_write_out<true>(o, m_r, l_r, gptoss_bf16_to_f32(sinks[h]), wq0, g, t4, T, out + (size_t)h * GPTOSS_HEAD_DIM, qd);
 }
@@ -471,31 +535,51 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 /* kind 3 / 2: the GQA-block kernel with 16 warps per block at 1 per SM / 8 warps at 2 per SM (needs n_heads /
  * n_kv to divide 8); 1: attention_tc_kernel with the packed staging; 0: with the original staging. The
  * kernel checks run each. */
-template <int WARPS, int MINB>
+/* The pre-split scratch of a call: kvs_keys keys per KV head from key0 (NULL: none, split in the kernel). */
+typedef struct atc_scratch {
+    uint16_t *kvs;
+    int kvs_keys, key0;
+} atc_scratch;
+
+template <int WARPS, int MINB, bool PRESPLIT>
 static cudaError_t at2_launch(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads, int n_kv,
-                              int window, float *out, cudaStream_t s) {
+                              int window, float *out, atc_scratch sc, cudaStream_t s) {
     const int G = n_heads / n_kv;
     if (8 % G != 0) return cudaErrorNotSupported;
     const int QB = 16 * WARPS / G;
-    /* 100 KB of shared memory per block: Hopper allows 227 KB; a card that allows less (consumer parts: ~99
-     * KB) refuses it, and then the per-head kernel runs */
-    if (cudaFuncSetAttribute(attention_tc2_kernel<WARPS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)sizeof(at2_smem)) != cudaSuccess) {
+    /* 100 (74 pre-split) KB of shared memory per block: Hopper allows 227 KB; a card that allows less (consumer
+     * parts: ~99 KB) refuses it, and then the per-head kernel runs */
+    if (cudaFuncSetAttribute(attention_tc2_kernel<WARPS, MINB, PRESPLIT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)sizeof(at2_smem<PRESPLIT>)) != cudaSuccess) {
         (void)cudaGetLastError(); /* clear it: the fallback launch must not report it */
         return cudaErrorNotSupported;
     }
+    if constexpr (PRESPLIT) {
+        atc_kv_split_kernel<<<(unsigned)(pos0 + T - sc.key0), 128, 0, s>>>(kv, sc.key0, n_kv, sc.kvs_keys, sc.kvs);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+    }
     const dim3 grid((unsigned)((T + QB - 1) / QB), (unsigned)n_kv);
-    attention_tc2_kernel<WARPS, MINB><<<grid, WARPS * 32, sizeof(at2_smem), s>>>(q, kv, sinks, T, pos0, n_heads, n_kv,
-                                                                                  window, out);
+    attention_tc2_kernel<WARPS, MINB, PRESPLIT><<<grid, WARPS * 32, sizeof(at2_smem<PRESPLIT>), s>>>(
+        q, kv, sinks, T, pos0, n_heads, n_kv, window, out, sc.kvs, sc.kvs_keys, sc.key0);
     return cudaGetLastError();
 }
 
+/* kind 4: the GQA-block kernel with 16 warps from the pre-split scratch (needs it, and room in it for every key
+ * the chunk sees); 3 / 2: the same splitting in the kernel, 16 warps per block at 1 per SM / 8 warps at 2
+ * per SM (these need n_heads / n_kv to divide 8, else cudaErrorNotSupported); 1: attention_tc_kernel with the
+ * packed staging; 0: with the original staging. The kernel checks run each. */
 static cudaError_t atc_launch(int kind, const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0,
-                              int n_heads, int n_kv, int window, float *out, cudaStream_t s) {
+                              int n_heads, int n_kv, int window, float *out, uint16_t *kvs, int kvs_keys, cudaStream_t s) {
     if (T <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv != 0 || pos0 < 0 || n_heads > 65535) return cudaErrorInvalidValue;
-    if (kind == 3) return at2_launch<16, 1>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
-    if (kind == 2) return at2_launch<8, 2>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    atc_scratch sc = {kvs, kvs_keys, window > 0 ? (pos0 - window + 1 > 0 ? pos0 - window + 1 : 0) : 0};
+    if (kind == 4) {
+        if (!kvs || pos0 + T - sc.key0 > kvs_keys) return cudaErrorNotSupported;
+        return at2_launch<16, 1, true>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, sc, s);
+    }
+    if (kind == 3) return at2_launch<16, 1, false>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, sc, s);
+    if (kind == 2) return at2_launch<8, 2, false>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out, sc, s);
     const dim3 grid((unsigned)((T + ATC_BQ - 1) / ATC_BQ), (unsigned)n_heads);
     if (kind)
         attention_tc_kernel<true><<<grid, ATC_WARPS * 32, 0, s>>>(q, kv, sinks, T, pos0, n_heads, n_kv, window, out);
@@ -505,16 +589,19 @@ static cudaError_t atc_launch(int kind, const float *q, gptoss_kv kv, const uint
 }
 
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
-                                int n_kv, int window, float *out, cudaStream_t s) {
-    static int kind = -1; /* LLMR_GPTOSS_ATC: 3 (default) the GQA-block kernel with 16 warps per block where the heads
-                             allow it, 2 the same with 8 warps, 1 the per-head kernel with the packed staging, 0 its
-                             original staging (same values as 1; LLMR_GPTOSS_ATC_STAGE=0 still means 0); read once */
+                                int n_kv, int window, float *out, uint16_t *kvs, int kvs_keys, cudaStream_t s) {
+    static int kind = -1; /* LLMR_GPTOSS_ATC: 4 (default) the GQA-block kernel from the pre-split scratch where it
+                             applies, 3 the same splitting in the kernel, 2 that with 8 warps per block, 1 the
+                             per-head kernel with the packed staging, 0 its original staging (same values as 1;
+                             LLMR_GPTOSS_ATC_STAGE=0 still means 0); read once. Where a kind does not apply the
+                             next one down does (4 -> 3 -> 1) */
     if (kind < 0) {
         const char *v = getenv("LLMR_GPTOSS_ATC"), *st = getenv("LLMR_GPTOSS_ATC_STAGE");
-        kind = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : 3;
+        kind = v && v[0] >= '0' && v[0] <= '4' && !v[1] ? v[0] - '0' : 4;
         if (st && strcmp(st, "0") == 0) kind = 0;
     }
-    cudaError_t e = atc_launch(kind, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
-    if (e == cudaErrorNotSupported) e = atc_launch(1, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, s);
+    cudaError_t e = atc_launch(kind, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, kvs, kvs_keys, s);
+    if (e == cudaErrorNotSupported && kind == 4) e = atc_launch(3, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, kvs, kvs_keys, s);
+    if (e == cudaErrorNotSupported) e = atc_launch(1, q, kv, sinks, T, pos0, n_heads, n_kv, window, out, kvs, kvs_keys, s);
     return e;
 }

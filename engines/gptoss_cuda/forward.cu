@@ -337,9 +337,13 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
         CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
         PF_MARK(6 * l + 1);
-        CUDA_TRY((m->tc_attn && T >= GPTOSS_TC_MIN_T ? gptoss_attention_tc : gptoss_attention)(
-                     m->q, kv, w->sinks, T, pos0, NH, NKV, c->layer_sliding[l] ? c->sliding_window : 0, m->o, st),
-                 what);
+        const int window = c->layer_sliding[l] ? c->sliding_window : 0;
+        if (m->tc_attn && T >= GPTOSS_TC_MIN_T)
+            CUDA_TRY(gptoss_attention_tc(m->q, kv, w->sinks, T, pos0, NH, NKV, window, m->o, m->atc_kvs,
+                                         GPTOSS_ATC_KVS_KEYS, st),
+                     what);
+        else
+            CUDA_TRY(gptoss_attention(m->q, kv, w->sinks, T, pos0, NH, NKV, window, m->o, st), what);
         PF_MARK(6 * l + 2);
         if (dense) {
             FWD_TRY(gptoss_tc_split_stacked(m->o, QD, NULL, T, QD, m->tc.splits, m->tc.xs, st), what);

@@ -327,6 +327,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
         CARVE(tc.ys, float, gptoss_tc_ys_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, (int)E));
         CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched || ps.dq_all ? (int)E : 1));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
+        if (ps.tc_attn) CARVE(atc_kvs, uint16_t, gptoss_atc_kvs_elems((int)c->num_kv_heads, GPTOSS_ATC_KVS_KEYS));
         if (m) {
             m->tc.xs_elems = xs_elems;
             if (ps.stacked) {

@@ -111,6 +111,8 @@ struct gptoss_model {
     int qkv_fused;       /* 1: every layer's q/k/v weights and biases lie back to back, so the tensor-core paths run
                           * them as one linear (gptoss_qkv_tc); 0 when not, or LLMR_GPTOSS_QKV_FUSED=0 */
     int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
+    uint16_t *atc_kvs;   /* the tensor-core attention's pre-split K/V scratch (tc.h gptoss_attention_tc), in the
+                          * workspace: GPTOSS_ATC_KVS_KEYS keys; NULL without tc_attn */
     int tc_fused_mlp;    /* 1: the prompt's experts through gptoss_tc_mlp (one kernel between the GEMMs); 0
                           * (LLMR_GPTOSS_TC_FUSED_MLP=0): three calls, the same bits */
     gptoss_tc tc;

@@ -149,10 +149,18 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each): the
  * GQA-block kernel (one KV head and its query heads per block) where the heads per KV head divide 8 and
- * the card allows its 100 KB of shared memory per block, else the per-head kernel (LLMR_GPTOSS_ATC picks,
- * for comparisons). Same arguments; n_heads <= 65535. */
+ * the card allows its shared memory per block, else the per-head kernel (LLMR_GPTOSS_ATC picks, for
+ * comparisons). kvs: scratch for the chunk's keys split once into hi / lo (gptoss_atc_kvs_elems(n_kv,
+ * kvs_keys) bf16, caller-owned, overwritten) or NULL; with it, and when every key the chunk sees (from the
+ * window's start, or 0, to pos0 + T - 1) fits kvs_keys, the blocks copy those instead of splitting the cache
+ * rows themselves. Same other arguments; n_heads <= 65535. */
 cudaError_t gptoss_attention_tc(const float *q, gptoss_kv kv, const uint16_t *sinks, int T, int pos0, int n_heads,
-                                int n_kv, int window, float *out, cudaStream_t stream);
+                                int n_kv, int window, float *out, uint16_t *kvs, int kvs_keys, cudaStream_t stream);
+
+/* bf16 elements of gptoss_attention_tc's pre-split scratch for kvs_keys keys of n_kv KV heads (K and V, hi and lo). */
+static inline size_t gptoss_atc_kvs_elems(int n_kv, int kvs_keys) { return (size_t)n_kv * kvs_keys * 4 * GPTOSS_HEAD_DIM; }
+/* Keys the engine's pre-split scratch holds (64 MB on 20b); chunks that see more keys split in the kernel. */
+#define GPTOSS_ATC_KVS_KEYS 16384
 
 /* ---- the pieces (exposed for the kernel tests) */
 

@@ -538,22 +538,32 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
     const auto ref = attention_ref(q, kc, vc, sinks, T, pos0, nh, nkv, window);
     /* the per-head kernel with both K/V stagings, the GQA-block kernel (LLMR_GPTOSS_ATC), and the entry point
      * (which falls back to the per-head kernel where the heads per KV head do not divide 8) */
-    static const char *names[5] = {"plain", "packed", "GQA block 8 warps", "GQA block 16 warps", "entry"};
-    for (int kind = 0; kind < 5; kind++) {
+    /* the pre-split scratch: room for every key of the chunk (NaN first: unwritten rows would show), and one
+     * key too few for the entry's fallback */
+    uint16_t *dkvs = NULL;
+    const int kvs_keys = ctx;
+    CK(cudaMalloc((void **)&dkvs, gptoss_atc_kvs_elems(nkv, kvs_keys) * 2));
+    CK(cudaMemset(dkvs, 0xff, gptoss_atc_kvs_elems(nkv, kvs_keys) * 2));
+    static const char *names[7] = {"plain", "packed", "GQA block 8 warps", "GQA block 16 warps", "GQA block pre-split",
+                                   "entry", "entry, scratch short by a key"};
+    for (int kind = 0; kind < 7; kind++) {
         CK(cudaMemset(dout, 0xff, (size_t)T * nh * D * sizeof(float))); /* NaN again: unwritten outputs fail */
         char what[128];
         snprintf(what, sizeof what, "attention_tc %s T=%d pos0=%d heads=%d/%d window=%d sinks~%.0f", names[kind], T, pos0,
                  nh, nkv, window, sink_scale);
-        const cudaError_t r = kind == 4 ? gptoss_attention_tc(dq, kv, ds, T, pos0, nh, nkv, window, dout, 0)
-                                        : atc_launch(kind, dq, kv, ds, T, pos0, nh, nkv, window, dout, 0);
-        if ((kind == 2 || kind == 3) && 8 % (nh / nkv) != 0) { /* refused, so the entry takes the per-head kernel */
+        const int keys = window > 0 ? pos0 + T - std::max(0, pos0 - window + 1) : ctx; /* what the chunk sees */
+        const cudaError_t r =
+            kind == 5   ? gptoss_attention_tc(dq, kv, ds, T, pos0, nh, nkv, window, dout, dkvs, kvs_keys, 0)
+            : kind == 6 ? gptoss_attention_tc(dq, kv, ds, T, pos0, nh, nkv, window, dout, dkvs, keys - 1, 0)
+                        : atc_launch(kind, dq, kv, ds, T, pos0, nh, nkv, window, dout, dkvs, kvs_keys, 0);
+        if (kind >= 2 && kind <= 4 && 8 % (nh / nkv) != 0) { /* refused, so the entry takes the per-head kernel */
             check_true(what, r == cudaErrorNotSupported);
             continue;
         }
         CK(r);
         check_rel(what, dev_download(dout, (size_t)T * nh * D), ref, 2e-5);
     }
-    cudaFree(dq); cudaFree(dpool); cudaFree(dtab); cudaFree(dout); cudaFree(ds);
+    cudaFree(dq); cudaFree(dpool); cudaFree(dtab); cudaFree(dout); cudaFree(ds); cudaFree(dkvs);
 }
 
 /* Runs every check above; adds to the caller's counters. */
