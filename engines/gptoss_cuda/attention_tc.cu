@@ -127,6 +127,15 @@ static __device__ __forceinline__ void atc_load_q(const float *q_h, int qd, int 
         }
 }
 
+/* The A fragment of P for one k-step of 16 keys, split into hi and lo: the S / P accumulators of the n-tiles
+ * of its keys 0-7 (a) and 8-15 (b), rows g and g + 8. */
+static __device__ __forceinline__ void atc_p_frag(const float a[4], const float b[4], uint32_t ph[4], uint32_t pl[4]) {
+    split2(a[0], a[1], &ph[0], &pl[0]);
+    split2(a[2], a[3], &ph[1], &pl[1]);
+    split2(b[0], b[1], &ph[2], &pl[2]);
+    split2(b[2], b[3], &ph[3], &pl[3]);
+}
+
 /* exp for the softmax: expf in the per-head kernel, __expf in the GQA-block one (see its comment). */
 template <bool FAST> static __device__ __forceinline__ float atc_exp(float x) { return FAST ? __expf(x) : expf(x); }
 
@@ -261,10 +270,7 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             uint32_t ph[4], pl[4];
-            split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
-            split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
-            split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
-            split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+            atc_p_frag(s[2 * kk], s[2 * kk + 1], ph, pl);
             const int c = 16 * kk + 2 * t4;
 #pragma unroll
             for (int n = 0; n < 8; n++) {
@@ -447,10 +453,7 @@ static __device__ __forceinline__ void at2_tile(uint32_t ka, uint32_t va, int kt
 #pragma unroll
         for (int kk = 0; kk < 2; kk++) {
             uint32_t ph[4], pl[4];
-            split2(s[2 * kk][0], s[2 * kk][1], &ph[0], &pl[0]);
-            split2(s[2 * kk][2], s[2 * kk][3], &ph[1], &pl[1]);
-            split2(s[2 * kk + 1][0], s[2 * kk + 1][1], &ph[2], &pl[2]);
-            split2(s[2 * kk + 1][2], s[2 * kk + 1][3], &ph[3], &pl[3]);
+            atc_p_frag(s[2 * kk], s[2 * kk + 1], ph, pl);
 #pragma unroll
             for (int np = 0; np < 4; np++) {
                 uint32_t vh[4], vl[4];
