@@ -260,7 +260,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias},
                                   dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias};
-        /* the gate_up reduce, SwiGLU and down split as one kernel (same bits); three calls where it does not apply */
+        /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
+         * does not apply */
         if (m->tc_fused_mlp &&
             (e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, H,
                                I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported) {

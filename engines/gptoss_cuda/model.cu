@@ -260,9 +260,9 @@ static prefill_settings prefill_settings_get(void) {
      * oracle showed why (the stacked prompt path itself decides the batched token: docs/performance.md,
      * "Session 10: the batching check's oracle") */
     p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
-    /* 1 (default): the per-expert path's gate_up reduce, SwiGLU and down split as one kernel (tc.h gptoss_tc_mlp,
-     * the same bits); 0: three kernels, for comparisons (docs/performance.md, "Session 11: the experts' MLP
-     * without its fp32 round trips") */
+    /* 1 (default): the per-expert path's gate_up reduce + SwiGLU + down split, and down reduce + combine, as two
+     * kernels (tc.h gptoss_tc_mlp, the same bits); 0: five, for comparisons (docs/performance.md, "Session 11:
+     * the experts' MLP without its fp32 round trips") */
     p.fused_mlp = env_int("LLMR_GPTOSS_TC_FUSED_MLP", 1, 0, 1);
     /* every expert dequantized to bf16 once at load (1.59 GB a layer, 38 GB on 20b), so the prompt path's
      * cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token

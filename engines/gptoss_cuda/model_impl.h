@@ -113,8 +113,8 @@ struct gptoss_model {
     int use_tc, tc_attn; /* tc_attn 0 (LLMR_GPTOSS_TC_ATTN=0): GEMMs on tensor cores, attention SIMT */
     uint16_t *atc_kvs;   /* the tensor-core attention's pre-split K/V scratch (tc.h gptoss_attention_tc), in the
                           * workspace: GPTOSS_ATC_KVS_KEYS keys; NULL without tc_attn */
-    int tc_fused_mlp;    /* 1: the prompt's experts through gptoss_tc_mlp (one kernel between the GEMMs); 0
-                          * (LLMR_GPTOSS_TC_FUSED_MLP=0): three calls, the same bits */
+    int tc_fused_mlp;    /* 1: the prompt's experts through gptoss_tc_mlp (two kernels around the GEMMs, the
+                          * combine included); 0 (LLMR_GPTOSS_TC_FUSED_MLP=0): five kernels, the same bits */
     gptoss_tc tc;
     void *cublas_ws;
     cudaEvent_t *pf_ev; /* LLMR_GPTOSS_PREFILL_PROFILE=1: 6 per layer + 1, timing each T > 1 forward */
