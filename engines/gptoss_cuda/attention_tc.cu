@@ -45,6 +45,15 @@ static __device__ __forceinline__ void split2(float x0, float x1, uint32_t *hi, 
     *lo = *(const uint32_t *)&l;
 }
 
+/* Four consecutive values as packed bf16 hi parts and lo parts: one 8-byte store of each per row half. */
+static __device__ __forceinline__ void split4(float4 f, uint2 *hi, uint2 *lo) {
+    uint32_t h01, l01, h23, l23;
+    split2(f.x, f.y, &h01, &l01);
+    split2(f.z, f.w, &h23, &l23);
+    *hi = make_uint2(h01, h23);
+    *lo = make_uint2(l01, l23);
+}
+
 static __device__ __forceinline__ uint16_t bf_hi(float x, float *rest) {
     const __nv_bfloat16 h = __float2bfloat16_rn(x);
     *rest = x - __bfloat162float(h);
@@ -84,11 +93,10 @@ static __device__ __forceinline__ void atc_stage(const gptoss_kv &kv, int kvh, i
             const int kr = i >> 4, c4 = (i & 15) * 4, j = kt + kr;
             float4 kf = make_float4(0.f, 0.f, 0.f, 0.f);
             if (j <= k_hi) kf = *(const float4 *)(gptoss_kv_k(kv, 0, j) + kvh * D + c4); /* through the block table */
-            uint32_t h01, l01, h23, l23;
-            split2(kf.x, kf.y, &h01, &l01);
-            split2(kf.z, kf.w, &h23, &l23);
-            *(uint2 *)&ks[0][kr][c4] = make_uint2(h01, h23);
-            *(uint2 *)&ks[1][kr][c4] = make_uint2(l01, l23);
+            uint2 hi, lo;
+            split4(kf, &hi, &lo);
+            *(uint2 *)&ks[0][kr][c4] = hi;
+            *(uint2 *)&ks[1][kr][c4] = lo;
         }
         for (int i = threadIdx.x; i < ATC_BK / 2 * 16; i += ATC_WARPS * 32) {
             const int kp = i & 31, c4 = (i >> 5) * 4, j = kt + 2 * kp;
@@ -295,10 +303,11 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
  * it (G divides 8): warp w owns head kvh * G + w % G and query rows q0 + 16 * (w / G) .. + 15, so a block
  * covers 16 * WARPS / G consecutive queries and each staged K/V tile serves WARPS warps (32 queries x 8
  * heads on 20b) instead of 4. Per key tile of 64:
- *   the raw fp32 rows of the NEXT tile go into a shared ring with cp.async (16-byte copies through the block
- *   table, zeros past the last key), so their latency hides behind this tile's work;
- *   this tile's raw rows are split once into bf16 hi + lo, K and V both key-major (V's PV operand comes from
- *   ldmatrix.trans, so no transposed stores);
+ *   PRESPLIT (the default): the NEXT tile's hi / lo rows, split once per layer by atc_kv_split_kernel, go
+ *   into a 2-stage shared ring with cp.async (zeros past the last key), so their latency hides behind this
+ *   tile's work; else the next tile's raw fp32 rows go into such a ring through the block table, and this
+ *   tile's rows are split into bf16 hi + lo by the block; K and V both key-major either way (V's PV operand
+ *   comes from ldmatrix.trans, so no transposed stores);
  *   S and PV fragments are loaded with ldmatrix.x4 (one instruction per four 8x8 matrices).
  * exp is __expf (ex2.approx of x * log2 e: ~2 ulp plus the product's rounding, ~1e-6 relative at the
  * arguments that matter) instead of expf. */
@@ -369,13 +378,11 @@ static __device__ __forceinline__ void at2_split(const float (*raw)[ATC_BK][64],
     for (int r = 0; r < 2 * ATC_BK * 16 / (WARPS * 32); r++) {
         const int i = threadIdx.x + r * WARPS * 32;
         const int which = i / (ATC_BK * 16), kr = (i >> 4) % ATC_BK, c4 = (i & 15) * 4;
-        const float4 f = *(const float4 *)&raw[which][kr][c4];
-        uint32_t h01, l01, h23, l23;
-        split2(f.x, f.y, &h01, &l01);
-        split2(f.z, f.w, &h23, &l23);
+        uint2 hi, lo;
+        split4(*(const float4 *)&raw[which][kr][c4], &hi, &lo);
         uint16_t(*dst)[ATC_BK][ATC_LD] = which ? vs : ks;
-        *(uint2 *)&dst[0][kr][c4] = make_uint2(h01, h23);
-        *(uint2 *)&dst[1][kr][c4] = make_uint2(l01, l23);
+        *(uint2 *)&dst[0][kr][c4] = hi;
+        *(uint2 *)&dst[1][kr][c4] = lo;
     }
 }
 
@@ -407,12 +414,11 @@ __global__ void atc_kv_split_kernel(gptoss_kv kv, int key0, int n_kv, int kvs_ke
     for (int i = threadIdx.x; i < 2 * n_kv * 16; i += blockDim.x) {
         const int which = i / (n_kv * 16), g = (i >> 4) % n_kv, c4 = (i & 15) * 4;
         const float4 f = *(const float4 *)((which ? gptoss_kv_v(kv, 0, j) : gptoss_kv_k(kv, 0, j)) + g * GPTOSS_HEAD_DIM + c4);
-        uint32_t h01, l01, h23, l23;
-        split2(f.x, f.y, &h01, &l01);
-        split2(f.z, f.w, &h23, &l23);
+        uint2 hi, lo;
+        split4(f, &hi, &lo);
         uint16_t *dst = kvs + (((size_t)g * kvs_keys + kr) * 4 + 2 * which) * GPTOSS_HEAD_DIM + c4;
-        *(uint2 *)dst = make_uint2(h01, h23);
-        *(uint2 *)(dst + GPTOSS_HEAD_DIM) = make_uint2(l01, l23);
+        *(uint2 *)dst = hi;
+        *(uint2 *)(dst + GPTOSS_HEAD_DIM) = lo;
     }
 }
 
@@ -473,7 +479,8 @@ static __device__ __forceinline__ void at2_tile(uint32_t ka, uint32_t va, int kt
 }
 
 /* WARPS warps per block (16: 32 queries x 8 heads on 20b, the default; 8: 16 x 8, LLMR_GPTOSS_ATC=2), MINB
- * blocks per SM, 16 warps per SM either way: 128 registers, ~130 bytes of spills. It wants 191; with them
+ * blocks per SM, 16 warps per SM either way: 128 registers, ~130 bytes of spills splitting in the kernel,
+ * ~25 from the pre-split scratch. Splitting in the kernel it wants 191; with them
  * (8 warps, 1 block per SM) it ran 15% slower (docs/performance.md "Session 11: the prompt attention, GQA
  * blocks") */
 template <int WARPS, int MINB, bool PRESPLIT>
@@ -535,9 +542,6 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     atc_write_out<true>(o, m_r, l_r, gptoss_bf16_to_f32(sinks[h]), wq0, g, t4, T, out + (size_t)h * GPTOSS_HEAD_DIM, qd);
 }
 
-/* kind 3 / 2: the GQA-block kernel with 16 warps per block at 1 per SM / 8 warps at 2 per SM (needs n_heads /
- * n_kv to divide 8); 1: attention_tc_kernel with the packed staging; 0: with the original staging. The
- * kernel checks run each. */
 /* The pre-split scratch of a call: kvs_keys keys per KV head from key0 (NULL: none, split in the kernel). */
 typedef struct atc_scratch {
     uint16_t *kvs;
