@@ -507,15 +507,19 @@ static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const
     return r;
 }
 
+int gptoss_tc_counts_match(const gptoss_tc *tc, int E, int P) {
+    long total = 0;
+    for (int e = 0; e < E; e++) total += tc->counts_host[e];
+    return total == P;
+}
+
 /* Whether the grouped scratch and the fetched counts fit a P-pair projection [N, K] (wbf_all: the expert cache). */
 static int experts_fit(const gptoss_tc *tc, const uint16_t *wbf_all, int E, int P, int K, int N) {
     const int S = tc->splits;
     if (K % 32 || (size_t)S * P * K > tc->xs_elems || (size_t)S * P * N > tc->ys_elems ||
         (!wbf_all && (size_t)N * K > tc->wbf_elems) || E > GPTOSS_MAX_EXPERTS)
         return 0;
-    long total = 0;
-    for (int e = 0; e < E; e++) total += tc->counts_host[e];
-    return total == P; /* else the counts were not fetched for this routing */
+    return gptoss_tc_counts_match(tc, E, P);
 }
 
 /* The batched layout's rows per expert (every expert padded to the busiest one's rows), or 0 for the

@@ -279,6 +279,10 @@ cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uin
 /* Records "cuBLAS <what>: <status>" in tc->why and returns cudaErrorUnknown (the caller's message). */
 cudaError_t gptoss_tc_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s);
 
+/* Whether the counts on the host (gptoss_tc_fetch_counts) sum to P pairs, i.e. were fetched for this routing;
+ * the expert paths refuse them otherwise. */
+int gptoss_tc_counts_match(const gptoss_tc *tc, int E, int P);
+
 /* The experts' GEMM streams: GEMM stream 0 is tc->stream (tc->handle), i > 0 is tc->aux[i] (tc->aux_handle[i]).
  * gptoss_tc_gemm_streams: how many are set up (1 without gptoss_tc_streams_setup). gptoss_tc_fork: streams
  * 1..ns-1 wait for the work queued on tc->stream so far. gptoss_tc_join: tc->stream waits for streams

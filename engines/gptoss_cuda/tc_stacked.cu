@@ -144,9 +144,7 @@ cudaError_t gptoss_tc_experts_stacked(gptoss_tc *tc, int which, const float *x, 
     if (which < 0 || which > 1 || K % 8 || ldx % 4 || E <= 0 || E > GPTOSS_MAX_EXPERTS ||
         (size_t)P * Ks > tc->xs_elems || !tc->wst[which] || gptoss_tc_wst_elems(K, N, E, S) > tc->wst_elems[which])
         return cudaErrorInvalidValue;
-    long total = 0;
-    for (int e = 0; e < E; e++) total += tc->counts_host[e];
-    if (total != P) return cudaErrorInvalidValue; /* counts not fetched for this routing */
+    if (!gptoss_tc_counts_match(tc, E, P)) return cudaErrorInvalidValue;
     const int ns = gptoss_tc_gemm_streams(tc), per = tc->per_expert[which];
     cudaError_t r = gptoss_tc_split_stacked(x, ldx, gather, P, K, S, tc->xs, tc->stream);
     if (r == cudaSuccess) r = gptoss_tc_fork(tc, ns); /* after the split rows are written */
