@@ -258,8 +258,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
         return gptoss_moe_mma_experts(m, w, m->h, 0, P, m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
-        const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias},
-                                  dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias};
+        const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
+                                  dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift};
         /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
          * does not apply */
         if (m->tc_fused_mlp &&
@@ -268,11 +268,13 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
             *combined = e == cudaSuccess;
             return e;
         }
-        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, gu.blocks, gu.scales, gu.bf16, gu.bias, m->counts,
+        /* the four calls are bf16 only: an fp16 expert cache is left out (they dequantize to bf16 themselves) */
+        const uint16_t *gu_cache = m->tc.f16 ? NULL : gu.bf16, *dn_cache = m->tc.f16 ? NULL : dn.bf16;
+        if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, gu.blocks, gu.scales, gu_cache, gu.bias, m->counts,
                                    m->offsets, E, P, H, 2 * I, m->gu)) != cudaSuccess ||
             (e = gptoss_swiglu(m->gu, P, I, c->swiglu_alpha, c->swiglu_limit, m->act, st)) != cudaSuccess)
             return e;
-        return gptoss_tc_experts(&m->tc, m->act, I, NULL, dn.blocks, dn.scales, dn.bf16, dn.bias, m->counts, m->offsets, E,
+        return gptoss_tc_experts(&m->tc, m->act, I, NULL, dn.blocks, dn.scales, dn_cache, dn.bias, m->counts, m->offsets, E,
                                  P, I, H, m->dn);
     }
     if ((e = gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets,

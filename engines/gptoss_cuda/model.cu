@@ -222,7 +222,7 @@ static uint64_t session_bytes_for(const gptoss_config *c, uint32_t ctx) {
  * LLMR_GPTOSS_TC_DENSE_STACKED (default 1) the K-stacked q/k/v/o; LLMR_GPTOSS_TC_STACKED=1 the K-stacked
  * experts (with LLMR_GPTOSS_TC_STREAMS=1..8 and LLMR_GPTOSS_TC_AHEAD=0|1, read at load). */
 typedef struct prefill_settings {
-    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache, fused_mlp;
+    int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache, fused_mlp, f16;
 } prefill_settings;
 
 static int env_int(const char *name, int dflt, int lo, int hi) {
@@ -270,6 +270,10 @@ static prefill_settings prefill_settings_get(void) {
      * LLMR_GPTOSS_EXPERT_CACHE: 2 (auto, default) when it fits (expert_cache_fits), 1 always (the load
      * fails when it does not fit), 0 never. */
     p.expert_cache = env_int("LLMR_GPTOSS_EXPERT_CACHE", 2, 0, 2);
+    /* 1 (default): the prompt's experts on one fp16 part per activation, the weights exact in fp16 (tc.h "fp16
+     * experts"; docs/performance.md "Session 12: the prompt's experts on one fp16 part"); 0: two bf16 parts.
+     * Only gptoss_tc_mlp has the fp16 form, so it needs LLMR_GPTOSS_TC_FUSED_MLP=1 */
+    p.f16 = env_int("LLMR_GPTOSS_TC_F16", 1, 0, 1) && p.fused_mlp;
     return p;
 }
 
@@ -328,7 +332,12 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
         CARVE(tc.wbf, uint16_t, gptoss_tc_wbf_elems((int)H, (int)I, ps.batched || ps.dq_all ? (int)E : 1));
         CARVE(cublas_ws, char, GPTOSS_TC_CUBLAS_WS);
         if (ps.tc_attn) CARVE(atc_kvs, uint16_t, gptoss_atc_kvs_elems((int)c->num_kv_heads, GPTOSS_ATC_KVS_KEYS));
+        if (ps.f16) {
+            CARVE(tc.rshift, int32_t, 2 * P);
+            CARVE(f16_shift, int32_t, (uint64_t)c->num_layers * 2 * E);
+        }
         if (m) {
+            m->tc.rshift_elems = ps.f16 ? 2 * P : 0;
             m->tc.xs_elems = xs_elems;
             if (ps.stacked) {
                 m->tc.wst_elems[0] = gptoss_tc_wst_elems((int)H, (int)(2 * I), (int)E, ps.splits);
@@ -370,20 +379,43 @@ static int expert_cache_fits(uint64_t need, uint64_t cache, uint64_t budget, siz
     return (!budget || need + cache <= budget) && need + cache + reserve <= free_b;
 }
 
+/* The fp16 experts' shifts (tc.h gptoss_mxfp4_f16_shifts) of every layer's gate_up and down, into m->f16_shift. */
+static llmr_engine_status f16_shifts_fill(gptoss_model *m, char *err, size_t es) {
+    const gptoss_config *c = &m->cfg;
+    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    for (int l = 0; l < c->num_layers; l++) {
+        layer_weights *w = &m->layers[l];
+        w->gu_shift = m->f16_shift + (size_t)l * 2 * E;
+        w->dn_shift = w->gu_shift + E;
+        cudaError_t e = gptoss_mxfp4_f16_shifts(w->gu_scales, E, 2 * I, H, (int32_t *)w->gu_shift, m->stream);
+        if (e == cudaSuccess) e = gptoss_mxfp4_f16_shifts(w->dn_scales, E, H, I, (int32_t *)w->dn_shift, m->stream);
+        if (e != cudaSuccess)
+            return fail(LLMR_ENGINE_INTERNAL, err, es, "the fp16 experts' shifts (layer %d) failed: %s", l,
+                        cudaGetErrorString(e));
+    }
+    return LLMR_ENGINE_OK;
+}
+
 /* Fills the expert cache: each layer's gate_up and down, all experts, by the prompt path's exact
- * dequantization (gptoss_mxfp4_dequant_all), so the cached weights are the values it would compute. */
+ * dequantization (gptoss_mxfp4_dequant_all, or gptoss_mxfp4_dequant_f16_all for the fp16 experts), so the
+ * cached weights are the values it would compute. */
+static cudaError_t expert_cache_dequant(gptoss_model *m, const uint8_t *blocks, const uint8_t *scales,
+                                        const int32_t *shift, int N, int K, uint16_t *w) {
+    const int E = m->cfg.num_experts;
+    return m->tc.f16 ? gptoss_mxfp4_dequant_f16_all(blocks, scales, shift, NULL, E, N, K, w, m->stream)
+                     : gptoss_mxfp4_dequant_all(blocks, scales, NULL, E, N, K, w, m->tc.fast_dequant, m->stream);
+}
+
 static llmr_engine_status expert_cache_fill(gptoss_model *m, char *err, size_t es) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
     uint16_t *at = (uint16_t *)m->expert_cache;
     for (int l = 0; l < c->num_layers; l++) {
         layer_weights *w = &m->layers[l];
-        cudaError_t e = gptoss_mxfp4_dequant_all(w->gu_blocks, w->gu_scales, NULL, E, 2 * I, H, at, m->tc.fast_dequant,
-                                                 m->stream);
+        cudaError_t e = expert_cache_dequant(m, w->gu_blocks, w->gu_scales, w->gu_shift, 2 * I, H, at);
         w->gu_bf16 = at;
         at += (size_t)E * 2 * I * H;
-        if (e == cudaSuccess)
-            e = gptoss_mxfp4_dequant_all(w->dn_blocks, w->dn_scales, NULL, E, H, I, at, m->tc.fast_dequant, m->stream);
+        if (e == cudaSuccess) e = expert_cache_dequant(m, w->dn_blocks, w->dn_scales, w->dn_shift, H, I, at);
         w->dn_bf16 = at;
         at += (size_t)E * H * I;
         if (e != cudaSuccess)
@@ -393,8 +425,8 @@ static llmr_engine_status expert_cache_fill(gptoss_model *m, char *err, size_t e
     const cudaError_t e = cudaStreamSynchronize(m->stream);
     if (e != cudaSuccess)
         return fail(LLMR_ENGINE_INTERNAL, err, es, "filling the expert cache failed: %s", cudaGetErrorString(e));
-    mlog(m, LLMR_LOG_INFO, "expert cache: every expert in bf16 for the prompt path, %.1f MB (LLMR_GPTOSS_EXPERT_CACHE=0 "
-         "turns it off)", m->expert_cache_bytes / 1e6);
+    mlog(m, LLMR_LOG_INFO, "expert cache: every expert in %s for the prompt path, %.1f MB (LLMR_GPTOSS_EXPERT_CACHE=0 "
+         "turns it off)", m->tc.f16 ? "fp16" : "bf16", m->expert_cache_bytes / 1e6);
     return LLMR_ENGINE_OK;
 }
 
@@ -686,6 +718,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         }
         m->tc.no_batched = !ps.batched;
         m->tc.dq_all = ps.dq_all;
+        m->tc.f16 = ps.f16;
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
@@ -778,6 +811,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     st = stream_weights(m, &p, ck, err, es);
     if (st != LLMR_ENGINE_OK) goto fail;
+    if (m->tc.f16 && (st = f16_shifts_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its

@@ -57,6 +57,9 @@ typedef struct layer_weights {
     /* the expert cache (LLMR_GPTOSS_EXPERT_CACHE): every expert's gate_up [E, 2I, H] and down [E, H, I]
      * dequantized to bf16 once at load, for the prompt path's cuBLAS experts; NULL without it */
     const uint16_t *gu_bf16, *dn_bf16;
+    /* the fp16 experts (tc.h, LLMR_GPTOSS_TC_F16): each expert's power-of-two shift c_e, device [E] each (in
+     * gptoss_model.f16_shift); with them the expert cache holds fp16 values, not bf16. NULL otherwise */
+    const int32_t *gu_shift, *dn_shift;
 } layer_weights;
 
 
@@ -116,6 +119,7 @@ struct gptoss_model {
     int tc_fused_mlp;    /* 1: the prompt's experts through gptoss_tc_mlp (two kernels around the GEMMs, the
                           * combine included); 0 (LLMR_GPTOSS_TC_FUSED_MLP=0): five kernels, the same bits */
     gptoss_tc tc;
+    int32_t *f16_shift;  /* fp16 experts: every layer's gate_up then down shifts, [L, 2, E], in the workspace */
     void *cublas_ws;
     cudaEvent_t *pf_ev; /* LLMR_GPTOSS_PREFILL_PROFILE=1: 6 per layer + 1, timing each T > 1 forward */
     /* paged KV cache (kernels.h gptoss_kv): one pool for every session, sized at load */

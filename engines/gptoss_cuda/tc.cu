@@ -2,6 +2,7 @@
 #include "engines/gptoss_cuda/tc.h"
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -124,25 +125,28 @@ __global__ void tc_swiglu_split_kernel(const float *ys, const int32_t *offsets, 
  * sum_k w[t, k] * (the partial rows of pair pair_of[t, k] summed with its expert's bias), the part sums in
  * tc_reduce_kernel's order and the weighted sum in gptoss_moe_combine's, so the same bits without the
  * [P, N] rows in between. */
+template <bool F16>
 __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
                                          int N, int splits, const uint16_t *b, const float *w, const int32_t *pair_of,
-                                         float *x) {
+                                         const int32_t *shift, const int32_t *rshift, float *x) {
     const int t = blockIdx.x;
     long r[GPTOSS_TOPK][3];
     const uint16_t *bb[GPTOSS_TOPK];
-    float wk[GPTOSS_TOPK];
+    float wk[GPTOSS_TOPK], unscale[GPTOSS_TOPK];
     for (int k = 0; k < GPTOSS_TOPK; k++) {
         const int p = pair_of[(size_t)t * GPTOSS_TOPK + k];
         int e = 0;
         for (int s = 0; s < splits; s++) r[k][s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
         bb[k] = b ? b + (size_t)e * N : NULL;
         wk[k] = w[(size_t)t * GPTOSS_TOPK + k];
+        unscale[k] = F16 ? ldexpf(1.0f, shift[e] - rshift[p]) : 1.0f; /* fp16 experts: 2^(c_e - r_p), exact */
     }
     for (int n = 4 * threadIdx.x; n < N; n += 4 * blockDim.x) { /* 4 columns per step: N % 4 == 0 */
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int k = 0; k < GPTOSS_TOPK; k++) {
-            const float4 v0 = *(const float4 *)(ys + r[k][0] * N + n);
+            float4 v0 = *(const float4 *)(ys + r[k][0] * N + n);
+            if (F16) { v0.x *= unscale[k]; v0.y *= unscale[k]; v0.z *= unscale[k]; v0.w *= unscale[k]; }
             float v[4] = {v0.x, v0.y, v0.z, v0.w};
             for (int s = 1; s < splits; s++) {
                 const float4 w4 = *(const float4 *)(ys + r[k][s] * N + n);
@@ -159,6 +163,112 @@ __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets
         xv.x += acc[0]; xv.y += acc[1]; xv.z += acc[2]; xv.w += acc[3];
         *xr = xv;
     }
+}
+
+/* The 16 e2m1 values (the MXFP4 dequantization kernels copy them into shared memory or index them directly). */
+__constant__ float c_tc_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
+                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+/* ---- fp16 experts (tc.h "fp16 experts") */
+
+/* The largest of every thread's v in the block (blockDim.x a multiple of 32, <= 1024); every thread gets it. */
+static __device__ float block_max(float v) {
+    __shared__ float part[32];
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    __syncthreads(); /* part[] may still be read by a previous call */
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = part[0];
+    for (int i = 1; i < (int)(blockDim.x >> 5); i++) v = fmaxf(v, part[i]);
+    return v;
+}
+
+/* The row shift r that puts a row's largest magnitude m into [2^14, 2^15) (0 for a zero or non-finite m). */
+static __device__ __forceinline__ int f16_row_shift(float m) { return m > 0.0f && isfinite(m) ? 14 - ilogbf(m) : 0; }
+
+/* Row p of the grouped activations (x[gather[p]], or x[p]) as fp16 x 2^r at xs[p, :], r in rshift[p]. */
+__global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gather, int K, __half *xs, int32_t *rshift) {
+    const int p = blockIdx.x;
+    const float *xr = x + (size_t)(gather ? gather[p] : p) * ldx;
+    float m = 0.0f;
+    for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));
+    const int r = f16_row_shift(block_max(m));
+    const float sc = ldexpf(1.0f, r);
+    for (int k = threadIdx.x; k < K; k += blockDim.x) xs[(size_t)p * K + k] = __float2half_rn(xr[k] * sc);
+    if (threadIdx.x == 0) rshift[p] = r;
+}
+
+/* The fp16 form of tc_swiglu_split_kernel: pair p's gate_up row (one part, times 2^(c_e - r_p)) plus the bias,
+ * through gptoss_swiglu_value into shared memory ([I] floats), then written as the down GEMM's fp16 row with its
+ * own shift (rshift_out[p]). */
+__global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows, int I,
+                                     const uint16_t *b, const int32_t *shift, const int32_t *rshift_in, float alpha,
+                                     float limit, __half *xs, int32_t *rshift_out) {
+    extern __shared__ float act[];
+    const int p = blockIdx.x, N = 2 * I;
+    int e = 0;
+    const long row = part_row(p, 0, rows, 1, offsets, counts, E, 0, &e);
+    const uint16_t *bb = b ? b + (size_t)e * N : NULL;
+    const float unscale = ldexpf(1.0f, shift[e] - rshift_in[p]);
+    float m = 0.0f;
+    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
+        float4 v = *(const float4 *)(ys + row * N + 2 * j); /* gate j, up j, gate j+1, up j+1 */
+        v.x *= unscale; v.y *= unscale; v.z *= unscale; v.w *= unscale;
+        if (bb) {
+            v.x += gptoss_bf16_to_f32(bb[2 * j]);
+            v.y += gptoss_bf16_to_f32(bb[2 * j + 1]);
+            v.z += gptoss_bf16_to_f32(bb[2 * j + 2]);
+            v.w += gptoss_bf16_to_f32(bb[2 * j + 3]);
+        }
+        act[j] = gptoss_swiglu_value(v.x, v.y, alpha, limit);
+        act[j + 1] = gptoss_swiglu_value(v.z, v.w, alpha, limit);
+        m = fmaxf(m, fmaxf(fabsf(act[j]), fabsf(act[j + 1])));
+    }
+    const int r = f16_row_shift(block_max(m)); /* its barriers also order act[] */
+    const float sc = ldexpf(1.0f, r);
+    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x)
+        *(__half2 *)(xs + row * I + j) = __floats2half2_rn(act[j] * sc, act[j + 1] * sc);
+    if (threadIdx.x == 0) rshift_out[p] = r;
+}
+
+/* shift[e] = the largest of expert e's nscales scale bytes - 127 - GPTOSS_TC_F16_TOP (one block per expert). */
+__global__ void mxfp4_f16_shift_kernel(const uint8_t *scales, long nscales, int32_t *shift) {
+    const uint8_t *sc = scales + (size_t)blockIdx.x * nscales;
+    unsigned m = 0;
+    for (long i = threadIdx.x; i < nscales; i += blockDim.x) m = max(m, (unsigned)sc[i]);
+    const float mm = block_max((float)m);
+    if (threadIdx.x == 0) shift[blockIdx.x] = (int)mm - 127 - GPTOSS_TC_F16_TOP;
+}
+
+/* One thread per MXFP4 block of expert blockIdx.y (as mxfp4_dequant_fast_kernel): 32 fp16 values
+ * fp4 x 2^(s-127-c_e), rounded to nearest (exact where the power of two keeps fp16's range). */
+__global__ void mxfp4_dequant_f16_kernel(const uint4 *blocks, const uint8_t *scales, const int32_t *shift, long nblocks,
+                                         uint4 *w, const int32_t *counts) {
+    __shared__ float tbl[16];
+    if (threadIdx.x < 16) tbl[threadIdx.x] = c_tc_fp4[threadIdx.x];
+    __syncthreads();
+    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= nblocks || (counts && counts[blockIdx.y] == 0)) return;
+    blocks += (size_t)blockIdx.y * nblocks;
+    scales += (size_t)blockIdx.y * nblocks;
+    w += (size_t)blockIdx.y * nblocks * 4;
+    const uint4 b = blocks[i];
+    const int ex = (int)scales[i] - 127 - shift[blockIdx.y];
+    /* 2^ex; below 2^-140 every fp4 x 2^ex rounds to an fp16 zero anyway */
+    const float sc = ex < -140 ? 0.0f : ldexpf(1.0f, ex);
+    const uint32_t word[4] = {b.x, b.y, b.z, b.w};
+    uint32_t out[16];
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+        const uint32_t byte = (word[j >> 2] >> (8 * (j & 3))) & 0xffu;
+        const __half2 h = __floats2half2_rn(tbl[byte & 15] * sc, tbl[byte >> 4] * sc); /* k even low, odd high */
+        out[j] = *(const uint32_t *)&h;
+    }
+    uint4 *o = w + 4 * i;
+    o[0] = make_uint4(out[0], out[1], out[2], out[3]);
+    o[1] = make_uint4(out[4], out[5], out[6], out[7]);
+    o[2] = make_uint4(out[8], out[9], out[10], out[11]);
+    o[3] = make_uint4(out[12], out[13], out[14], out[15]);
 }
 
 /* The dense reduce for G column segments of one GEMM output (ys rows of ld columns): segment g =
@@ -182,8 +292,6 @@ __global__ void tc_reduce_segs_kernel(const float *ys, int ld, int rows, int spl
     }
 }
 
-__constant__ float c_tc_fp4[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 /* One thread per packed byte i of the expert: its two values are elements 2i and 2i+1 of W_e [N, K]
  * (byte j of block (n, kb) holds k = kb*32 + 2j in the low nibble), scale index i / 16. */
@@ -275,6 +383,21 @@ cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scale
     return dequant_launch(blocks, scales, counts, E, N, K, w, fast, st);
 }
 
+cudaError_t gptoss_mxfp4_f16_shifts(const uint8_t *scales, int E, int N, int K, int32_t *shift, cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32 || E <= 0) return cudaErrorInvalidValue;
+    mxfp4_f16_shift_kernel<<<(unsigned)E, 256, 0, st>>>(scales, (long)N * (K / 32), shift);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_mxfp4_dequant_f16_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *shift,
+                                         const int32_t *counts, int E, int N, int K, uint16_t *w, cudaStream_t st) {
+    if (N <= 0 || K <= 0 || K % 32 || E <= 0 || E > 65535 || !shift) return cudaErrorInvalidValue;
+    const long nblocks = (long)N * (K / 32);
+    const dim3 grid((unsigned)((nblocks + 127) / 128), (unsigned)E);
+    mxfp4_dequant_f16_kernel<<<grid, 128, 0, st>>>((const uint4 *)blocks, scales, shift, nblocks, (uint4 *)w, counts);
+    return cudaGetLastError();
+}
+
 /* ---------------------------------------------------------------- cuBLAS */
 
 cudaError_t gptoss_tc_blas_fail(gptoss_tc *tc, const char *what, cublasStatus_t s) {
@@ -360,18 +483,18 @@ void gptoss_tc_destroy(gptoss_tc *tc) {
 }
 
 /* ys[M, N] = xs[M, K] · W[N, K]^T (row-major terms): column-major W^T·xs^T, the "TN" GEMM, on GEMM stream i
- * (0: tc->stream with tc->handle; see gptoss_tc_streams_setup). */
-static cudaError_t gemm_rows_on(gptoss_tc *tc, int i, const uint16_t *W, int K, int N, int M, const uint16_t *xs,
-                                float *ys) {
+ * (0: tc->stream with tc->handle; see gptoss_tc_streams_setup); W and xs bf16, or fp16 with f16. */
+static cudaError_t gemm_rows_on(gptoss_tc *tc, int i, int f16, const uint16_t *W, int K, int N, int M,
+                                const uint16_t *xs, float *ys) {
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasGemmEx(i ? tc->aux_handle[i] : tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W,
-                                    CUDA_R_16BF, K, xs, CUDA_R_16BF, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F,
-                                    CUBLAS_GEMM_DEFAULT);
+    const cudaDataType_t in = f16 ? CUDA_R_16F : CUDA_R_16BF;
+    cublasStatus_t s = cublasGemmEx(i ? tc->aux_handle[i] : tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, in,
+                                    K, xs, in, K, &zero, ys, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : gptoss_tc_blas_fail(tc, "GemmEx", s);
 }
 
 static cudaError_t gemm_rows(gptoss_tc *tc, const uint16_t *W, int K, int N, int M, const uint16_t *xs, float *ys) {
-    return gemm_rows_on(tc, 0, W, K, N, M, xs, ys);
+    return gemm_rows_on(tc, 0, 0, W, K, N, M, xs, ys);
 }
 
 int gptoss_tc_gemm_streams(const gptoss_tc *tc) { return tc->n_streams > 1 && tc->ev_fork ? tc->n_streams : 1; }
@@ -537,17 +660,30 @@ static long experts_pad(const gptoss_tc *tc, const uint16_t *wbf_all, int E, int
                : 0;
 }
 
+/* w = the used experts' weights (counts on the device) or expert e's alone (e >= 0) in bf16, or in fp16 with
+ * shift (the fp16 experts). */
+static cudaError_t experts_dequant(gptoss_tc *tc, const uint8_t *blocks, const uint8_t *scales, const int32_t *shift,
+                                   const int32_t *counts_dev, int e, int E, int K, int N, uint16_t *w) {
+    if (e >= 0 && shift)
+        return gptoss_mxfp4_dequant_f16_all(blocks + (size_t)e * N * (K / 2), scales + (size_t)e * N * (K / 32),
+                                            shift + e, NULL, 1, N, K, w, tc->stream);
+    if (e >= 0) return gptoss_mxfp4_dequant(blocks, scales, e, N, K, w, tc->fast_dequant, tc->stream);
+    if (shift) return gptoss_mxfp4_dequant_f16_all(blocks, scales, shift, counts_dev, E, N, K, w, tc->stream);
+    return gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, w, tc->fast_dequant, tc->stream);
+}
+
 /* The per-expert layout's GEMMs, x already split into tc->xs: expert e's S * cnt_e partial rows into tc->ys
- * from row S * off_e. dq_all: one launch for every used expert (experts without tokens skipped on the
- * device); with the cache (wbf_all), none. With every weight in place the GEMMs go round robin over the
- * GEMM streams (forked after the split and the dequantization, joined before the caller's reduce). */
-static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uint8_t *scales, const uint16_t *wbf_all,
-                                 const int32_t *counts_dev, int E, int K, int N) {
-    const int S = tc->splits;
+ * from row S * off_e (S = 1 and fp16 weights and rows where shift is given: the fp16 experts). dq_all: one
+ * launch for every used expert (experts without tokens skipped on the device); with the cache (wbf_all),
+ * none. With every weight in place the GEMMs go round robin over the GEMM streams (forked after the split
+ * and the dequantization, joined before the caller's reduce). */
+static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uint8_t *scales, const int32_t *shift,
+                                 const uint16_t *wbf_all, const int32_t *counts_dev, int E, int K, int N) {
+    const int S = shift ? 1 : tc->splits;
     const int all = wbf_all || (tc->dq_all && (size_t)E * N * K <= tc->wbf_elems);
     const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
     cudaError_t r = cudaSuccess;
-    if (all && !wbf_all) r = gptoss_mxfp4_dequant_all(blocks, scales, counts_dev, E, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+    if (all && !wbf_all) r = experts_dequant(tc, blocks, scales, shift, counts_dev, -1, E, K, N, tc->wbf);
     const int ns = all ? gptoss_tc_gemm_streams(tc) : 1;
     if (r == cudaSuccess) r = gptoss_tc_fork(tc, ns);
     long off = 0;
@@ -556,9 +692,10 @@ static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uin
         const int cnt = tc->counts_host[e];
         if (cnt == 0) continue;
         const uint16_t *w = all ? W + (size_t)e * N * K : tc->wbf;
-        if (!all) r = gptoss_mxfp4_dequant(blocks, scales, e, N, K, tc->wbf, tc->fast_dequant, tc->stream);
+        if (!all) r = experts_dequant(tc, blocks, scales, shift, counts_dev, e, E, K, N, tc->wbf);
         if (r == cudaSuccess)
-            r = gemm_rows_on(tc, j++ % ns, w, K, N, S * cnt, tc->xs + (size_t)S * off * K, tc->ys + (size_t)S * off * N);
+            r = gemm_rows_on(tc, j++ % ns, shift != NULL, w, K, N, S * cnt, tc->xs + (size_t)S * off * K,
+                             tc->ys + (size_t)S * off * N);
         off += cnt;
     }
     return gptoss_tc_join(tc, ns, r);
@@ -575,9 +712,36 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
         return experts_batched(tc, x, ldx, gather, blocks, scales, wbf_all, b, counts_dev, offsets_dev, E, P, K, N,
                                (int)pad, y);
     cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, tc->splits, tc->xs, tc->stream);
-    if (r == cudaSuccess) r = experts_gemms(tc, blocks, scales, wbf_all, counts_dev, E, K, N);
+    if (r == cudaSuccess) r = experts_gemms(tc, blocks, scales, NULL, wbf_all, counts_dev, E, K, N);
     if (r == cudaSuccess)
         r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, tc->splits, b, y, N, 0, tc->stream);
+    return r;
+}
+
+/* gptoss_tc_mlp on the fp16 experts (tc.h): the checks gptoss_tc_mlp made, then split (fp16, row shifts into
+ * rshift[0, P)), gate_up GEMMs, SwiGLU + fp16 split (shifts into rshift[P, 2P)), down GEMMs, combine. */
+static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
+                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
+                           const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
+                           float *x) {
+    const int P = T * GPTOSS_TOPK;
+    if (!gu->shift || !dn->shift || (size_t)2 * P > tc->rshift_elems || !tc->rshift) return cudaErrorInvalidValue;
+    if (I > GPTOSS_TC_F16_MAX_I) return cudaErrorNotSupported;
+    int32_t *rs_gu = tc->rshift, *rs_dn = tc->rshift + P;
+    tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, H, (__half *)tc->xs, rs_gu);
+    cudaError_t r = cudaGetLastError();
+    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, gu->shift, gu->bf16, counts_dev, E, H, 2 * I);
+    if (r == cudaSuccess) {
+        tc_swiglu_f16_kernel<<<(unsigned)P, 256, (size_t)I * sizeof(float), tc->stream>>>(
+            tc->ys, offsets_dev, counts_dev, E, P, I, gu->bias, gu->shift, rs_gu, alpha, limit, (__half *)tc->xs, rs_dn);
+        r = cudaGetLastError();
+    }
+    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->shift, dn->bf16, counts_dev, E, I, H);
+    if (r == cudaSuccess) {
+        tc_reduce_combine_kernel<true><<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, 1,
+                                                                            dn->bias, rw, pair_of, dn->shift, rs_dn, x);
+        r = cudaGetLastError();
+    }
     return r;
 }
 
@@ -590,18 +754,19 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
     if (!experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H)) return cudaErrorInvalidValue;
     if (I % 2 || H % 4 || ((uintptr_t)x & 15) || experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H))
         return cudaErrorNotSupported;
+    if (tc->f16) return mlp_f16(tc, h, ldh, gather, gu, dn, counts_dev, offsets_dev, rw, pair_of, E, T, H, I, alpha, limit, x);
     const int S = tc->splits;
     cudaError_t r = gptoss_tc_split(h, ldh, gather, offsets_dev, counts_dev, E, P, H, S, tc->xs, tc->stream);
-    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, gu->bf16, counts_dev, E, H, 2 * I);
+    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, NULL, gu->bf16, counts_dev, E, H, 2 * I);
     if (r == cudaSuccess) {
         tc_swiglu_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, I, S, gu->bias,
                                                                     alpha, limit, tc->xs);
         r = cudaGetLastError();
     }
-    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->bf16, counts_dev, E, I, H);
+    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, NULL, dn->bf16, counts_dev, E, I, H);
     if (r == cudaSuccess) {
-        tc_reduce_combine_kernel<<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, S, dn->bias,
-                                                                      rw, pair_of, x);
+        tc_reduce_combine_kernel<false><<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, S,
+                                                                             dn->bias, rw, pair_of, NULL, NULL, x);
         r = cudaGetLastError();
     }
     return r;

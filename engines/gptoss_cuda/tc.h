@@ -24,6 +24,16 @@
  * into a scratch of E experts before the GEMMs (fewer host calls after the count sync: 4k prefill
  * 184.9 -> 179.9 ms on the H200).
  *
+ * fp16 experts (tc->f16, LLMR_GPTOSS_TC_F16; gptoss_tc_mlp only): one part per activation instead of S,
+ * in fp16 (11 significant bits; bf16 has 8), so the experts' GEMMs do half the work. The weights stay
+ * exact: expert e's MXFP4 values fp4 x 2^(s-127) are stored as fp16 values fp4 x 2^(s-127-c_e), c_e
+ * from the expert's largest scale (gptoss_mxfp4_f16_shifts: its largest value becomes <= 6 x 2^13), which
+ * is exact for every block whose scale is within 36 binades of that largest one. Each activation row is
+ * scaled by its own power of two 2^r (its largest element into [2^14, 2^15)) before the rounding, so no
+ * row overflows or loses bits to fp16's small range; r goes in tc->rshift. The epilogues multiply each
+ * output row by 2^(c_e - r) (exact) before the bias. Relative rounding per activation ~2^-12 (two bf16
+ * parts: ~2^-17); docs/performance.md "Session 12: the prompt's experts on one fp16 part".
+ *
  * All work goes on the stream the handle is bound to; nothing else synchronizes except the count
  * copy in gptoss_tc_experts. Errors: CUDA launches return their cudaError_t; a cuBLAS failure returns
  * cudaErrorUnknown and leaves its status text in tc->why. */
@@ -77,6 +87,9 @@ typedef struct gptoss_tc {
     cudaEvent_t ev_fork, ev_join[GPTOSS_TC_MAX_STREAMS];
     uint16_t *wd;           /* one dense weight stacked [W | W | b, 0 x 7] (gptoss_tc_linear_stacked) */
     size_t wd_elems;
+    int f16;                /* 1: gptoss_tc_mlp's experts on one fp16 part (see "fp16 experts" above) */
+    int32_t *rshift;        /* fp16 experts: each pair's row shift r, gate_up's then down's ([2, P]) */
+    size_t rshift_elems;
 } gptoss_tc;
 
 /* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
@@ -125,11 +138,13 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
                               const int32_t *counts_dev, const int32_t *offsets_dev, int E, int P, int K, int N,
                               float *y);
 
-/* One expert projection's weights for gptoss_tc_mlp: MXFP4 blocks and scales [E, N, K], the expert cache's bf16
- * [E, N, K] or NULL (as wbf_all above), the bias [E, N] bf16 or NULL. Borrowed. */
+/* One expert projection's weights for gptoss_tc_mlp: MXFP4 blocks and scales [E, N, K], the expert cache [E, N, K]
+ * or NULL (as wbf_all above; with tc->f16 the cache holds gptoss_mxfp4_dequant_f16_all's fp16 values), the bias
+ * [E, N] bf16 or NULL, and with tc->f16 the experts' shifts c_e (gptoss_mxfp4_f16_shifts, device [E]). Borrowed. */
 typedef struct gptoss_tc_experts_w {
     const uint8_t *blocks, *scales;
     const uint16_t *bf16, *bias;
+    const int32_t *shift;
 } gptoss_tc_experts_w;
 
 /* The MoE block after routing, for T tokens (P = 4T grouped pairs, counts on the host as for
@@ -140,7 +155,10 @@ typedef struct gptoss_tc_experts_w {
  * [P, 2I], [P, I] and [P, H] fp32 rows between them are never written (at 4,096 tokens on 20b ~1.5 GB of
  * traffic a layer). Returns cudaErrorNotSupported (the caller then makes the four calls) where
  * gptoss_tc_experts would take the batched layout, when I is odd, H not a multiple of 4 or x not 16-byte
- * aligned; cudaErrorInvalidValue as gptoss_tc_experts. */
+ * aligned; cudaErrorInvalidValue as gptoss_tc_experts. With tc->f16 the GEMMs take one fp16 part ("fp16
+ * experts" above: not the bits of the bf16 calls; needs gu->shift, dn->shift, 2P <= rshift_elems and
+ * I <= GPTOSS_TC_F16_MAX_I, else cudaErrorInvalidValue / cudaErrorNotSupported); the four calls it stands for
+ * have no fp16 form, so a caller falling back from it must not pass them an fp16 cache. */
 cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
                           const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
@@ -184,6 +202,18 @@ cudaError_t gptoss_mxfp4_dequant(const uint8_t *blocks, const uint8_t *scales, i
  * their slice left as it was (counts may be NULL: all). */
 cudaError_t gptoss_mxfp4_dequant_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *counts, int E, int N,
                                      int K, uint16_t *w, int fast, cudaStream_t stream);
+
+/* fp16 experts: c_e of each of E experts from its scales [E, N, K/32] (shift[e] = largest scale - 127 -
+ * GPTOSS_TC_F16_TOP). K % 32 == 0. */
+#define GPTOSS_TC_F16_TOP 13     /* an expert's largest value fp4 x 2^(s-127) becomes <= 6 x 2^13 in fp16 */
+#define GPTOSS_TC_F16_MAX_I 8192 /* the SwiGLU row of one pair in shared memory (fp16 down input's row scale) */
+cudaError_t gptoss_mxfp4_f16_shifts(const uint8_t *scales, int E, int N, int K, int32_t *shift, cudaStream_t stream);
+
+/* w[e] = expert e's MXFP4 weight as fp16 values fp4 x 2^(s-127-shift[e]), rounded to nearest (exact for
+ * scales within 36 binades of the expert's largest), [E, N, K]; experts with counts[e] == 0 skipped (counts
+ * may be NULL). K % 32 == 0. */
+cudaError_t gptoss_mxfp4_dequant_f16_all(const uint8_t *blocks, const uint8_t *scales, const int32_t *shift,
+                                         const int32_t *counts, int E, int N, int K, uint16_t *w, cudaStream_t stream);
 
 /* ---- Stacked experts (tc_stacked.cu; behind LLMR_GPTOSS_TC_STACKED=1, off by default: on the H200 it
  * was no faster at 4,096 tokens and slower at 1,024 than the path above, docs/performance.md session 5)

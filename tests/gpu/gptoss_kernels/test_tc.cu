@@ -32,6 +32,8 @@ static void *tc_make(gptoss_tc *tc, int chunk, int S, int H, int QD, int I, int 
         exit(1);
     }
     tc->xs_elems = gptoss_tc_xs_elems(chunk, S, H, QD, I, 1);
+    tc->rshift_elems = (size_t)2 * chunk * GPTOSS_TOPK;
+    CK(cudaMalloc((void **)&tc->rshift, tc->rshift_elems * sizeof(int32_t)));
     tc->ys_elems = gptoss_tc_ys_elems(chunk, S, H, QD, I, E);
     tc->wbf_elems = gptoss_tc_wbf_elems(H, I, E);
     CK(cudaMalloc((void **)&tc->xs, tc->xs_elems * 2));
@@ -42,7 +44,7 @@ static void *tc_make(gptoss_tc *tc, int chunk, int S, int H, int QD, int I, int 
     return ws;
 }
 static void tc_free(gptoss_tc *tc, void *ws) {
-    cudaFree(tc->xs); cudaFree(tc->ys); cudaFree(tc->wbf); cudaFree(ws);
+    cudaFree(tc->xs); cudaFree(tc->ys); cudaFree(tc->wbf); cudaFree(tc->rshift); cudaFree(ws);
     gptoss_tc_destroy(tc);
 }
 
@@ -277,7 +279,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
      * (the caller makes the three calls) where they take the batched one */
     float *dres2 = dev_upload(c.x0);
     auto mlp_check = [&](const uint16_t *gu_w, const uint16_t *dn_w, const char *how) {
-        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb}, dw = {c.ddnb, c.ddns, dn_w, c.ddb};
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, NULL}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, NULL};
         CK(cudaMemcpy(dres2, c.x0.data(), (size_t)T * H * sizeof(float), cudaMemcpyHostToDevice));
         const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, H, I, c.alpha,
                                             c.limit, dres2);
@@ -333,6 +335,131 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
              dq_all ? ", one dequant launch" : "", S, T, H, I, E);
     check_rel(what, out, moe_case_ref(&c), S == 2 ? 1e-5 : 2e-6);
     cudaFree(dres2);
+    moe_case_free(&c);
+    tc_free(&tc, ws);
+}
+
+/* ------------------------------------------------------------ fp16 experts (tc.h "fp16 experts") */
+
+/* The value of fp16 bits h (exact in double). */
+static double h2d(uint16_t h) {
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const double v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp((double)(1024 + m), e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* The shifts are the largest scale - 140; every fp16 weight times 2^c_e is the MXFP4 value exactly where its scale
+ * is within 36 binades of the expert's largest, and within half of fp16's smallest step (2^(c_e-25)) below that;
+ * an expert without tokens is left untouched. */
+static void test_dequant_f16(int E, int N, int K) {
+    std::vector<uint8_t> blk((size_t)E * N * (K / 32) * 16), sc((size_t)E * N * (K / 32));
+    for (auto &v : blk) v = (uint8_t)rnd64();
+    const size_t per = (size_t)N * (K / 32);
+    for (int e = 0; e < E; e++) {
+        const int top = 110 + 7 * e; /* experts with different ranges */
+        for (size_t i = 0; i < per; i++)
+            sc[e * per + i] = (uint8_t)(i % 11 == 0 ? top - 36 - (int)(rnd64() % 40) : top - (int)(rnd64() % 37));
+        sc[e * per] = (uint8_t)top;
+    }
+    uint8_t *db = dev_upload(blk), *ds = dev_upload(sc);
+    int32_t *dsh = NULL;
+    CK(cudaMalloc((void **)&dsh, E * sizeof(int32_t)));
+    CK(gptoss_mxfp4_f16_shifts(ds, E, N, K, dsh, 0));
+    const auto sh = dev_download(dsh, (size_t)E);
+    int bad_shift = 0;
+    for (int e = 0; e < E; e++) bad_shift += sh[e] != 110 + 7 * e - 127 - GPTOSS_TC_F16_TOP;
+    std::vector<int32_t> cnt(E, 1);
+    if (E > 1) cnt[1] = 0;
+    int32_t *dc = dev_upload(cnt);
+    uint16_t *dw = NULL;
+    CK(cudaMalloc((void **)&dw, (size_t)E * N * K * 2));
+    CK(cudaMemset(dw, 0xff, (size_t)E * N * K * 2));
+    CK(gptoss_mxfp4_dequant_f16_all(db, ds, dsh, dc, E, N, K, dw, 0));
+    const auto w = dev_download(dw, (size_t)E * N * K);
+    int inexact = 0, far = 0, untouched_bad = 0;
+    for (int e = 0; e < E; e++)
+        for (int n = 0; n < N; n++)
+            for (int k = 0; k < K; k++) {
+                const uint16_t v = w[((size_t)e * N + n) * K + k];
+                if (cnt[e] == 0) { untouched_bad += v != 0xffff; continue; }
+                const double got = ldexp(h2d(v), sh[e]), want = (double)t_mx_wf(blk, sc, N, K, e, n, k);
+                const int s = sc[((size_t)e * N + n) * (K / 32) + k / 32];
+                if (s >= 110 + 7 * e - 36) inexact += got != want;
+                else far += fabs(got - want) > ldexp(1.0, sh[e] - 25);
+            }
+    char what[160];
+    snprintf(what, sizeof what, "mxfp4 fp16 shifts = largest scale - 140, E=%d (%d wrong)", E, bad_shift);
+    check_true(what, bad_shift == 0);
+    snprintf(what, sizeof what, "mxfp4_dequant_f16_all exact within 36 binades, rounded below, idle expert untouched, "
+             "E=%d N=%d K=%d (%d / %d / %d)", E, N, K, inexact, far, untouched_bad);
+    check_true(what, inexact == 0 && far == 0 && untouched_bad == 0);
+    cudaFree(db); cudaFree(ds); cudaFree(dsh); cudaFree(dc); cudaFree(dw);
+}
+
+/* The MoE block by gptoss_tc_mlp on fp16 experts against the CPU in double: one fp16 part per activation leaves
+ * ~2^-12 relative per element, so 1e-3 relative L2 (the bf16 parts: 1e-5). With xexp, x is 2^xexp times larger
+ * and the gate_up weights 2^xexp times smaller (their scales), so the products are those of xexp = 0 while the
+ * rows lie far outside fp16's range (2^18: ~2.6e5 > 65,504) or deep in its subnormals (2^-22): the row shifts
+ * must keep the same accuracy. (Scaling x alone would test SwiGLU's conditioning, not the rounding: with huge
+ * gate values any rounding moves the few near its live window.) The weights dequantized per call, by one
+ * launch, or from an fp16 cache, over 1 or more GEMM streams: the same bits each way. */
+static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, int streams, int xexp) {
+    moe_case c;
+    moe_case_make(&c, T, H, I, E);
+    for (auto &v : c.x) v = ldexpf(v, xexp);
+    for (auto &v : c.gus) v = (uint8_t)(v - xexp);
+    CK(cudaMemcpy(c.dx, c.x.data(), c.x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(c.dgus, c.gus.data(), c.gus.size(), cudaMemcpyHostToDevice));
+    gptoss_tc tc;
+    void *ws = tc_make(&tc, T, 2, H, H, I, E);
+    tc.no_batched = 1;
+    tc.dq_all = dq_all;
+    tc.f16 = 1;
+    int32_t *dsh = NULL;
+    CK(cudaMalloc((void **)&dsh, 2 * E * sizeof(int32_t)));
+    CK(gptoss_mxfp4_f16_shifts(c.dgus, E, 2 * I, H, dsh, 0));
+    CK(gptoss_mxfp4_f16_shifts(c.ddns, E, H, I, dsh + E, 0));
+    CK(gptoss_tc_fetch_counts(&tc, c.dcnt, E));
+    float *dres = dev_upload(c.x0);
+    auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds) {
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds};
+        CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
+        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, H, I, c.alpha,
+                                            c.limit, dres);
+        if (r != cudaSuccess) return std::make_pair(r, std::vector<float>());
+        return std::make_pair(r, dev_download(dres, c.x0.size()));
+    };
+    char what[160];
+    check_true("tc_mlp fp16 refuses experts without their shifts", run(NULL, NULL, NULL, dsh + E).first == cudaErrorInvalidValue);
+    const auto out = run(NULL, NULL, dsh, dsh + E);
+    CK(out.first);
+    snprintf(what, sizeof what, "tc MoE fp16 (%s) T=%d H=%d I=%d E=%d x*2^%d", dq_all ? "one dequant launch" : "per-expert dequant",
+             T, H, I, E, xexp);
+    check_rel(what, out.second, moe_case_ref(&c), 1e-3);
+    if (cached) {
+        uint16_t *gu_all = NULL, *dn_all = NULL;
+        CK(cudaMalloc((void **)&gu_all, (size_t)E * 2 * I * H * 2));
+        CK(cudaMalloc((void **)&dn_all, (size_t)E * H * I * 2));
+        CK(gptoss_mxfp4_dequant_f16_all(c.dgub, c.dgus, dsh, NULL, E, 2 * I, H, gu_all, 0));
+        CK(gptoss_mxfp4_dequant_f16_all(c.ddnb, c.ddns, dsh + E, NULL, E, H, I, dn_all, 0));
+        CK(cudaMemset(tc.wbf, 0xff, tc.wbf_elems * 2));
+        if (streams > 1) {
+            char serr[256];
+            if (gptoss_tc_streams_setup(&tc, streams, serr, sizeof serr)) {
+                fprintf(stderr, "gptoss_tc_streams_setup: %s\n", serr);
+                exit(1);
+            }
+        }
+        const auto outc = run(gu_all, dn_all, dsh, dsh + E);
+        CK(outc.first);
+        snprintf(what, sizeof what, "tc MoE fp16 from an fp16 expert cache%s = dequantized per call, bit for bit (T=%d E=%d)",
+                 streams > 1 ? ", GEMM streams" : "", T, E);
+        check_true(what, outc.second == out.second);
+        cudaFree(gu_all);
+        cudaFree(dn_all);
+    }
+    cudaFree(dres);
+    cudaFree(dsh);
     moe_case_free(&c);
     tc_free(&tc, ws);
 }
@@ -600,6 +727,14 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe(32, 2880, 256, 32, 2, 1, 1, 1, 1); /* the 20b hidden size, cached */
     test_tc_moe(70, 256, 256, 16, 2, 1, 1, 1, 1, 4); /* cached, GEMMs over 4 streams */
     test_tc_moe(200, 2880, 256, 32, 2, 1, 1, 1, 1, 3); /* the same over 3 streams, the 20b hidden size */
+    test_dequant_f16(3, 64, 96);
+    test_dequant_f16(2, 2880, 2880); /* the 20b down_proj shape */
+    test_tc_moe_f16(70, 256, 256, 16, 0, 0, 1, 0);
+    test_tc_moe_f16(70, 256, 256, 16, 1, 1, 1, 0);
+    test_tc_moe_f16(9, 64, 96, 32, 1, 1, 1, 0);      /* idle experts */
+    test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, 18);  /* rows far beyond fp16's range */
+    test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -22); /* rows deep in its subnormals */
+    test_tc_moe_f16(200, 2880, 256, 32, 1, 1, 4, 0); /* the 20b hidden size, cached, 4 GEMM streams */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
     test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
