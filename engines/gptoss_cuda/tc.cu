@@ -240,18 +240,34 @@ __global__ void mxfp4_f16_shift_kernel(const uint8_t *scales, long nscales, int3
     if (threadIdx.x == 0) shift[blockIdx.x] = (int)mm - 127 - GPTOSS_TC_F16_TOP;
 }
 
-/* One thread per MXFP4 block of expert blockIdx.y (as mxfp4_dequant_fast_kernel): 32 fp16 values
- * fp4 x 2^(s-127-c_e), rounded to nearest (exact where the power of two keeps fp16's range). */
-__global__ void mxfp4_dequant_f16_kernel(const uint4 *blocks, const uint8_t *scales, const int32_t *shift, long nblocks,
-                                         uint4 *w, const int32_t *counts) {
-    __shared__ float tbl[16];
+/* The frame of the block-per-thread dequantization kernels (one thread per MXFP4 block of expert blockIdx.y,
+ * nblocks per expert): dq_begin stages the e2m1 table in tbl (a barrier: every thread calls it) and says whether
+ * the thread has a block, *g its index among all experts' (blocks, scales and the 4-uint4 groups of w): none past
+ * the expert's end or for an expert without tokens (counts[e] == 0); dq_store writes its 32 16-bit values. */
+static __device__ __forceinline__ bool dq_begin(float *tbl, long nblocks, const int32_t *counts, long *g) {
     if (threadIdx.x < 16) tbl[threadIdx.x] = c_tc_fp4[threadIdx.x];
     __syncthreads();
     const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nblocks || (counts && counts[blockIdx.y] == 0)) return;
-    blocks += (size_t)blockIdx.y * nblocks;
-    scales += (size_t)blockIdx.y * nblocks;
-    w += (size_t)blockIdx.y * nblocks * 4;
+    if (i >= nblocks || (counts && counts[blockIdx.y] == 0)) return false;
+    *g = (long)blockIdx.y * nblocks + i;
+    return true;
+}
+
+static __device__ __forceinline__ void dq_store(uint4 *w, long i, const uint32_t out[16]) {
+    uint4 *o = w + 4 * i;
+    o[0] = make_uint4(out[0], out[1], out[2], out[3]);
+    o[1] = make_uint4(out[4], out[5], out[6], out[7]);
+    o[2] = make_uint4(out[8], out[9], out[10], out[11]);
+    o[3] = make_uint4(out[12], out[13], out[14], out[15]);
+}
+
+/* 32 fp16 values fp4 x 2^(s-127-c_e) per MXFP4 block (as mxfp4_dequant_fast_kernel below for bf16), rounded to
+ * nearest (exact where the power of two keeps fp16's range). */
+__global__ void mxfp4_dequant_f16_kernel(const uint4 *blocks, const uint8_t *scales, const int32_t *shift, long nblocks,
+                                         uint4 *w, const int32_t *counts) {
+    __shared__ float tbl[16];
+    long i;
+    if (!dq_begin(tbl, nblocks, counts, &i)) return;
     const uint4 b = blocks[i];
     const int ex = (int)scales[i] - 127 - shift[blockIdx.y];
     /* 2^ex; below 2^-140 every fp4 x 2^ex rounds to an fp16 zero anyway */
@@ -264,11 +280,7 @@ __global__ void mxfp4_dequant_f16_kernel(const uint4 *blocks, const uint8_t *sca
         const __half2 h = __floats2half2_rn(tbl[byte & 15] * sc, tbl[byte >> 4] * sc); /* k even low, odd high */
         out[j] = *(const uint32_t *)&h;
     }
-    uint4 *o = w + 4 * i;
-    o[0] = make_uint4(out[0], out[1], out[2], out[3]);
-    o[1] = make_uint4(out[4], out[5], out[6], out[7]);
-    o[2] = make_uint4(out[8], out[9], out[10], out[11]);
-    o[3] = make_uint4(out[12], out[13], out[14], out[15]);
+    dq_store(w, i, out);
 }
 
 /* The dense reduce for G column segments of one GEMM output (ys rows of ld columns): segment g =
@@ -320,21 +332,11 @@ __global__ void mxfp4_dequant_kernel(const uint8_t *blocks, const uint8_t *scale
 __global__ void mxfp4_dequant_fast_kernel(const uint4 *blocks, const uint8_t *scales, long nblocks, uint4 *w,
                                           const int32_t *counts) {
     __shared__ float tbl[16];
-    if (threadIdx.x < 16) tbl[threadIdx.x] = c_tc_fp4[threadIdx.x];
-    __syncthreads();
-    const long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= nblocks || (counts && counts[blockIdx.y] == 0)) return;
-    blocks += (size_t)blockIdx.y * nblocks;
-    scales += (size_t)blockIdx.y * nblocks;
-    w += (size_t)blockIdx.y * nblocks * 4;
-    const uint4 b = blocks[i];
+    long i;
+    if (!dq_begin(tbl, nblocks, counts, &i)) return;
     uint32_t out[16];
-    gptoss_tc_mxfp4_block(tbl, b, scales[i], out);
-    uint4 *o = w + 4 * i;
-    o[0] = make_uint4(out[0], out[1], out[2], out[3]);
-    o[1] = make_uint4(out[4], out[5], out[6], out[7]);
-    o[2] = make_uint4(out[8], out[9], out[10], out[11]);
-    o[3] = make_uint4(out[12], out[13], out[14], out[15]);
+    gptoss_tc_mxfp4_block(tbl, blocks[i], scales[i], out);
+    dq_store(w, i, out);
 }
 
 /* ---------------------------------------------------------------- launchers */
