@@ -183,8 +183,13 @@ static __device__ float block_max(float v) {
     return v;
 }
 
-/* The row shift r that puts a row's largest magnitude m into [2^14, 2^15) (0 for a zero or non-finite m). */
-static __device__ __forceinline__ int f16_row_shift(float m) { return m > 0.0f && isfinite(m) ? 14 - ilogbf(m) : 0; }
+/* The row shift r that puts a row's largest magnitude m into [2^14, 2^15) (0 for a zero or non-finite m), at most
+ * 126: 2^r stays a finite fp32 for rows whose largest value is subnormal (2^147 would be inf, and 0 x inf NaN);
+ * such a row then lands below 2^14, still far inside fp16's range. */
+static __device__ __forceinline__ int f16_row_shift(float m) {
+    const int r = m > 0.0f && isfinite(m) ? 14 - ilogbf(m) : 0;
+    return r < 126 ? r : 126;
+}
 
 /* Row p of the grouped activations (x[gather[p]], or x[p]) as fp16 x 2^r at xs[p, :], r in rshift[p]. */
 __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gather, int K, __half *xs, int32_t *rshift) {

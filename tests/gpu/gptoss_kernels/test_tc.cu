@@ -403,11 +403,12 @@ static void test_dequant_f16(int E, int N, int K) {
  * must keep the same accuracy. (Scaling x alone would test SwiGLU's conditioning, not the rounding: with huge
  * gate values any rounding moves the few near its live window.) The weights dequantized per call, by one
  * launch, or from an fp16 cache, over 1 or more GEMM streams: the same bits each way. */
-static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, int streams, int xexp) {
+static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, int streams, int xexp, int wcomp = 1) {
     moe_case c;
     moe_case_make(&c, T, H, I, E);
     for (auto &v : c.x) v = ldexpf(v, xexp);
-    for (auto &v : c.gus) v = (uint8_t)(v - xexp);
+    if (wcomp) /* wcomp 0: the weights as drawn (rows of subnormal magnitude: the biases decide, nothing may be NaN) */
+        for (auto &v : c.gus) v = (uint8_t)(v - xexp);
     CK(cudaMemcpy(c.dx, c.x.data(), c.x.size() * sizeof(float), cudaMemcpyHostToDevice));
     CK(cudaMemcpy(c.dgus, c.gus.data(), c.gus.size(), cudaMemcpyHostToDevice));
     gptoss_tc tc;
@@ -433,8 +434,8 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     check_true("tc_mlp fp16 refuses experts without their shifts", run(NULL, NULL, NULL, dsh + E).first == cudaErrorInvalidValue);
     const auto out = run(NULL, NULL, dsh, dsh + E);
     CK(out.first);
-    snprintf(what, sizeof what, "tc MoE fp16 (%s) T=%d H=%d I=%d E=%d x*2^%d", dq_all ? "one dequant launch" : "per-expert dequant",
-             T, H, I, E, xexp);
+    snprintf(what, sizeof what, "tc MoE fp16 (%s) T=%d H=%d I=%d E=%d x*2^%d%s", dq_all ? "one dequant launch" : "per-expert dequant",
+             T, H, I, E, xexp, wcomp ? "" : " (weights as drawn)");
     check_rel(what, out.second, moe_case_ref(&c), 1e-3);
     if (cached) {
         uint16_t *gu_all = NULL, *dn_all = NULL;
@@ -734,6 +735,7 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe_f16(9, 64, 96, 32, 1, 1, 1, 0);      /* idle experts */
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, 18);  /* rows far beyond fp16's range */
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -22); /* rows deep in its subnormals */
+    test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -135, 0); /* rows of fp32-subnormal magnitude: the shift stays finite */
     test_tc_moe_f16(200, 2880, 256, 32, 1, 1, 4, 0); /* the 20b hidden size, cached, 4 GEMM streams */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
