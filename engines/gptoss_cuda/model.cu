@@ -264,8 +264,8 @@ static prefill_settings prefill_settings_get(void) {
      * kernels (tc.h gptoss_tc_mlp, the same bits); 0: five, for comparisons (docs/performance.md, "Session 11:
      * the experts' MLP without its fp32 round trips") */
     p.fused_mlp = env_int("LLMR_GPTOSS_TC_FUSED_MLP", 1, 0, 1);
-    /* every expert dequantized to bf16 once at load (1.59 GB a layer, 38 GB on 20b), so the prompt path's
-     * cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
+    /* every expert dequantized once at load (fp16 with the fp16 experts, else bf16; 1.59 GB a layer, 38 GB on
+     * 20b), so the prompt path's cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
      * prefill 84.5 -> 50.4 ms, 4,096 197.4 -> 163.7; docs/performance.md "Session 10: the expert cache").
      * LLMR_GPTOSS_EXPERT_CACHE: 2 (auto, default) when it fits (expert_cache_fits), 1 always (the load
      * fails when it does not fit), 0 never. */
@@ -363,7 +363,7 @@ static llmr_engine_status open_and_plan(const char *dir, gptoss_config *cfg, llm
     return plan_check(p, *ck, err, es);
 }
 
-/* Bytes of the expert cache (every layer's experts in bf16); 0 when LLMR_GPTOSS_EXPERT_CACHE is 0 or the
+/* Bytes of the expert cache (every layer's experts in 16 bits: fp16 or bf16); 0 when LLMR_GPTOSS_EXPERT_CACHE is 0 or the
  * prompt path has no cuBLAS experts (LLMR_GPTOSS_TC=0). */
 static uint64_t expert_cache_bytes_for(const gptoss_config *c, prefill_settings ps) {
     if (!ps.expert_cache || !ps.use_tc) return 0;

@@ -55,7 +55,8 @@ typedef struct layer_weights {
     const uint16_t *mlp_norm, *router_w, *router_b, *gu_bias, *dn_bias;
     const uint8_t *gu_blocks, *gu_scales, *dn_blocks, *dn_scales;
     /* the expert cache (LLMR_GPTOSS_EXPERT_CACHE): every expert's gate_up [E, 2I, H] and down [E, H, I]
-     * dequantized to bf16 once at load, for the prompt path's cuBLAS experts; NULL without it */
+     * dequantized once at load (bf16, or fp16 with gu_shift / dn_shift below), for the prompt path's cuBLAS
+     * experts; NULL without it */
     const uint16_t *gu_bf16, *dn_bf16;
     /* the fp16 experts (tc.h, LLMR_GPTOSS_TC_F16): each expert's power-of-two shift c_e, device [E] each (in
      * gptoss_model.f16_shift); with them the expert cache holds fp16 values, not bf16. NULL otherwise */
