@@ -135,6 +135,24 @@ static __device__ __forceinline__ void atc_load_q(const float *q_h, int qd, int 
         }
 }
 
+/* What a warp of 16 query rows from wq0 (chunk rows; the chunk starts at position pos0) can see: keys *w_lo ..
+ * *w_hi (causal, and the window's start when window > 0); and the positions of this thread's two rows (g, g + 8). */
+static __device__ __forceinline__ void atc_warp_rows(int wq0, int pos0, int T, int window, int g, int *w_lo, int *w_hi,
+                                                     int rpos[2]) {
+    *w_hi = pos0 + min(wq0 + 15, T - 1);
+    *w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
+    rpos[0] = pos0 + wq0 + g;
+    rpos[1] = pos0 + wq0 + g + 8;
+}
+
+/* The output accumulators and the online softmax's row maxima and sums before the first key tile. */
+static __device__ __forceinline__ void atc_acc_init(float (*o)[4], float m_r[2], float l_r[2]) {
+#pragma unroll
+    for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    m_r[0] = m_r[1] = -INFINITY;
+    l_r[0] = l_r[1] = 0.0f;
+}
+
 /* The A fragment of P for one k-step of 16 keys, split into hi and lo: the S / P accumulators of the n-tiles
  * of its keys 0-7 (a) and 8-15 (b), rows g and g + 8. */
 static __device__ __forceinline__ void atc_p_frag(const float a[4], const float b[4], uint32_t ph[4], uint32_t pl[4]) {
@@ -239,17 +257,14 @@ __global__ void __launch_bounds__(ATC_WARPS * 32, PACKED ? ATC_MIN_BLOCKS : 1) a
     const int k_hi = pos0 + qlast;                            /* last key any row of the block sees */
     const int k_lo = window > 0 ? max(0, pos0 + q0 - window + 1) : 0;
     const int wq0 = q0 + 16 * warp;                           /* warp's first row */
-    const int w_hi = pos0 + min(wq0 + 15, T - 1);             /* warp's last visible key */
-    const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
-    const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8}; /* positions of this thread's two rows */
+    int w_lo, w_hi, rpos[2];
+    atc_warp_rows(wq0, pos0, T, window, g, &w_lo, &w_hi, rpos);
 
     /* Q fragments (pre-scaled by 1/8, exact), hi and lo, for the 4 k-steps of 16 dims. */
     uint32_t qh[4][4], ql[4][4];
     atc_load_q(q + (size_t)h * D, qd, wq0, g, t4, T, qh, ql);
-    float o[8][4];
-#pragma unroll
-    for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
+    float o[8][4], m_r[2], l_r[2];
+    atc_acc_init(o, m_r, l_r);
 
     for (int kt = k_lo; kt <= k_hi; kt += ATC_BK) {
         __syncthreads(); /* the previous tile is consumed */
@@ -498,19 +513,16 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
     const int k_hi = pos0 + qlast;
     const int k_lo = window > 0 ? max(0, pos0 + q0 - window + 1) : 0;
     const int wq0 = q0 + 16 * (warp / G); /* warp's first row */
-    const int w_hi = pos0 + min(wq0 + 15, T - 1);
-    const int w_lo = window > 0 ? max(0, pos0 + wq0 - window + 1) : 0;
-    const int rpos[2] = {pos0 + wq0 + g, pos0 + wq0 + g + 8};
+    int w_lo, w_hi, rpos[2];
+    atc_warp_rows(wq0, pos0, T, window, g, &w_lo, &w_hi, rpos);
 
     /* the first tile's rows fly while Q is read */
     if constexpr (PRESPLIT) at2_issue_split<WARPS>(kvs, kvs_keys, key0, kvh, k_lo, k_hi, sm.ks[0], sm.vs[0]);
     else at2_issue<WARPS>(kv, kvh, k_lo, k_hi, sm.raw[0]);
     uint32_t qh[4][4], ql[4][4];
     atc_load_q(q + (size_t)h * D, qd, wq0, g, t4, T, qh, ql);
-    float o[8][4];
-#pragma unroll
-    for (int n = 0; n < 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    float m_r[2] = {-INFINITY, -INFINITY}, l_r[2] = {0.0f, 0.0f};
+    float o[8][4], m_r[2], l_r[2];
+    atc_acc_init(o, m_r, l_r);
     const int lr = lane & 7, lm = lane >> 3; /* ldmatrix: the row this lane addresses, and its matrix */
     /* this lane's ldmatrix row in ks (key lr, dims 8 lm..) and in vs (key 8 (lm & 1) + lr, dims 8 (lm >> 1)..) */
     const uint32_t k_lane = smem_addr(&sm.ks[0][0][lr][8 * lm]);
