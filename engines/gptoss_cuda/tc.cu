@@ -85,6 +85,14 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     }
 }
 
+/* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
+static __device__ __forceinline__ void add_bias4(float4 *v, const uint16_t *b) {
+    v->x += gptoss_bf16_to_f32(b[0]);
+    v->y += gptoss_bf16_to_f32(b[1]);
+    v->z += gptoss_bf16_to_f32(b[2]);
+    v->w += gptoss_bf16_to_f32(b[3]);
+}
+
 /* The gate_up reduce, the SwiGLU and the down split in one pass (gptoss_tc_mlp): for pair p, the gate_up
  * partial rows of ys (per-expert layout, N = 2I columns) summed with the bias as tc_reduce_kernel does,
  * each (gate, up) pair through gptoss_swiglu_value, the activation split into the S parts as tc_split_kernel
@@ -104,12 +112,7 @@ __global__ void tc_swiglu_split_kernel(const float *ys, const int32_t *offsets, 
             const float4 w = *(const float4 *)(ys + r[s] * N + 2 * j);
             v.x += w.x; v.y += w.y; v.z += w.z; v.w += w.w;
         }
-        if (bb) {
-            v.x += gptoss_bf16_to_f32(bb[2 * j]);
-            v.y += gptoss_bf16_to_f32(bb[2 * j + 1]);
-            v.z += gptoss_bf16_to_f32(bb[2 * j + 2]);
-            v.w += gptoss_bf16_to_f32(bb[2 * j + 3]);
-        }
+        if (bb) add_bias4(&v, bb + 2 * j);
         float a0 = gptoss_swiglu_value(v.x, v.y, alpha, limit), a1 = gptoss_swiglu_value(v.z, v.w, alpha, limit);
         for (int s = 0; s < splits; s++) {
             const uint32_t b0 = gptoss_tc_bf16_bits(a0), b1 = gptoss_tc_bf16_bits(a1);
@@ -219,12 +222,7 @@ __global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, co
     for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
         float4 v = *(const float4 *)(ys + row * N + 2 * j); /* gate j, up j, gate j+1, up j+1 */
         v.x *= unscale; v.y *= unscale; v.z *= unscale; v.w *= unscale;
-        if (bb) {
-            v.x += gptoss_bf16_to_f32(bb[2 * j]);
-            v.y += gptoss_bf16_to_f32(bb[2 * j + 1]);
-            v.z += gptoss_bf16_to_f32(bb[2 * j + 2]);
-            v.w += gptoss_bf16_to_f32(bb[2 * j + 3]);
-        }
+        if (bb) add_bias4(&v, bb + 2 * j);
         act[j] = gptoss_swiglu_value(v.x, v.y, alpha, limit);
         act[j + 1] = gptoss_swiglu_value(v.z, v.w, alpha, limit);
         m = fmaxf(m, fmaxf(fabsf(act[j]), fabsf(act[j + 1])));
