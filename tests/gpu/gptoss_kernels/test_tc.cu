@@ -202,6 +202,20 @@ static float t_mx_wf(const std::vector<uint8_t> &blk, const std::vector<uint8_t>
     return ldexpf((float)gptoss_fp4_value(nib), (int)sc[b] - 127);
 }
 
+/* The "every expert at once" dequantization checks: counts of c tokens per expert but none for expert 1, whose
+ * slice must be left as it was, and the output poisoned with 0xffff (n 16-bit elements) to see that. */
+static std::vector<int32_t> idle_expert_counts(int E, int c) {
+    std::vector<int32_t> cnt(E, c);
+    if (E > 1) cnt[1] = 0;
+    return cnt;
+}
+static uint16_t *dev_ffff16(size_t n) {
+    uint16_t *d = NULL;
+    CK(cudaMalloc((void **)&d, n * 2));
+    CK(cudaMemset(d, 0xff, n * 2));
+    return d;
+}
+
 /* Dequantization must be exact: every bf16 equals the MXFP4 value as fp32 holds it, including tiny
  * and large scales (0: subnormal results; 253-254: 4 x 2^127 overflows to inf as in fp32; 255,
  * E8M0's NaN, which both kernels turn into fp4 x 2^128). */
@@ -226,12 +240,9 @@ static void test_dequant(int E, int N, int K, int fast) {
              bad);
     check_true(what, bad == 0);
     /* all experts at once; expert 1 has no tokens and must be left untouched (0xffff stays) */
-    std::vector<int32_t> cnt(E, 3);
-    if (E > 1) cnt[1] = 0;
+    const std::vector<int32_t> cnt = idle_expert_counts(E, 3);
     int32_t *dc = dev_upload(cnt);
-    uint16_t *dall = NULL;
-    CK(cudaMalloc((void **)&dall, (size_t)E * N * K * 2));
-    CK(cudaMemset(dall, 0xff, (size_t)E * N * K * 2));
+    uint16_t *dall = dev_ffff16((size_t)E * N * K);
     CK(gptoss_mxfp4_dequant_all(db, ds, dc, E, N, K, dall, fast, 0));
     auto wa = dev_download(dall, (size_t)E * N * K);
     bad = 0;
@@ -368,12 +379,9 @@ static void test_dequant_f16(int E, int N, int K) {
     const auto sh = dev_download(dsh, (size_t)E);
     int bad_shift = 0;
     for (int e = 0; e < E; e++) bad_shift += sh[e] != 110 + 7 * e - 127 - GPTOSS_TC_F16_TOP;
-    std::vector<int32_t> cnt(E, 1);
-    if (E > 1) cnt[1] = 0;
+    const std::vector<int32_t> cnt = idle_expert_counts(E, 1);
     int32_t *dc = dev_upload(cnt);
-    uint16_t *dw = NULL;
-    CK(cudaMalloc((void **)&dw, (size_t)E * N * K * 2));
-    CK(cudaMemset(dw, 0xff, (size_t)E * N * K * 2));
+    uint16_t *dw = dev_ffff16((size_t)E * N * K);
     CK(gptoss_mxfp4_dequant_f16_all(db, ds, dsh, dc, E, N, K, dw, 0));
     const auto w = dev_download(dw, (size_t)E * N * K);
     int inexact = 0, far = 0, untouched_bad = 0;
