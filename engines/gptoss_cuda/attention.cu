@@ -5,8 +5,8 @@
  * which joins the denominator as exp(sink - m) and has no value vector. Math matches
  * softmax([scores, sink]) with the sink column dropped.
  * Decode (few queries): one block of ATT_SPLIT warps per (query, head) splits the keys among its warps
- * (so a long context is read by 8x more threads); the warps' partial softmax states are merged through
- * shared memory with the same rule.
+ * (so a long context is read by 8x more threads), each warp one online softmax with its lanes owning
+ * value dims; the warps' states are merged through shared memory with the same rule.
  * K/V rows are read through the paged layout (gptoss_kv_k / gptoss_kv_v in kernels.h). */
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/pdl.h"
@@ -101,6 +101,13 @@ __global__ void __launch_bounds__(ATT_WARPS * 32) attention_kernel(const float *
 
 #define ATT_SPLIT 8
 
+/* Decode attention (few queries): block = one (query, head), warp w takes the keys lo + 32 w + 256 i.
+ * Per step of 32 keys, lane j scores key j (a 64-dim dot), the warp updates one online softmax, and then
+ * lanes own value dims (lane, lane + 32): the 32 V rows are read coalesced (issued before the scores, so
+ * their round trip overlaps the K rows') and only the probabilities and row pointers move by shuffle.
+ * The 8 warps' states are then merged through shared memory with the sink. (The first version kept a
+ * 64-float accumulator per lane and merged the lanes with 64 x 5 shuffles: at short contexts that merge
+ * was most of the kernel.) */
 __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const float *q, const gptoss_kv kv,
                                                                          const uint16_t *sinks,
                                                                          int pos0, const int32_t *pos_dev,
@@ -117,19 +124,54 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     const int trow = pos_dev ? t : 0;
     const int pos = pos_dev ? pos_dev[t] : pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    float m, l, acc[GPTOSS_HEAD_DIM];
-    attend_keys(q + (size_t)t * n_heads * D + (size_t)h * D, kv, trow, kvh, lo + warp * 32 + lane, pos, ATT_SPLIT * 32,
-                &m, &l, acc);
-    /* Warp state: common max of the lanes (no sink yet), rescaled sums. */
-    float M, L;
-    const float f = warp_merge(m, l, -INFINITY, &M, &L);
+    float qv[GPTOSS_HEAD_DIM];
+    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
 #pragma unroll
-    for (int d = 0; d < D; d++) {
-        float v = acc[d] * f;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (lane == (d & 31)) sacc[warp][d] = v;
+    for (int i = 0; i < D / 4; i++) {
+        const float4 v = q4[i];
+        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
     }
-    if (lane == 0) { sm[warp] = M; sl[warp] = L; }
+    float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f; /* the warp's softmax state; dims lane, lane + 32 */
+    for (int j0 = lo + warp * 32; j0 <= pos; j0 += ATT_SPLIT * 32) {
+        const int j = j0 + lane, nj = min(32, pos - j0 + 1);
+        const float *kr = gptoss_kv_k(kv, trow, j < j0 + nj ? j : j0) + (size_t)kvh * D;
+        const float *vr = kr + (size_t)GPTOSS_KV_PAGE * kv.kvd; /* V row of the same key */
+        float v0[32], v1[32];
+#pragma unroll
+        for (int jj = 0; jj < 32; jj++) {
+            const float *v = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)vr, jj);
+            v0[jj] = jj < nj ? v[lane] : 0.0f;
+            v1[jj] = jj < nj ? v[lane + 32] : 0.0f;
+        }
+        const float4 *k4 = (const float4 *)kr;
+        float d = 0.0f;
+#pragma unroll
+        for (int i = 0; i < D / 4; i++) {
+            const float4 kk = k4[i];
+            d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
+            d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
+        }
+        const float sc = lane < nj ? d * 0.125f : -INFINITY; /* 1/sqrt(64) */
+        float mx = sc;
+        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        const float mn = fmaxf(m, mx); /* finite: key j0 exists */
+        const float f = expf(m - mn), p = lane < nj ? expf(sc - mn) : 0.0f;
+        float ps = p;
+        for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+        l = l * f + ps;
+        a0 *= f;
+        a1 *= f;
+#pragma unroll
+        for (int jj = 0; jj < 32; jj++) { /* keys past nj: p = 0 and v = 0 add exact zeros */
+            const float pj = __shfl_sync(0xffffffffu, p, jj);
+            a0 = fmaf(pj, v0[jj], a0);
+            a1 = fmaf(pj, v1[jj], a1);
+        }
+        m = mn;
+    }
+    sacc[warp][lane] = a0;
+    sacc[warp][lane + 32] = a1;
+    if (lane == 0) { sm[warp] = m; sl[warp] = l; }
     __syncthreads();
     if (warp != 0) return;
     /* Block merge with the sink (warp 0): lanes own dims lane and lane + 32. */

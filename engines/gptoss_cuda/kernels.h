@@ -294,7 +294,8 @@ int gptoss_swz(int k, int K);
 /* Per token t: h = rmsnorm(x[t]) * norm_w (fp32, eps) written swizzled to h_sw[t];
  * router logits = router_w h + router_b (also stored in router_logits [T, E] when non-NULL);
  * ids[t, 0..3] = top-4 (ties to the lower id, descending),
- * w[t, 0..3] = softmax over those 4. The last block groups the 4T pairs (t * 4 + slot) by expert:
+ * w[t, 0..3] = softmax over those 4. The last block groups the 4T pairs (t * 4 + slot) by expert (one
+ * token in one block: its warp 0 writes the 4 groups directly, without the counter's fence and atomic):
  * groups[0] = number of groups; group g (ascending expert id, then pair id; at most 4 pairs each) has
  * expert groups[1 + g], pair count groups[1 + 4T + g] and pair ids groups[1 + 8T + 4g + i].
  * H % 32 == 0, H <= GPTOSS_DECODE_MAX_K, 4 <= E <= GPTOSS_MAX_EXPERTS. */
@@ -367,7 +368,8 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
  * part [B * n_heads * GPTOSS_ATT_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first
  * launch (left 0). Deterministic: splits are merged in split order. Checked for B = 1. Measured on the
  * H200 it beats gptoss_attention_at only at long contexts (13.7 vs 7.1 us at 128 keys, 49.8 vs 86.7 us
- * at 5,000), so the decode step uses it only with LLMR_GPTOSS_SPLIT_ATTN=1. */
+ * at 5,000; H100 after attention_at's lanes-own-dims rewrite: 11.8 vs 5.9 us, 51.8 vs 75.7 us), so the
+ * decode step uses it only with LLMR_GPTOSS_SPLIT_ATTN=1. */
 #define GPTOSS_ATT_SPLITS 32
 cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                     int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters,

@@ -1,7 +1,8 @@
 /* moe_decode.cu — the MoE block of a decode step (T = 1..64 tokens) in three launches (see kernels.h):
  *
  *   gptoss_moe_router_decode   rmsnorm + router GEMV + top-4 + softmax, one block per token; the last
- *                              block to finish groups the (token, slot) pairs by expert;
+ *                              block to finish groups the (token, slot) pairs by expert (one token:
+ *                              its block writes the table at once);
  *   gptoss_moe_gate_up_decode  MXFP4 gate_up GEMV over the selected experts only, bias and clamped
  *                              SwiGLU in the epilogue, writing the activation;
  *   gptoss_moe_down_decode     MXFP4 down GEMV, bias, routing weights, the sum over the 4 slots in
@@ -50,6 +51,20 @@ int gptoss_swz(int k, int K) { return md_swz(k, K); }
 static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { return g + 1; }
 
 /* ------------------------------------------------------------------ router (one block per token) */
+
+/* The group table of one token's 4 distinct picks sel[] (pairs 0..3): one group per expert in ascending
+ * expert id, as the block-wide grouping below builds it for T = 1. */
+static __device__ __forceinline__ void router_groups_one(const int sel[GPTOSS_TOPK], int32_t *groups) {
+    const int GM = GPTOSS_TOPK;
+    groups[0] = GPTOSS_TOPK;
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        int g = 0; /* the rank of sel[k] among the 4 */
+        for (int j = 0; j < GPTOSS_TOPK; j++) g += sel[j] < sel[k];
+        groups[1 + g] = sel[k];
+        groups[1 + GM + g] = 1;
+        groups[1 + 2 * GM + 4 * g] = k;
+    }
+}
 #define RT_THREADS 1024
 #define RT_UNROLL 8
 
@@ -165,8 +180,12 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                 ids[t * GPTOSS_TOPK + k] = sel[k];
                 wts[t * GPTOSS_TOPK + k] = p[k] / sum;
             }
+            if (T == 1 && RB == 1) router_groups_one(sel, groups);
         }
     }
+    /* One token in one block (every batch-1 decode step): the table is written above, and the fence, the
+     * counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
+    if (T == 1 && RB == 1) return;
     /* 4. The last block to get here groups all pairs by expert (the ids of every block are visible
      * after the fence + counter); it resets the counter for the next launch (graph replays). */
     __threadfence();
