@@ -102,10 +102,16 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
         if (pdl && n < N) gptoss_prefetch_range(W + (size_t)n * K, (size_t)K * 2, threadIdx.x & 31, 32);
         gptoss_pdl_sync(pdl);
     }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n0 = blockIdx.x * GEMV1_WARPS + warp;
+    /* lane 0's bias and residual of the warp's first row go out with the x loads, not after the sums */
+    float b0 = 0.0f, y0 = 0.0f;
+    if (lane == 0 && n0 < N) {
+        b0 = b ? gptoss_bf16_to_f32(b[n0]) : 0.0f;
+        y0 = accumulate ? y[n0] : 0.0f;
+    }
     for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
     __syncthreads();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int n = blockIdx.x * GEMV1_WARPS + warp; n < N; n += gridDim.x * GEMV1_WARPS) {
+    for (int n = n0; n < N; n += gridDim.x * GEMV1_WARPS) {
         const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
         float acc = 0.0f;
         for (int c0 = lane; c0 < K8; c0 += 32 * GPTOSS_GEMV1_UNROLL) {
@@ -129,8 +135,8 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
         }
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (lane == 0) {
-            acc += b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
-            y[n] = accumulate ? y[n] + acc : acc;
+            acc += n == n0 ? b0 : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+            y[n] = accumulate ? (n == n0 ? y0 : y[n]) + acc : acc;
         }
     }
 }

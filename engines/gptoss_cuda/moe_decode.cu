@@ -67,6 +67,7 @@ static __device__ __forceinline__ void router_groups_one(const int sel[GPTOSS_TO
 }
 #define RT_THREADS 1024
 #define RT_UNROLL 8
+#define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
 
 __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
@@ -85,9 +86,22 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         gptoss_pdl_sync(pdl);
     }
     const float *xr = x + (size_t)t * H;
+    /* The small reads go out together first: this thread's x and norm weights (kept in registers for both
+     * passes of the norm) and lane 0's router bias of the warp's first expert row. */
+    float xv[RT_XREG], nwv[RT_XREG];
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        xv[u] = i < H ? xr[i] : 0.0f;
+        nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
+    }
+    const int e_first = rbk * ((E + RB - 1) / RB) + warp;
+    const float rb_first = lane == 0 && e_first < E ? gptoss_bf16_to_f32(rb[e_first]) : 0.0f;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
     float ss = 0.0f;
-    for (int i = tid; i < H; i += RT_THREADS) ss += xr[i] * xr[i];
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) ss += xv[u] * xv[u];
+    for (int i = tid + RT_XREG * RT_THREADS; i < H; i += RT_THREADS) ss += xr[i] * xr[i];
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (lane == 0) red[warp] = ss;
     __syncthreads();
@@ -100,8 +114,9 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     const float r = rsqrtf(red[0] / (float)H + eps);
     const int K8 = H / 8;
     float *hsf = (float *)hs4;
-    for (int i = tid; i < H; i += RT_THREADS) {
-        const float h = (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
+    for (int u = 0, i = tid; i < H; u++, i += RT_THREADS) {
+        const float h = u < RT_XREG ? (xv[u < RT_XREG ? u : 0] * r) * nwv[u < RT_XREG ? u : 0]
+                                    : (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
         const int c = i >> 3, j = i & 7;
         hsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = h;
         if (rbk == 0) h_sw[(size_t)t * H + md_swz(i, H)] = h;
@@ -132,7 +147,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         }
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         if (lane == 0) {
-            const float v = acc + gptoss_bf16_to_f32(rb[e]);
+            const float v = acc + (e == e_first ? rb_first : gptoss_bf16_to_f32(rb[e]));
             lg[e] = v;
             if (rl) rl[(size_t)t * E + e] = v;
         }
@@ -368,10 +383,14 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int N = 2 * I, tasks = N / MD_R;
     for (int tk = blockIdx.x * MD_WARPS + warp; tk < tasks; tk += gridDim.x * MD_WARPS) {
+        /* the task's biases (one 32-bit load per gate/up pair) go out with its weights, not after the sums */
+        const uint32_t *b2 = (const uint32_t *)(bias + (size_t)e * N + (size_t)tk * MD_R);
+        uint32_t bw[MD_R / 2];
+#pragma unroll
+        for (int h = 0; h < MD_R / 2; h++) bw[h] = lane < ng ? b2[h] : 0u;
         float acc[MD_R][G];
         md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * N + (size_t)tk * MD_R, MD_R, H, xv, ng, lane, acc);
         if (lane < ng) {
-            const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MD_R;
             float *out = act_sw + (size_t)pairs[lane] * I;
 #pragma unroll
             for (int h = 0; h < MD_R / 2; h++) { /* rows 2h (gate), 2h+1 (up) -> activation 2tk + h */
@@ -380,7 +399,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
                 for (int i = 0; i < G; i++)
                     if (i == lane) { gv = acc[2 * h][i]; uv = acc[2 * h + 1][i]; }
                 out[md_swz(tk * (MD_R / 2) + h, I)] = gptoss_swiglu_value(
-                    gv + gptoss_bf16_to_f32(b[2 * h]), uv + gptoss_bf16_to_f32(b[2 * h + 1]), alpha, limit);
+                    gv + __uint_as_float(bw[h] << 16), uv + __uint_as_float(bw[h] & 0xffff0000u), alpha, limit);
             }
         }
     }
@@ -472,6 +491,16 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
         }
     }
     gptoss_pdl_sync(pdl); /* the activations come from gate_up just before, x from earlier kernels */
+    /* The epilogue's reads (this thread's residual element and its token's routing weights; T = 1: threads
+     * 0..DN_ROWS-1) go out now, not after the barrier. */
+    float x_pre = 0.0f, w_pre[GPTOSS_TOPK] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const bool pre = threadIdx.x < T * DN_ROWS && n0 + (int)threadIdx.x % DN_ROWS < H;
+    if (pre) {
+        const int t = threadIdx.x / DN_ROWS;
+        x_pre = x[(size_t)t * H + n0 + threadIdx.x % DN_ROWS];
+#pragma unroll
+        for (int k = 0; k < GPTOSS_TOPK; k++) w_pre[k] = wts[t * GPTOSS_TOPK + k];
+    }
     const int ngroups = groups[0];
     const int tasks = (DN_ROWS / MD_R) * ngroups;
     for (int tk = warp; tk < tasks; tk += MD_WARPS) {
@@ -501,10 +530,11 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
     for (int idx = threadIdx.x; idx < T * DN_ROWS; idx += blockDim.x) {
         const int t = idx / DN_ROWS, rr = idx % DN_ROWS, n = n0 + rr;
         if (n >= H) continue;
+        const bool mine = idx == (int)threadIdx.x; /* the element whose reads went out at the start */
         float sum = 0.0f;
 #pragma unroll
-        for (int k = 0; k < GPTOSS_TOPK; k++) sum += wts[t * GPTOSS_TOPK + k] * ys[t * GPTOSS_TOPK + k][rr];
-        x[(size_t)t * H + n] += sum;
+        for (int k = 0; k < GPTOSS_TOPK; k++) sum += (mine ? w_pre[k] : wts[t * GPTOSS_TOPK + k]) * ys[t * GPTOSS_TOPK + k][rr];
+        x[(size_t)t * H + n] = (mine ? x_pre : x[(size_t)t * H + n]) + sum;
     }
 }
 

@@ -13,6 +13,18 @@
 
 #define QKV_WARPS 8
 #define QKV_UNROLL 6
+#define QKV_XREG 12 /* elements of x per thread held in registers: 3,072 with 256 threads (gpt-oss: 2,880) */
+
+/* The bias pair (rows i, i + 32 of its head) and the RoPE frequency of row pair tp. */
+static __device__ __forceinline__ float3 qkv_row_pair_consts(int tp, int NH, int NKV, const uint16_t *qb,
+                                                             const uint16_t *kb, const uint16_t *vb,
+                                                             const float *inv_freq) {
+    const int half = GPTOSS_HEAD_DIM / 2, head = tp / half, i = tp % half;
+    const uint16_t *B = head < NH ? qb : head < NH + NKV ? kb : vb;
+    const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
+    const int n1 = hl * GPTOSS_HEAD_DIM + i;
+    return make_float3(gptoss_bf16_to_f32(B[n1]), gptoss_bf16_to_f32(B[n1 + half]), inv_freq[i]);
+}
 
 static __device__ __forceinline__ float bf16x8_dot(uint4 v, float4 a, float4 d) {
     return a.x * __uint_as_float(v.x << 16) + a.y * __uint_as_float(v.x & 0xffff0000u) + a.z * __uint_as_float(v.y << 16) +
@@ -42,8 +54,24 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
         }
         gptoss_pdl_sync(pdl);
     }
+    /* Every small read of the block goes out first, in parallel: x and the norm weights of this thread's
+     * elements (kept in registers for both passes), the position, and lane 0's bias pair and RoPE
+     * frequency of the warp's first row pair (so none of them is a round trip of its own later on). */
+    float xr[QKV_XREG], nw[QKV_XREG];
+#pragma unroll
+    for (int u = 0; u < QKV_XREG; u++) {
+        const int i = tid + u * QKV_WARPS * 32;
+        xr[u] = i < H ? x[i] : 0.0f;
+        nw[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
+    }
+    const int pos = *pos_dev;
+    const int tp0 = blockIdx.x * QKV_WARPS + warp;
+    float3 c0 = make_float3(0.0f, 0.0f, 0.0f); /* bias pair and frequency of row pair tp0 */
+    if (lane == 0 && tp0 < pairs) c0 = qkv_row_pair_consts(tp0, NH, NKV, qb, kb, vb, inv_freq);
     float ss = 0.0f;
-    for (int i = tid; i < H; i += blockDim.x) ss += x[i] * x[i];
+#pragma unroll
+    for (int u = 0; u < QKV_XREG; u++) ss += xr[u] * xr[u];
+    for (int i = tid + QKV_XREG * QKV_WARPS * 32; i < H; i += blockDim.x) ss += x[i] * x[i];
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (lane == 0) red[warp] = ss;
     __syncthreads();
@@ -51,19 +79,23 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
     for (int w = 0; w < QKV_WARPS; w++) tot += red[w];
     const float r = rsqrtf(tot / (float)H + eps);
     float *xsf = (float *)xs4;
-    for (int i = tid; i < H; i += blockDim.x) {
+#pragma unroll
+    for (int u = 0; u < QKV_XREG; u++) {
+        const int i = tid + u * QKV_WARPS * 32, c = i >> 3, j = i & 7;
+        if (i < H) xsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = (xr[u] * r) * nw[u];
+    }
+    for (int i = tid + QKV_XREG * QKV_WARPS * 32; i < H; i += blockDim.x) {
         const int c = i >> 3, j = i & 7;
         xsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
     }
     __syncthreads();
-    const int pos = *pos_dev;
-    for (int tp = blockIdx.x * QKV_WARPS + warp; tp < pairs; tp += gridDim.x * QKV_WARPS) {
+    for (int tp = tp0; tp < pairs; tp += gridDim.x * QKV_WARPS) {
         const int head = tp / half, i = tp % half;
-        const uint16_t *W, *B;
+        const uint16_t *W;
         int hl; /* head index inside its matrix */
-        if (head < NH) { W = qw; B = qb; hl = head; }
-        else if (head < NH + NKV) { W = kw; B = kb; hl = head - NH; }
-        else { W = vw; B = vb; hl = head - NH - NKV; }
+        if (head < NH) { W = qw; hl = head; }
+        else if (head < NH + NKV) { W = kw; hl = head - NH; }
+        else { W = vw; hl = head - NH - NKV; }
         const int n1 = hl * GPTOSS_HEAD_DIM + i, n2 = n1 + half;
         const uint4 *w1 = (const uint4 *)(W + (size_t)n1 * H), *w2 = (const uint4 *)(W + (size_t)n2 * H);
         float a1 = 0.0f, a2 = 0.0f;
@@ -90,10 +122,11 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
             a2 += __shfl_xor_sync(0xffffffffu, a2, o);
         }
         if (lane != 0) continue;
-        a1 += gptoss_bf16_to_f32(B[n1]);
-        a2 += gptoss_bf16_to_f32(B[n2]);
+        const float3 cc = tp == tp0 ? c0 : qkv_row_pair_consts(tp, NH, NKV, qb, kb, vb, inv_freq);
+        a1 += cc.x;
+        a2 += cc.y;
         if (head < NH + NKV) { /* RoPE, as rope_kernel */
-            const float ang = (float)pos * inv_freq[i];
+            const float ang = (float)pos * cc.z;
             const float cs = cosf(ang) * af, sn = sinf(ang) * af;
             const float x1 = a1, x2 = a2;
             a1 = x1 * cs - x2 * sn;
