@@ -143,22 +143,9 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
             v0[jj] = jj < nj ? v[lane] : 0.0f;
             v1[jj] = jj < nj ? v[lane + 32] : 0.0f;
         }
-        const float4 *k4 = (const float4 *)kr;
-        float d = 0.0f;
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            const float4 kk = k4[i];
-            d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
-            d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
-        }
-        const float sc = lane < nj ? d * 0.125f : -INFINITY; /* 1/sqrt(64) */
-        float mx = sc;
-        for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        const float mn = fmaxf(m, mx); /* finite: key j0 exists */
-        const float f = expf(m - mn), p = lane < nj ? expf(sc - mn) : 0.0f;
-        float ps = p;
-        for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
-        l = l * f + ps;
+        const float sc = gptoss_attn_score(qv, (const float4 *)kr);
+        float f;
+        const float p = gptoss_attn_step(lane < nj ? sc : -INFINITY, lane < nj, &m, &l, &f);
         a0 *= f;
         a1 *= f;
 #pragma unroll
@@ -167,7 +154,6 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
             a0 = fmaf(pj, v0[jj], a0);
             a1 = fmaf(pj, v1[jj], a1);
         }
-        m = mn;
     }
     sacc[warp][lane] = a0;
     sacc[warp][lane + 32] = a1;

@@ -42,25 +42,9 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
         float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
         for (int j0 = k0; j0 < k1; j0 += 32) {
             const int j = j0 + lane;
-            float sc = -INFINITY;
-            if (j < k1) {
-                const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, b, j) + (size_t)g * D);
-                float d = 0.0f;
-#pragma unroll
-                for (int i = 0; i < D / 4; i++) {
-                    const float4 kk = k4[i];
-                    d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
-                    d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
-                }
-                sc = d * 0.125f;
-            }
-            float mx = sc;
-            for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-            const float mn = fmaxf(m, mx); /* finite: key j0 exists */
-            const float f = expf(m - mn), p = j < k1 ? expf(sc - mn) : 0.0f;
-            float ps = p;
-            for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
-            l = l * f + ps;
+            const float sc = j < k1 ? gptoss_attn_score(qv, (const float4 *)(gptoss_kv_k(kv, b, j) + (size_t)g * D)) : -INFINITY;
+            float f;
+            const float p = gptoss_attn_step(sc, j < k1, &m, &l, &f);
             a0 *= f;
             a1 *= f;
             const int nj = min(32, k1 - j0);
@@ -71,7 +55,6 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
                 a0 = fmaf(pj, v[lane], a0);
                 a1 = fmaf(pj, v[lane + 32], a1);
             }
-            m = mn;
         }
         float *slot = part + (((size_t)b * n_heads + h) * NS + s) * GPTOSS_ATTN_SLOT;
         if (lane == 0) { slot[0] = m; slot[1] = l; }

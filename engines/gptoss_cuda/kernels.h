@@ -163,6 +163,35 @@ static __device__ __forceinline__ void gptoss_attn_merge_splits(const float *bas
     o[lane + 32] = o1 / den;
 }
 
+/* The decode attentions' pieces (attention.cu, attention_decode.cu): a lane's score of one key, q (64
+ * floats in registers) against its K row k4 (16 float4), summed in dim order and scaled by 1/8. */
+static __device__ __forceinline__ float gptoss_attn_score(const float qv[GPTOSS_HEAD_DIM], const float4 *k4) {
+    float d = 0.0f;
+#pragma unroll
+    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
+        const float4 kk = k4[i];
+        d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
+        d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
+    }
+    return d * 0.125f; /* 1/sqrt(64) */
+}
+
+/* One 32-key step of a warp's online softmax: the lane's score sc (-inf for a lane past the keys, `valid`
+ * false), the warp's running max *m and sum *l (the same in every lane; the step's first key exists, so
+ * the new max is finite). Returns the lane's probability; *f is the factor the accumulators are scaled by. */
+static __device__ __forceinline__ float gptoss_attn_step(float sc, bool valid, float *m, float *l, float *f) {
+    float mx = sc;
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float mn = fmaxf(*m, mx);
+    *f = expf(*m - mn);
+    const float p = valid ? expf(sc - mn) : 0.0f;
+    float ps = p;
+    for (int o = 16; o > 0; o >>= 1) ps += __shfl_xor_sync(0xffffffffu, ps, o);
+    *l = *l * *f + ps;
+    *m = mn;
+    return p;
+}
+
 /* Attention with sinks for T queries at positions pos0..pos0+T-1 of one sequence (table row 0) over
  * its cached keys 0..pos. q [T, n_heads*64]; kv: this layer (kvd = n_kv*64); head h uses KV head
  * h / (n_heads/n_kv). window > 0: a query at i sees keys i-window+1 .. i. sinks bf16 [n_heads].
