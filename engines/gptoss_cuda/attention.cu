@@ -20,25 +20,12 @@ static __device__ __forceinline__ void attend_keys(const float *q, const gptoss_
                                                    int last, int stride, float *m, float *l, float *acc) {
     const int D = GPTOSS_HEAD_DIM;
     float qv[GPTOSS_HEAD_DIM];
-    const float4 *q4 = (const float4 *)q;
-#pragma unroll
-    for (int i = 0; i < D / 4; i++) {
-        float4 v = q4[i];
-        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
-    }
+    gptoss_attn_load_q(q, qv);
     float mm = -INFINITY, ll = 0.0f;
 #pragma unroll
     for (int d = 0; d < D; d++) acc[d] = 0.0f;
     for (int j = first; j <= last; j += stride) {
-        const float4 *k4 = (const float4 *)(gptoss_kv_k(kv, row, j) + (size_t)kvh * D);
-        float sc = 0.0f;
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            float4 kk = k4[i];
-            sc = fmaf(qv[4 * i], kk.x, sc); sc = fmaf(qv[4 * i + 1], kk.y, sc);
-            sc = fmaf(qv[4 * i + 2], kk.z, sc); sc = fmaf(qv[4 * i + 3], kk.w, sc);
-        }
-        sc *= 0.125f; /* 1/sqrt(64) */
+        const float sc = gptoss_attn_score(qv, (const float4 *)(gptoss_kv_k(kv, row, j) + (size_t)kvh * D));
         const float mn = fmaxf(mm, sc);
         const float f = expf(mm - mn), p = expf(sc - mn);
         ll = ll * f + p;
@@ -125,12 +112,7 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     const int pos = pos_dev ? pos_dev[t] : pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     float qv[GPTOSS_HEAD_DIM];
-    const float4 *q4 = (const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D);
-#pragma unroll
-    for (int i = 0; i < D / 4; i++) {
-        const float4 v = q4[i];
-        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
-    }
+    gptoss_attn_load_q(q + (size_t)t * n_heads * D + (size_t)h * D, qv);
     float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f; /* the warp's softmax state; dims lane, lane + 32 */
     for (int j0 = lo + warp * 32; j0 <= pos; j0 += ATT_SPLIT * 32) {
         const int j = j0 + lane, nj = min(32, pos - j0 + 1);

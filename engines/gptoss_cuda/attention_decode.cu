@@ -33,12 +33,7 @@ __global__ void __launch_bounds__(AD_WARPS * 32) attention_decode_kernel(const f
     for (int hh = warp; hh < gq; hh += AD_WARPS) {
         const int h = g * gq + hh;
         float qv[GPTOSS_HEAD_DIM];
-        const float4 *q4 = (const float4 *)(q + ((size_t)b * n_heads + h) * D);
-#pragma unroll
-        for (int i = 0; i < D / 4; i++) {
-            const float4 v = q4[i];
-            qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
-        }
+        gptoss_attn_load_q(q + ((size_t)b * n_heads + h) * D, qv);
         float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f;
         for (int j0 = k0; j0 < k1; j0 += 32) {
             const int j = j0 + lane;

@@ -163,8 +163,18 @@ static __device__ __forceinline__ void gptoss_attn_merge_splits(const float *bas
     o[lane + 32] = o1 / den;
 }
 
-/* The decode attentions' pieces (attention.cu, attention_decode.cu): a lane's score of one key, q (64
- * floats in registers) against its K row k4 (16 float4), summed in dim order and scaled by 1/8. */
+/* The attentions' pieces (attention.cu, attention_decode.cu): one query row (64 floats) into registers. */
+static __device__ __forceinline__ void gptoss_attn_load_q(const float *q, float qv[GPTOSS_HEAD_DIM]) {
+    const float4 *q4 = (const float4 *)q;
+#pragma unroll
+    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
+        const float4 v = q4[i];
+        qv[4 * i] = v.x; qv[4 * i + 1] = v.y; qv[4 * i + 2] = v.z; qv[4 * i + 3] = v.w;
+    }
+}
+
+/* A lane's score of one key: q (64 floats in registers) against its K row k4 (16 float4), summed in dim
+ * order and scaled by 1/8. */
 static __device__ __forceinline__ float gptoss_attn_score(const float qv[GPTOSS_HEAD_DIM], const float4 *k4) {
     float d = 0.0f;
 #pragma unroll
