@@ -80,8 +80,9 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __shared__ int last, last_t;
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
+    const int EPB = (E + RB - 1) / RB;           /* rows [rbk * EPB, (rbk + 1) * EPB) are this block's */
     { /* PDL (pdl.h): this block's router rows into L2 (static), then wait for x */
-        const int epb = (E + RB - 1) / RB, e0 = rbk * epb, e1 = min(E, e0 + epb);
+        const int e0 = rbk * EPB, e1 = min(E, e0 + EPB);
         if (pdl && e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
         gptoss_pdl_sync(pdl);
     }
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         xv[u] = i < H ? xr[i] : 0.0f;
         nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
     }
-    const int e_first = rbk * ((E + RB - 1) / RB) + warp;
+    const int e_first = rbk * EPB + warp;
     const float rb_first = lane == 0 && e_first < E ? gptoss_bf16_to_f32(rb[e_first]) : 0.0f;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
     float ss = 0.0f;
@@ -114,8 +115,8 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     const float r = rsqrtf(red[0] / (float)H + eps);
     const int K8 = H / 8;
     float *hsf = (float *)hs4;
-    for (int u = 0, i = tid; i < H; u++, i += RT_THREADS) {
-        const float h = u < RT_XREG ? (xv[u < RT_XREG ? u : 0] * r) * nwv[u < RT_XREG ? u : 0]
+    for (int u = 0, i = tid; i < H; u++, i += RT_THREADS) { /* the first RT_XREG from registers */
+        const float h = u < RT_XREG ? (xv[min(u, RT_XREG - 1)] * r) * nwv[min(u, RT_XREG - 1)]
                                     : (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
         const int c = i >> 3, j = i & 7;
         hsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = h;
@@ -124,7 +125,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __syncthreads();
     /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16; block rbk of the token takes
      * rows [rbk * EPB, (rbk + 1) * EPB). */
-    const int EPB = (E + RB - 1) / RB, e_end = min(E, (rbk + 1) * EPB);
+    const int e_end = min(E, (rbk + 1) * EPB);
     for (int e = rbk * EPB + warp; e < e_end; e += RT_THREADS / 32) {
         const uint4 *w4 = (const uint4 *)(rw + (size_t)e * H);
         float acc = 0.0f;
