@@ -15,15 +15,25 @@
 #define QKV_UNROLL 6
 #define QKV_XREG 12 /* elements of x per thread held in registers: 3,072 with 256 threads (gpt-oss: 2,880) */
 
+/* Row pair tp of the stacked heads (NH of q, NKV of k, NKV of v; 32 pairs a head): the matrix (or bias)
+ * it lies in, of qm, km and vm, and its first row n1 there; the second row is n1 + 32. */
+static __device__ __forceinline__ const uint16_t *qkv_pair_rows(int tp, int NH, int NKV, const uint16_t *qm,
+                                                                const uint16_t *km, const uint16_t *vm, int *n1) {
+    const int half = GPTOSS_HEAD_DIM / 2, head = tp / half, i = tp % half;
+    const uint16_t *M = head < NH ? qm : head < NH + NKV ? km : vm;
+    const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
+    *n1 = hl * GPTOSS_HEAD_DIM + i;
+    return M;
+}
+
 /* The bias pair (rows i, i + 32 of its head) and the RoPE frequency of row pair tp. */
 static __device__ __forceinline__ float3 qkv_row_pair_consts(int tp, int NH, int NKV, const uint16_t *qb,
                                                              const uint16_t *kb, const uint16_t *vb,
                                                              const float *inv_freq) {
-    const int half = GPTOSS_HEAD_DIM / 2, head = tp / half, i = tp % half;
-    const uint16_t *B = head < NH ? qb : head < NH + NKV ? kb : vb;
-    const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
-    const int n1 = hl * GPTOSS_HEAD_DIM + i;
-    return make_float3(gptoss_bf16_to_f32(B[n1]), gptoss_bf16_to_f32(B[n1 + half]), inv_freq[i]);
+    const int half = GPTOSS_HEAD_DIM / 2;
+    int n1;
+    const uint16_t *B = qkv_pair_rows(tp, NH, NKV, qb, kb, vb, &n1);
+    return make_float3(gptoss_bf16_to_f32(B[n1]), gptoss_bf16_to_f32(B[n1 + half]), inv_freq[tp % half]);
 }
 
 static __device__ __forceinline__ float bf16x8_dot(uint4 v, float4 a, float4 d) {
@@ -45,10 +55,8 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
     { /* PDL (pdl.h): this warp's first row pair into L2 (static weights), then wait for x */
         const int tp = blockIdx.x * QKV_WARPS + warp;
         if (pdl && tp < pairs) {
-            const int head = tp / half, i = tp % half;
-            const uint16_t *W = head < NH ? qw : head < NH + NKV ? kw : vw;
-            const int hl = head < NH ? head : head < NH + NKV ? head - NH : head - NH - NKV;
-            const int n1 = hl * GPTOSS_HEAD_DIM + i;
+            int n1;
+            const uint16_t *W = qkv_pair_rows(tp, NH, NKV, qw, kw, vw, &n1);
             gptoss_prefetch_range(W + (size_t)n1 * H, (size_t)H * 2, lane, 32);
             gptoss_prefetch_range(W + (size_t)(n1 + half) * H, (size_t)H * 2, lane, 32);
         }
@@ -91,6 +99,8 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
     __syncthreads();
     for (int tp = tp0; tp < pairs; tp += gridDim.x * QKV_WARPS) {
         const int head = tp / half, i = tp % half;
+        /* qkv_pair_rows's mapping, spelled out: through the helper the loop compiles to other code
+         * (different PTX), which would need a GPU timing before it lands */
         const uint16_t *W;
         int hl; /* head index inside its matrix */
         if (head < NH) { W = qw; hl = head; }
