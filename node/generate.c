@@ -141,7 +141,11 @@ void llmr_stopper_init(llmr_stopper *s, const char *const *stops, size_t n) {
     for (size_t i = 0; i < n; i++) if (strlen(stops[i]) > s->max_len) s->max_len = strlen(stops[i]);
 }
 
-void llmr_stopper_free(llmr_stopper *s) { free(s->held); memset(s, 0, sizeof *s); }
+void llmr_stopper_free(llmr_stopper *s) {
+    free(s->held);
+    free(s->out);
+    memset(s, 0, sizeof *s);
+}
 
 /* Largest cut <= n that does not split a UTF-8 character of buf. */
 static size_t utf8_cut(const char *buf, size_t n) {
@@ -184,19 +188,18 @@ int llmr_stopper_push(llmr_stopper *s, const char *text, size_t len, const char 
     /* Emit all but a tail that could still start a stop string. */
     size_t keep = s->max_len - 1 < s->held_len ? s->max_len - 1 : s->held_len;
     size_t emit = utf8_cut(s->held, s->held_len - keep);
-    /* Emitted bytes go out through a copy at the front; shift the kept tail afterwards. */
-    static __thread char *scratch;
-    static __thread size_t scratch_cap;
-    if (emit + 1 > scratch_cap) {
-        char *ns = realloc(scratch, emit + 1);
+    /* Emitted bytes go out through the stopper's own copy (a thread-local one outlived each request's
+     * worker thread, leaking per request); shift the kept tail afterwards. */
+    if (emit + 1 > s->out_cap) {
+        char *ns = realloc(s->out, emit + 1);
         if (!ns) return -1;
-        scratch = ns;
-        scratch_cap = emit + 1;
+        s->out = ns;
+        s->out_cap = emit + 1;
     }
-    memcpy(scratch, s->held, emit);
+    memcpy(s->out, s->held, emit);
     memmove(s->held, s->held + emit, s->held_len - emit);
     s->held_len -= emit;
-    *out = scratch;
+    *out = s->out;
     *out_len = emit;
     return 0;
 }

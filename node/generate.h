@@ -70,6 +70,7 @@ typedef struct llmr_stopper {
     const char *const *stops; size_t n_stops;
     size_t max_len;         /* longest stop string */
     char *held; size_t held_len, held_cap;
+    char *out; size_t out_cap; /* the bytes last returned by push (owned; freed by llmr_stopper_free) */
     int hit;                /* 1 once a stop string was seen */
 } llmr_stopper;
 

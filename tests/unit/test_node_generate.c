@@ -1,6 +1,9 @@
 /* Unit tests for node/generate.c: request parsing against schema/node-generate.request and the
  * streaming stop-string matcher (never emits a stop string, never splits UTF-8, holds back only
  * what could still begin a stop string). */
+#include <pthread.h>
+#include <stdint.h>
+
 #include "node/generate.h"
 #include "testutil.h"
 
@@ -136,6 +139,46 @@ START_TEST(test_stopper_utf8) {
 }
 END_TEST
 
+/* Each stopper owns the bytes it returns: two alive in one thread do not overwrite each other's output
+ * (they shared a thread-local copy once), and one used and freed on a thread that then exits leaves
+ * nothing behind (that copy leaked per request thread; `make asan-test` reports such a leak). */
+START_TEST(test_stopper_owns_its_output) {
+    const char *stops[] = {"#"};
+    llmr_stopper a, b;
+    llmr_stopper_init(&a, stops, 1);
+    llmr_stopper_init(&b, stops, 1);
+    const char *oa, *ob;
+    size_t na, nb;
+    ck_assert_int_eq(llmr_stopper_push(&a, "first stream", 12, &oa, &na), 0);
+    ck_assert_int_eq(llmr_stopper_push(&b, "SECOND", 6, &ob, &nb), 0);
+    ck_assert_int_eq((int)na, 12); /* a one-byte stop string holds nothing back */
+    ck_assert_int_eq((int)nb, 6);
+    ck_assert(memcmp(oa, "first stream", 12) == 0);
+    ck_assert(memcmp(ob, "SECOND", 6) == 0);
+    llmr_stopper_free(&a);
+    llmr_stopper_free(&b);
+}
+END_TEST
+
+static void *stopper_thread(void *arg) {
+    (void)arg;
+    const char *stops[] = {"END"};
+    const char *chunks[] = {"a request's text that is long enough to be emitted", " and more", NULL};
+    char out[128];
+    return (void *)(intptr_t)feed(stops, 1, chunks, out, sizeof out);
+}
+
+START_TEST(test_stopper_on_exiting_threads) {
+    for (int i = 0; i < 4; i++) {
+        pthread_t th;
+        void *hit = NULL;
+        ck_assert_int_eq(pthread_create(&th, NULL, stopper_thread, NULL), 0);
+        ck_assert_int_eq(pthread_join(th, &hit), 0);
+        ck_assert_int_eq((int)(intptr_t)hit, 0);
+    }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("node_generate");
     TCase *tc = tcase_create("core");
@@ -143,6 +186,8 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_params_refused);
     tcase_add_test(tc, test_stopper);
     tcase_add_test(tc, test_stopper_utf8);
+    tcase_add_test(tc, test_stopper_owns_its_output);
+    tcase_add_test(tc, test_stopper_on_exiting_threads);
     suite_add_tcase(s, tc);
     return s;
 }
