@@ -71,7 +71,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 
 GPU_TESTS := $(if $(NVCC),$(foreach t,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard tests/gpu/*/*.c tests/gpu/*/*.cu))))),$(BUILD)/tests/gpu/$(t)),)
 
-.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help fuzz asan asan-test asan-targets
+.PHONY: all deps check-deps test unit e2e demo clean fixtures bench help fuzz asan asan-test asan-targets tsan tsan-test
 all: check-deps $(BINS) $(ENGINE_LIBS) $(TEST_PLUGINS) $(UNIT_TESTS) $(BENCH_BINS) $(GPU_TESTS)
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found: CUDA engines and GPU tests were not built"
@@ -116,6 +116,19 @@ asan:
 asan-targets: check-deps $(BINS) $(ENGINE_LIBS) $(TEST_PLUGINS) $(UNIT_TESTS)
 asan-test: asan
 	@tests/run_all.sh build-asan unit
+
+# ThreadSanitizer build into build-tsan/ (docs/security.md), the same targets as asan. tsan-test runs the
+# unit and e2e tests on it with every process's reports going to build-tsan/tsan-logs/, and fails when
+# any report was written (a process stopped by a test's kill would not fail on its exit code).
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer
+tsan:
+	@CFLAGS="-O1 -g $(TSAN_FLAGS)" LDLIBS="$(TSAN_FLAGS)" $(MAKE) --no-print-directory BUILD=build-tsan CC=clang NVCC= asan-targets
+tsan-test: tsan
+	@rm -rf build-tsan/tsan-logs && mkdir -p build-tsan/tsan-logs
+	@TSAN_OPTIONS="log_path=$(CURDIR)/build-tsan/tsan-logs/tsan halt_on_error=0 exitcode=0" tests/run_all.sh build-tsan; \
+	 rc=$$?; if ls build-tsan/tsan-logs/tsan.* >/dev/null 2>&1; then \
+	   echo "ThreadSanitizer reports (build-tsan/tsan-logs/):"; grep -h '^SUMMARY' build-tsan/tsan-logs/tsan.* | sort | uniq -c; exit 1; \
+	 fi; exit $$rc
 
 clean:
 	rm -rf $(BUILD)

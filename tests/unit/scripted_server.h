@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ typedef void (*ts_handler)(tsrv *s, int fd, const ts_req *r);
 struct tsrv {
     int lfd, port;
     pthread_t th;
-    volatile int stop;
+    atomic_int stop;   /* set by ts_stop, read by the accept thread */
     ts_handler handler;
     void *ctx;                      /* for the handler */
     const char *greeting;           /* if set: written on accept, then the connection closes unread */

@@ -1,6 +1,7 @@
 /* Unit tests for common/http_server: routing, JSON errors, limits, streaming, client-gone detection. */
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "common/http_server.h"
@@ -9,7 +10,7 @@
 static llmr_loop *g_loop;
 static llmr_http_server *g_srv;
 static pthread_t g_thread;
-static volatile int g_gone_seen, g_stream_done;
+static atomic_int g_gone_seen, g_stream_done; /* written on the loop thread, read by the test */
 
 static void h_echo(llmr_http_request *req, void *user) {
     (void)user;
