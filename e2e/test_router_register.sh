@@ -217,8 +217,14 @@ for bad in '../../etc/passwd' 'a b/c' 'a/b/c' 'a/..' '..' 'org/' '/name' 'org/na
   reg "{\"repo\":\"$bad\"}"; expect 400 invalid_repo "hostile repo name '$bad'"
 done
 reg '{"repo":"test/single2","revision":"../../x"}';  expect 400 invalid_revision "hostile revision"
+# request bodies: up to --max-request-mb (default 8 MiB; a full-context chat request needs ~2) reach the
+# handler, larger ones get 413 naming the limit
 head -c 1100000 /dev/zero | tr '\0' 'a' | sed 's/^/{"repo":"test\/single2","display_name":"/; s/$/"}/' > "$WORK/big.json"
-reg "@$WORK/big.json";                               expect 413 - "body over 1 MB: 413"
+reg "@$WORK/big.json";                               expect 400 invalid_value "a 1.1 MB body reaches validation (display_name too long)"
+check "the 400 names the field" jbody '.error.param == "display_name"'
+head -c 9000000 /dev/zero | tr '\0' 'a' | sed 's/^/{"repo":"test\/single2","display_name":"/; s/$/"}/' > "$WORK/big.json"
+reg "@$WORK/big.json";                               expect 413 request_too_large "body over 8 MiB: 413"
+check "the 413 names the limit" msg_has "8388608-byte limit"
 rreq GET /v0/nope "$ADMIN";                          expect 404 - "unknown route: 404 JSON"
 check "404 is OpenAI-style JSON" jbody '.error.type and .error.message'
 rreq PUT /v0/models/register "$ADMIN" '{}';          expect 405 - "PUT on register: 405"

@@ -19,6 +19,17 @@ code=$(curl -s -o "$T/nokey.json" -w '%{http_code}' -X POST "$ROUTER/v0/api-keys
 [ "$code" = 403 ] || fail "an API key on /v0/api-keys: $code"
 ok "no key -> 401, API key on an admin route -> 403"
 
+# A 2 MiB prompt (over the 1 MiB the HTTP layers once allowed) passes the router and the node; the
+# answer is about the model's context, not the request's size.
+python3 -c "import json,sys; json.dump({'model':sys.argv[1],'prompt':'hello world '*180000,'max_tokens':4}, open(sys.argv[2],'w'))" \
+  "$REPO" "$T/long.json"
+code=$(curl -s -o "$T/long.out" -w '%{http_code}' "${auth[@]}" "$ROUTER/v1/completions" --data-binary "@$T/long.json")
+[ "$code" = 400 ] || fail "a 2 MiB prompt over the context: $code $(head -c 300 "$T/long.out")"
+jq -e '.error.code == "context_length_exceeded" and .error.type == "invalid_request_error" and
+       (.error.message | test("the prompt is [0-9]+ tokens.* at most 8192 tokens"))' "$T/long.out" >/dev/null ||
+  fail "the 400 does not name the prompt's length and the context: $(head -c 300 "$T/long.out")"
+ok "a 2 MiB prompt reaches the node and gets 400 context_length_exceeded naming both lengths"
+
 # Client disconnect: a long streamed generation, abandoned after 1 s, is cancelled on its node.
 t0=$(date +%s%N)
 curl -sN --max-time 1 "${auth[@]}" "$ROUTER/v1/completions" \

@@ -479,6 +479,16 @@ static void run(gen *x) {
     llmr_host_session *s = NULL;
     llmr_engine_status st = llmr_engine_host_session_create(host, x->p.model, &sp, &s, err, sizeof err);
     if (st != LLMR_ENGINE_OK) { emit_error(x, llmr_engine_status_name(st), "%s", err); goto out; }
+    /* A prompt that leaves no room for one token is the client's error (400 context_length_exceeded at
+     * the router, as OpenAI answers it), not an engine failure. Longer outputs stop at the context. */
+    const uint32_t ctx = llmr_host_session_max_context(s);
+    if (ctx && n_ids >= ctx) {
+        llmr_engine_host_session_destroy(s);
+        emit_error(x, "context_length_exceeded",
+                   "the prompt is %zu tokens, and model %s holds at most %u tokens of prompt and output together "
+                   "on this node (--max-context)", n_ids, x->p.model, ctx);
+        goto out;
+    }
     pthread_mutex_lock(&x->mu);
     x->session = s;
     pthread_mutex_unlock(&x->mu);

@@ -109,6 +109,8 @@ int main(int argc, char **argv) {
          "inference requests served at once (engines batch them; each reserves KV memory for --max-context)", &n->cfg.max_concurrency},
         {"max-context", "LLMR_MAX_CONTEXT", LLMR_OPT_INT, "0",
          "longest sequence (prompt + output tokens) a request may hold; 0 = the engine's default", &n->cfg.max_context},
+        {"max-request-mb", "LLMR_MAX_REQUEST_MB", LLMR_OPT_INT, "8",
+         "largest request body in MiB (1..64; the router's prompts must fit)", &n->cfg.max_request_mb},
         {"max-parallel-downloads", "LLMR_MAX_PARALLEL_DOWNLOADS", LLMR_OPT_INT, "2",
          "models downloaded at once (1..64)", &n->cfg.max_parallel_downloads},
         {"download-streams", "LLMR_DOWNLOAD_STREAMS", LLMR_OPT_INT, "4",
@@ -133,9 +135,11 @@ int main(int argc, char **argv) {
     llmr_log_init("node", level, log_json);
     if (n->cfg.heartbeat_interval_s < 0 || n->cfg.sync_interval_s < 0 || n->cfg.max_concurrency < 1 || n->cfg.max_context < 0 ||
         n->cfg.max_parallel_downloads < 1 || n->cfg.max_parallel_downloads > 64 || n->cfg.download_streams < 1 ||
-        n->cfg.download_streams > LLMR_DL_STREAMS_MAX || n->cfg.prune_grace_s < 0) {
+        n->cfg.download_streams > LLMR_DL_STREAMS_MAX || n->cfg.prune_grace_s < 0 || n->cfg.max_request_mb < 1 ||
+        n->cfg.max_request_mb > 64) {
         fprintf(stderr, "llmr-node: --heartbeat-interval/--sync-interval must be >= 0, --max-concurrency >= 1, "
-                        "--max-context >= 0, --max-parallel-downloads 1..64, --download-streams 1..%d, --prune-grace >= 0\n", LLMR_DL_STREAMS_MAX);
+                        "--max-context >= 0, --max-parallel-downloads 1..64, --download-streams 1..%d, --prune-grace >= 0, "
+                        "--max-request-mb 1..64\n", LLMR_DL_STREAMS_MAX);
         return 2;
     }
     if (ensure_dir("models-dir", n->cfg.models_dir) || ensure_dir("state-dir", n->cfg.state_dir)) return 2;
@@ -165,7 +169,7 @@ int main(int argc, char **argv) {
     if (!(n->models = llmr_models_create())) { fprintf(stderr, "llmr-node: out of memory\n"); goto out; }
     if (!(n->engines = llmr_node_engines_create(&ec, err, sizeof err))) { fprintf(stderr, "llmr-node: %s\n", err); goto out; }
     if (!(n->loop = llmr_loop_create())) { fprintf(stderr, "llmr-node: cannot create the event loop\n"); goto out; }
-    llmr_http_server_opts so = {.listen = n->cfg.listen};
+    llmr_http_server_opts so = {.listen = n->cfg.listen, .max_body = (size_t)n->cfg.max_request_mb << 20};
     if (!(n->http = llmr_http_server_create(n->loop, &so, err, sizeof err))) {
         fprintf(stderr, "llmr-node: --listen %s: %s\n", n->cfg.listen, err);
         goto out;

@@ -43,6 +43,7 @@ typedef struct llmr_node_config {
     int sync_interval_s;           /* --sync-interval; 0 = the router's setting, else 30 */
     int max_concurrency;           /* --max-concurrency (also the sessions engines plan KV memory for) */
     int max_context;               /* --max-context: 0 = the engine's default */
+    int max_request_mb;            /* --max-request-mb: largest request body (a rendered prompt), MiB */
     int max_parallel_downloads;    /* --max-parallel-downloads */
     int download_streams;          /* --download-streams: files of one model fetched at once (1..16) */
     int keep_deleted_models;       /* --keep-deleted-models: never delete the files of deleted models */

@@ -357,7 +357,7 @@ static void on_slot(void *user, int outcome, const router_node_target *t);
 
 static int status_for_node_code(const char *code) {
     if (!code) return 502;
-    if (!strcmp(code, "invalid_request")) return 400;
+    if (!strcmp(code, "invalid_request") || !strcmp(code, "context_length_exceeded")) return 400;
     if (!strcmp(code, "model_not_found")) return 404;
     if (!strcmp(code, "model_not_ready")) return 503;
     if (!strcmp(code, "busy")) return 429;
@@ -440,7 +440,9 @@ static void px_done(void *user, const router_proxy_result *r) {
             o->req = NULL;
             record(o, 502);
         } else if (o->ev_error[0]) {
-            if (o->ev_status == 400) fail(o, 400, "invalid_request_error", NULL, "%s", o->ev_error);
+            if (o->ev_status == 400) /* the client's error: no other node would answer otherwise */
+                fail(o, 400, strcmp(o->ev_code, "context_length_exceeded") ? "invalid_request_error" : o->ev_code,
+                     NULL, "%s", o->ev_error);
             else failover(o, o->ev_status, o->ev_code, o->ev_error);
         } else if (r->http_status == 429) {
             failover(o, 429, "busy", r->message);

@@ -87,7 +87,7 @@ static int run(router_ctx *ctx, const char *port_file) {
     }
     ctx->check_template = router_template_check_available ? router_template_check : NULL;
     if (!(ctx->loop = llmr_loop_create())) { log_error("cannot create the event loop"); return 1; }
-    llmr_http_server_opts ho = {.listen = c->listen, .max_body = 1u << 20};
+    llmr_http_server_opts ho = {.listen = c->listen, .max_body = (size_t)c->max_request_mb << 20};
     if (!(ctx->http = llmr_http_server_create(ctx->loop, &ho, err, sizeof err))) { log_error("--listen: %s", err); return 1; }
     if (router_auth_routes(ctx->auth, ctx->http) || router_models_init(ctx, err, sizeof err) ||
         router_nodes_init(ctx, err, sizeof err) || router_openai_init(ctx, err, sizeof err)) {
@@ -145,6 +145,8 @@ int main(int argc, char **argv) {
          "inference requests that may wait when every node is full (more get 429)", &c->queue_max},
         {"queue-timeout-ms", "LLMR_QUEUE_TIMEOUT_MS", LLMR_OPT_INT, "30000",
          "how long a request may wait for a free node (then 504)", &c->queue_timeout_ms},
+        {"max-request-mb", "LLMR_MAX_REQUEST_MB", LLMR_OPT_INT, "8",
+         "largest request body in MiB (1..64; larger ones get 413)", &c->max_request_mb},
         {"port-file", NULL, LLMR_OPT_STRING, NULL, "write the bound port to this file once listening", &port_file},
         {"log-level", "LLMR_LOG_LEVEL", LLMR_OPT_STRING, "info", "debug, info, warn or error", &log_level},
         {"log-json", "LLMR_LOG_JSON", LLMR_OPT_BOOL, "false", "log JSON lines", &log_json},
@@ -162,6 +164,10 @@ int main(int argc, char **argv) {
     if (c->heartbeat_timeout_s <= 0) c->heartbeat_timeout_s = 3 * c->heartbeat_interval_s;
     if (c->queue_max < 0 || c->queue_timeout_ms < 1) {
         fprintf(stderr, "error: --queue-max must be >= 0 and --queue-timeout-ms >= 1\n");
+        return 2;
+    }
+    if (c->max_request_mb < 1 || c->max_request_mb > 64) {
+        fprintf(stderr, "error: --max-request-mb must be 1..64\n");
         return 2;
     }
     if (c->sync_interval_s < 1) { fprintf(stderr, "error: --sync-interval must be at least 1 second\n"); return 2; }

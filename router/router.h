@@ -49,6 +49,7 @@ typedef struct router_config {
     int max_registrations;     /* registrations validated at once; more get 429 */
     int queue_max;             /* inference requests that may wait for a full cluster (then 429) */
     int queue_timeout_ms;      /* how long one may wait (then 504) */
+    int max_request_mb;        /* --max-request-mb: largest request body, MiB (a full-context chat needs ~2) */
 } router_config;
 
 typedef struct router_ctx {

@@ -90,6 +90,7 @@ struct llmr_host_session {
     void *user;
     uint32_t tokens;          /* this generate */
     char engine_id[65], engine_version[65]; /* copies: the instance may be gone after a timeout */
+    uint32_t max_context;     /* longest sequence the session holds; 0 = the engine did not say */
     llmr_host_session *wd_prev, *wd_next;
 };
 
@@ -888,6 +889,15 @@ llmr_engine_status llmr_engine_host_unload(llmr_engine_host *h, const char *mode
 
 /* --- sessions -------------------------------------------------------------------------------- */
 
+/* The context a new session of in holds: the model's (the engine's stats), or less when the session
+ * asked for less; 0 when neither is known. */
+static uint32_t session_context(instance *in, const llmr_session_params *params) {
+    llmr_engine_stats st = {sizeof st, 0, 0, 0, 0, 0, 0};
+    const uint32_t model = in->pl->api->stats(in->em, &st) == LLMR_ENGINE_OK ? st.max_context : 0;
+    const uint32_t asked = params && LLMR_HAS_FIELD(params, llmr_session_params, max_context) ? params->max_context : 0;
+    return asked && (!model || asked < model) ? asked : model;
+}
+
 llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const char *model_id,
                                                    const llmr_session_params *params, llmr_host_session **out,
                                                    char *err, size_t err_size) {
@@ -914,6 +924,7 @@ llmr_engine_status llmr_engine_host_session_create(llmr_engine_host *h, const ch
                 st = in->pl->api->session_create(in->em, params, &s->es, eerr, sizeof eerr);
                 pthread_mutex_unlock(&in->mu);
                 if (st == LLMR_ENGINE_OK && !s->es) st = LLMR_ENGINE_INTERNAL;
+                if (st == LLMR_ENGINE_OK) s->max_context = session_context(in, params);
             } else snprintf(eerr, sizeof eerr, "out of memory");
             if (st == LLMR_ENGINE_OK) { *out = s; return st; }
             free(s);
@@ -975,6 +986,7 @@ void llmr_engine_host_session_destroy(llmr_host_session *s) {
 
 const char *llmr_host_session_engine_id(const llmr_host_session *s) { return s->engine_id; }
 const char *llmr_host_session_engine_version(const llmr_host_session *s) { return s->engine_version; }
+uint32_t llmr_host_session_max_context(const llmr_host_session *s) { return s->max_context; }
 
 /* Forwards each token to the caller, feeding the watchdog. Returns non-zero to stop after a cancel. */
 static int on_token_trampoline(void *user, int32_t token) {

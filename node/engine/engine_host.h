@@ -177,6 +177,9 @@ void llmr_engine_host_cancel(llmr_host_session *s);
 /* Engine id and version serving the session (strings valid while the session lives). */
 const char *llmr_host_session_engine_id(const llmr_host_session *s);
 const char *llmr_host_session_engine_version(const llmr_host_session *s);
+/* The longest sequence (prompt + output tokens) the session may hold: the model's as the engine's stats
+ * report it, or the session params' max_context when smaller; 0 when neither is known. */
+uint32_t llmr_host_session_max_context(const llmr_host_session *s);
 
 /* --- monitoring ------------------------------------------------------------------------------ */
 

@@ -258,6 +258,18 @@ START_TEST(load_and_stream_tokens) {
     llmr_host_session *s;
     ck_assert_msg(llmr_engine_host_session_create(f.h, "m1", NULL, &s, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
     ck_assert_str_eq(llmr_host_session_engine_id(s), "testengine");
+    ck_assert_uint_eq(llmr_host_session_max_context(s), 4096); /* the model's, from the engine's stats */
+    {   /* a session that asks for less holds less */
+        llmr_session_params sp = {.struct_size = sizeof sp, .max_context = 100};
+        llmr_host_session *small;
+        ck_assert_msg(llmr_engine_host_session_create(f.h, "m1", &sp, &small, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+        ck_assert_uint_eq(llmr_host_session_max_context(small), 100);
+        llmr_engine_host_session_destroy(small);
+        sp.max_context = 100000; /* more than the model holds: the model's */
+        ck_assert_msg(llmr_engine_host_session_create(f.h, "m1", &sp, &small, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+        ck_assert_uint_eq(llmr_host_session_max_context(small), 4096);
+        llmr_engine_host_session_destroy(small);
+    }
     int32_t prompt[3] = {1, 2, 3};
     llmr_generate_request r = request(prompt, 3, 10);
     collect c = {.n = 0};
