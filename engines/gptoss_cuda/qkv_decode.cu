@@ -74,8 +74,8 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
     }
     const int pos = *pos_dev;
     const int tp0 = blockIdx.x * QKV_WARPS + warp;
-    float3 c0 = make_float3(0.0f, 0.0f, 0.0f); /* bias pair and frequency of row pair tp0 */
-    if (lane == 0 && tp0 < pairs) c0 = qkv_row_pair_consts(tp0, NH, NKV, qb, kb, vb, inv_freq);
+    float3 cst0 = make_float3(0.0f, 0.0f, 0.0f); /* bias pair and frequency of row pair tp0 */
+    if (lane == 0 && tp0 < pairs) cst0 = qkv_row_pair_consts(tp0, NH, NKV, qb, kb, vb, inv_freq);
     float ss = 0.0f;
 #pragma unroll
     for (int u = 0; u < QKV_XREG; u++) ss += xr[u] * xr[u];
@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
             a2 += __shfl_xor_sync(0xffffffffu, a2, o);
         }
         if (lane != 0) continue;
-        const float3 cc = tp == tp0 ? c0 : qkv_row_pair_consts(tp, NH, NKV, qb, kb, vb, inv_freq);
+        const float3 cc = tp == tp0 ? cst0 : qkv_row_pair_consts(tp, NH, NKV, qb, kb, vb, inv_freq);
         a1 += cc.x;
         a2 += cc.y;
         if (head < NH + NKV) { /* RoPE, as rope_kernel */
