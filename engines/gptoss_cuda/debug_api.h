@@ -14,6 +14,10 @@
  * separate arithmetic differences from expert flips at router near-ties. A row of four -1 leaves that
  * (layer, position) to the router (bit for bit its own choice and weights), so a replay can force one
  * decision and let everything downstream of it follow.
+ * The forward is the engine's prompt path as it serves (what the parity driver measures), unless the model
+ * was loaded with LLMR_GPTOSS_DEBUG_PRECISE=1: then every chunk's experts run at fp32 level (the tensor-core
+ * kernel with 3 activation parts) instead of one fp16 part from 209 tokens, for tools that use the replay to
+ * judge fp32-level differences between two other paths (gptoss_batching's near-tie checks).
  * Not part of the engine ABI: tools find it with dlsym(GPTOSS_CUDA_DEBUG_EVAL_SYMBOL). */
 #ifndef GPTOSS_CUDA_DEBUG_API_H
 #define GPTOSS_CUDA_DEBUG_API_H

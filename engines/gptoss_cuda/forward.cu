@@ -172,7 +172,9 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
  * m->moe_mma_prefill tokens. The kernel's time grows with T (H200, 20b, one layer with 2 activation
  * parts: 0.93 / 1.63 / 3.10 ms at T = 256 / 512 / 1,024), dequantize + cuBLAS's is mostly fixed per layer
  * (the count sync, the per-expert calls, dequantizing every used expert: ~2 ms a layer up to 512). */
-static int fwd_mma_experts(const gptoss_model *m, int T) { return m->moe_mma && T <= m->moe_mma_prefill; }
+static int fwd_mma_experts(const gptoss_model *m, int T) {
+    return m->moe_mma && (T <= m->moe_mma_prefill || m->precise_now);
+}
 
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
  * LLMR_GPTOSS_TC_STACKED=1, off by default). */
@@ -255,7 +257,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
     cudaError_t e;
     if (fwd_mma_experts(m, T)) /* tensor cores, counts read on the device: no host sync, no bf16 scratch; the
                                 * activations in as many bf16 parts as the prompt's other products at this T */
-        return gptoss_moe_mma_experts(m, w, m->h, 0, P, m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
+        return gptoss_moe_mma_experts(m, w, m->h, 0, P,
+                                      !m->precise_now && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
@@ -458,7 +461,9 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
     if (st == LLMR_ENGINE_OK && logits &&
         cudaMalloc((void **)&dbg.logits_dev, (size_t)m->chunk * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", m->chunk);
+    m->precise_now = m->debug_precise; /* the experts' path of this forward (model_impl.h); under the mutex */
     if (st == LLMR_ENGINE_OK) st = gptoss_eval_tokens(s, tokens, n, &dbg, err, es);
+    m->precise_now = 0;
     cudaFree(dbg.logits_dev);
     pthread_mutex_unlock(&m->mu);
     return st;

@@ -794,6 +794,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                      m->expert_cache_bytes ? GPTOSS_MMA_PREFILL_MAX_CACHED : GPTOSS_MMA_PREFILL_MAX, 0,
                                      1 << 20);
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
+        m->debug_precise = env_int("LLMR_GPTOSS_DEBUG_PRECISE", 0, 0, 1); /* 1: a fp32-level debug forward (model_impl.h) */
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
         m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */

@@ -5,8 +5,9 @@
  *    penalties on some rows), up to a near-tie (see near_tie: a token decided within the fp32-level
  *    noise between the two paths, checked by replaying the request and redoing the sampler's steps; a
  *    token past that margin only when the replay itself (the context alone as one prompt, the engine's
- *    prompt path) decides the batched token, or when flipping a router near-tie on the way does, checked
- *    causally with the engine's debug forward: see router_flip);
+ *    prompt path, its experts at fp32 level: LLMR_GPTOSS_DEBUG_PRECISE) decides the batched token, or when
+ *    flipping a router near-tie on the way does, checked causally with the engine's debug forward: see
+ *    router_flip);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
  *  - more sessions than max_sessions share the pool;
@@ -572,6 +573,11 @@ int main(int argc, char **argv) {
     }
     printf("device: %s\n", why);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* The near-tie replays are the oracle between two fp32-level paths, so their debug forward must be at
+     * least that precise: its experts at fp32 level, not the prompt path's one fp16 part from 209 tokens
+     * (whose ~5e-4 in the logits moved a sampled draw's boundary by 7e-4 of the kept mass on the H200, 10x
+     * the near-tie slack: session 15, call 3). The alone and batched runs keep every default path. */
+    setenv("LLMR_GPTOSS_DEBUG_PRECISE", "1", 1);
     void *h = dlopen(engine, RTLD_NOW | RTLD_LOCAL);
     if (!h) die("dlopen %s: %s", engine, dlerror());
     llmr_engine_get_api_fn get = (llmr_engine_get_api_fn)dlsym(h, LLMR_ENGINE_ENTRY_SYMBOL);
