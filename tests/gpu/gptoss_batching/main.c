@@ -4,10 +4,10 @@
  *    tokens generated one at a time and all at once from 8 threads, greedy and seeded sampling (with
  *    penalties on some rows), up to a near-tie (see near_tie: a token decided within the fp32-level
  *    noise between the two paths, checked by replaying the request and redoing the sampler's steps; a
- *    token past that margin only when the replay itself (the context alone as one prompt, the engine's
- *    prompt path, its experts at fp32 level: LLMR_GPTOSS_DEBUG_PRECISE) decides the batched token, or when
- *    flipping a router near-tie on the way does, checked causally with the engine's debug forward: see
- *    router_flip);
+ *    token past that margin only when the replay itself (the request alone: its prompt as the runs took
+ *    it, then the agreed tokens as one prompt chunk) decides the batched token, or when flipping a router
+ *    near-tie on the way does, checked causally with the engine's debug forward (its experts at fp32 level:
+ *    LLMR_GPTOSS_DEBUG_PRECISE): see router_flip);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
  *  - more sessions than max_sessions share the pool;
@@ -409,20 +409,31 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
     int32_t ctx[300 + MAXTOK];
     memcpy(ctx, j->prompt, j->n_prompt * sizeof(int32_t));
     memcpy(ctx + j->n_prompt, j->tok, (size_t)k * sizeof(int32_t));
+    /* The replay, on one session through generate (max_tokens 0): the prompt as both runs evaluated it (one
+     * slice on the prompt path: from 209 tokens its experts take one fp16 part, whose ~5e-4 in the logits the
+     * two runs share), then the k agreed tokens as one more chunk (< 64 tokens: fp32-level), whose last
+     * logits stand in for the alone run's step k (the step path's fp32 sums in another order). Replaying
+     * the whole context as one prompt (before session 15) put the generated positions on the fp16 path
+     * too, ~7e-4 of the kept mass away from both runs' draws: 10x the near-tie slack. */
+    const size_t n = j->n_prompt + (size_t)k;
     float *lg = malloc((size_t)V * sizeof(float));
     if (!lg) die("out of memory");
-    llmr_engine_session *s = new_session(m);
-    llmr_generate_request r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.tokens = ctx;
-    r.n_tokens = j->n_prompt + (size_t)k;
-    r.logits_out = lg;
-    llmr_generate_result res;
-    memset(&res, 0, sizeof res);
-    res.struct_size = sizeof res;
     char err[512];
-    const llmr_engine_status gs = api->generate(s, &r, NULL, NULL, &res, err, sizeof err);
+    llmr_engine_session *s = new_session(m);
+    llmr_engine_status gs = LLMR_ENGINE_OK;
+    for (int part = 0; part < 2 && gs == LLMR_ENGINE_OK; part++) {
+        if (part == 1 && k == 0) break; /* the prompt's own logits decide step 0 */
+        llmr_generate_request r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        r.tokens = part == 0 ? ctx : ctx + j->n_prompt;
+        r.n_tokens = part == 0 ? j->n_prompt : (size_t)k;
+        r.logits_out = lg;
+        llmr_generate_result res;
+        memset(&res, 0, sizeof res);
+        res.struct_size = sizeof res;
+        gs = api->generate(s, &r, NULL, NULL, &res, err, sizeof err);
+    }
     api->session_destroy(s);
     int ok = 0, w = 0, replica = -1;
     if (gs != LLMR_ENGINE_OK) {
@@ -439,15 +450,15 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
         ok = nt_sampled(lg, V, j, k, ta, tb, &replica, why, wn);
         w = (int)strlen(why);
     }
-    /* The replay is the context alone as one prompt: the prompt path (tensor cores, 2 activation parts), which
-     * the parity driver checks against transformers as it checks the step path the alone run took. When it
-     * decides the batched token, that token is the engine's own answer for this request alone: the two
-     * runs differ by which of the engine's checked paths decided a tie within their accuracy. */
+    /* The replay is this request alone through the prompt path (which the parity driver checks against
+     * transformers, as it checks the step path the alone run took). When it decides the batched token, that
+     * token is the engine's own answer for this request alone: the two runs differ by which of the engine's
+     * checked paths decided a tie within their accuracy. */
     if (!ok && replica == tb && w > 0 && (size_t)w < wn) {
         ok = 1;
-        w += snprintf(why + w, wn - (size_t)w, "; explained: the context replayed alone as one prompt decides %d too", tb);
+        w += snprintf(why + w, wn - (size_t)w, "; explained: the request replayed alone (prompt, then the agreed tokens as one chunk) decides %d too", tb);
     }
-    if (!ok && w > 0 && (size_t)w < wn) ok = router_flip(m, j, k, ctx, (int)(j->n_prompt + (size_t)k), V, ta, tb, why + w, wn - (size_t)w);
+    if (!ok && w > 0 && (size_t)w < wn) ok = router_flip(m, j, k, ctx, (int)n, V, ta, tb, why + w, wn - (size_t)w);
     free(lg);
     return ok;
 }
