@@ -172,14 +172,14 @@ static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const ui
  * m->moe_mma_prefill tokens. The kernel's time grows with T (H200, 20b, one layer with 2 activation
  * parts: 0.93 / 1.63 / 3.10 ms at T = 256 / 512 / 1,024), dequantize + cuBLAS's is mostly fixed per layer
  * (the count sync, the per-expert calls, dequantizing every used expert: ~2 ms a layer up to 512). */
-static int fwd_mma_experts(const gptoss_model *m, int T) {
-    return m->moe_mma && (T <= m->moe_mma_prefill || m->precise_now);
+static int fwd_mma_experts(const gptoss_model *m, int T, int precise) {
+    return m->moe_mma && (T <= m->moe_mma_prefill || precise);
 }
 
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
  * LLMR_GPTOSS_TC_STACKED=1, off by default). */
-static int fwd_stacked(const gptoss_model *m, int T) {
-    return m->use_tc && T >= GPTOSS_TC_MIN_T && !fwd_mma_experts(m, T) && m->tc.wst[0] && m->tc.wst[1];
+static int fwd_stacked(const gptoss_model *m, int T, int precise) {
+    return m->use_tc && T >= GPTOSS_TC_MIN_T && !fwd_mma_experts(m, T, precise) && m->tc.wst[0] && m->tc.wst[1];
 }
 
 /* Enqueues the stacked dequantization of layer l's gate_up (which 0) or down (1) on the side stream. */
@@ -250,15 +250,16 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
  * in its epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that.
  * *combined = 1 when the experts' outputs were already added into the residual m->x (gptoss_tc_mlp, which
  * writes no m->dn); else the caller combines m->dn. */
-static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, int *combined) {
+static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, int precise, int *combined) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
     cudaError_t e;
-    if (fwd_mma_experts(m, T)) /* tensor cores, counts read on the device: no host sync, no bf16 scratch; the
-                                * activations in as many bf16 parts as the prompt's other products at this T */
+    if (fwd_mma_experts(m, T, precise)) /* tensor cores, counts read on the device: no host sync, no bf16
+                                         * scratch; the activations in as many bf16 parts as the prompt's
+                                         * other products at this T (3, fp32-level, when precise) */
         return gptoss_moe_mma_experts(m, w, m->h, 0, P,
-                                      !m->precise_now && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
+                                      !precise && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
@@ -311,7 +312,9 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
     do {                                                                                    \
         if (pf) CUDA_TRY(cudaEventRecord(m->pf_ev[(i)], st), "prefill profile");            \
     } while (0)
-    const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T);
+    /* a debug forward of a model loaded with LLMR_GPTOSS_DEBUG_PRECISE=1 runs its experts at fp32 level */
+    const int precise = dbg && m->debug_precise;
+    const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T, precise);
     /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists) for long chunks; the stacked rows need K % 8 == 0 */
     const int dense = m->use_tc && T >= GPTOSS_DENSE_STACKED_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
     if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
@@ -372,7 +375,7 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
         PF_MARK(6 * l + 4);
         int combined = 0; /* the tensor-core MLP also adds into the residual (tc.h gptoss_tc_mlp) */
-        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T, &combined), what);
+        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T, precise, &combined), what);
         PF_MARK(6 * l + 5);
         if (!combined) CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         PF_MARK(6 * l + 6);
@@ -461,9 +464,7 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
     if (st == LLMR_ENGINE_OK && logits &&
         cudaMalloc((void **)&dbg.logits_dev, (size_t)m->chunk * m->cfg.vocab_size * sizeof(float)) != cudaSuccess)
         st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "no GPU memory for %d rows of debug logits", m->chunk);
-    m->precise_now = m->debug_precise; /* the experts' path of this forward (model_impl.h); under the mutex */
     if (st == LLMR_ENGINE_OK) st = gptoss_eval_tokens(s, tokens, n, &dbg, err, es);
-    m->precise_now = 0;
     cudaFree(dbg.logits_dev);
     pthread_mutex_unlock(&m->mu);
     return st;

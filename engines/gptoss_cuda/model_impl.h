@@ -98,12 +98,12 @@ struct gptoss_model {
      * (LLMR_GPTOSS_MOE_MMA_PREFILL, default GPTOSS_MMA_PREFILL_MAX, 0 = never), moe_mma_t1 for the T = 1 decode graph's experts
      * (LLMR_GPTOSS_MOE_MMA_T1, default 0); 0 keeps the older paths for comparisons */
     int moe_mma, moe_mma_min_rows, moe_mma_prefill, moe_mma_t1;
-    /* LLMR_GPTOSS_DEBUG_PRECISE=1 (debug_precise): while gptoss_session_eval_debug runs (precise_now = 1),
-     * every chunk's experts run on that kernel with 3 activation parts (fp32-level) instead of the prompt
-     * path's (one fp16 part from 209 tokens: logits ~5e-4 from fp32), so the debug forward can adjudicate
-     * fp32-level differences between two other paths (gptoss_batching's near-tie replays). Off: the debug
-     * forward is the prompt path itself, which is what the parity driver measures. */
-    int debug_precise, precise_now;
+    /* LLMR_GPTOSS_DEBUG_PRECISE=1 (debug_precise): a debug forward (gptoss_forward with a debug_out, i.e.
+     * gptoss_session_eval_debug) runs every chunk's experts on that kernel with 3 activation parts
+     * (fp32-level) instead of the prompt path's (one fp16 part from 209 tokens: logits ~5e-4 from fp32), so
+     * it can adjudicate fp32-level differences between two other paths (gptoss_batching's near-tie replays).
+     * Off: the debug forward is the prompt path itself, which is what the parity driver measures. */
+    int debug_precise;
     /* activation parts of the batched step's tensor-core experts: 2 (default, the prompt path's level) or
      * 3 (LLMR_GPTOSS_BATCH_MOE_PARTS=3: fp32-level, bit for bit gptoss_mxfp4_mma) */
     int batch_moe_parts;
