@@ -671,6 +671,8 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                 "router_decode", "gate_up_decode", "down_decode", "router_decode, 8 blocks/token",
                 "gate_up_decode, cp.async", "down_decode, cp.async", "gate_up_decode, table decode",
                 "down_decode, table decode", "gate_up_decode, table decode (control: slot 6 again)"};
+            auto slot_gate_up = [](int k) { return k == 1 || k == 4 || k == 6 || k == 8; };
+            auto slot_down = [](int k) { return k == 2 || k == 5 || k == 7; };
             double slot_ms[2][NS] = {{0}};
             for (int pass = 0; pass < 2; pass++)
                 for (int j = 0; j < NS; j++) {
@@ -682,17 +684,17 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
                     auto one = [&]() {
                         if (k == 0 || k == 3)
                             CK(gptoss_moe_router_decode(dx, dnw, eps, drw, drb, T, H, E, dhs, dids, dw, dgrp, drlog, dctr, 0));
-                        if (k == 1 || k == 4 || k == 6 || k == 8)
+                        if (slot_gate_up(k))
                             CK(gptoss_moe_gate_up_decode(dhs, dgrp, T, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
-                        if (k == 2 || k == 5 || k == 7) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
+                        if (slot_down(k)) CK(gptoss_moe_down_decode(dact, dgrp, T, dw, ddnb, ddns, ddb, E, I, H, dx, 0));
                     };
                     slot_ms[pass][k] = tu_time_ms(one, reps); /* per call */
                 }
             for (int k = 0; k < NS; k++) {
                 if (k >= 4 && k <= 5 && T != 1) continue;
                 const double ms = fmin(slot_ms[0][k], slot_ms[1][k]);
-                const bool gu = k == 1 || k == 4 || k == 6 || k == 8;
-                const double kb = k == 0 || k == 3 ? (double)E * H * 2 : (double)P * (gu ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
+                const double kb = k == 0 || k == 3 ? (double)E * H * 2
+                                                   : (double)P * (slot_gate_up(k) ? 2.0 : 1.0) * I * H / 32.0 * 17.0;
                 printf("     timing %s T=%d: %.1f us, %.0f GB/s (passes %.1f / %.1f us)\n", slot_name[k], T, ms * 1000.0,
                        kb / (ms * 1e-3) / 1e9, slot_ms[0][k] * 1000.0, slot_ms[1][k] * 1000.0);
             }
