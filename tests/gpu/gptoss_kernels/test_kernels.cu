@@ -1052,9 +1052,10 @@ void gptoss_tma_ring_checks(int *checks, int *failed);   /* test_tma_ring.cu: th
 void gptoss_tma_ring_timing(void);                       /* test_tma_ring.cu: --ring-timing */
 
 int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
-               "CPU loop; exits 0 (skipped) without a GPU.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+        printf("usage: gptoss_kernels [--moe-decode-timing | --moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
+               "CPU loop; exits 0 (skipped) without a GPU.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n");
@@ -1075,6 +1076,11 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--lm-head-timing")) {
         gptoss_lm_head_timing();
         return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--moe-decode-timing")) { /* the 20b's T = 1 MoE block alone, checked and timed */
+        test_moe_decode(1, 2880, 2880, 32, 1);
+        printf("%d checks, %d failed\n", tu_checks, tu_failed);
+        return tu_failed != 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--moe-timing")) {
         gptoss_moe_mma_timing(argc - 2, argv + 2);
