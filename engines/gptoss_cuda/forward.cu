@@ -512,9 +512,15 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
                 KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
-            KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
-            KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw, m->ids,
-                                                 m->rw, m->grp, m->rl, m->ctr, st));
+            if (m->router_split) { /* LLMR_GPTOSS_ROUTER_SPLIT=1: the router's GEMV in o_proj's blocks */
+                KP_(O, gptoss_gemv1_router(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart, st));
+                KP_(ROUTER, gptoss_moe_router_finish(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, H, E,
+                                                     m->hsw, m->ids, m->rw, m->grp, m->rl, st));
+            } else {
+                KP_(O, gptoss_linear(m->o, QD, w->o_w, w->o_b, 1, QD, H, m->x, H, 1, st));
+                KP_(ROUTER, gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, 1, H, E, m->hsw,
+                                                     m->ids, m->rw, m->grp, m->rl, m->ctr, st));
+            }
             if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
                 KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
                 KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK, 3));
@@ -583,6 +589,13 @@ llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es) {
     gptoss_model *m = s->m;
     llmr_engine_status pr = gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es); /* outside the graph */
     if (pr != LLMR_ENGINE_OK) return pr;
+    if (m->router_split && !m->rwt_ready) { /* the router weights times the norm, once (stream-ordered) */
+        for (int l = 0; l < m->cfg.num_layers; l++)
+            CUDA_TRY(gptoss_router_rwt(m->layers[l].router_w, m->layers[l].mlp_norm, m->cfg.hidden_size, 32,
+                                       m->rwt + (size_t)l * m->cfg.hidden_size * 32, m->stream),
+                     "router weights for LLMR_GPTOSS_ROUTER_SPLIT");
+        m->rwt_ready = 1;
+    }
     if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
         CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
         CUDA_TRY(decode_body(s, m->prof), "decode step (profiled)");

@@ -73,6 +73,22 @@ cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint
 cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
                          cudaStream_t stream);
 
+/* gptoss_gemv1 with accumulate = 1 (o_proj into the residual, y = x_new) that also writes the router's partial
+ * sums (LLMR_GPTOSS_ROUTER_SPLIT=1, an experiment): block j of the launch writes rpart[j][e] = sum over its rows n of
+ * rwt[n][e] * y[n] (e < 32) and rpart[j][32] = sum of y[n]^2, rwt = router_w * mlp_norm transposed, fp32 [N][32]
+ * (gptoss_router_rwt). gptoss_gemv1_blocks(K, N) partial rows (< 0 on a device error). */
+int gptoss_gemv1_blocks(int K, int N);
+cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
+                                const float *rwt, float *rpart, cudaStream_t stream);
+/* rwt[n][e] = bf16 router_w[e][n] * bf16 norm_w[n] (exact in fp32), E == 32. */
+cudaError_t gptoss_router_rwt(const uint16_t *router_w, const uint16_t *norm_w, int H, int E, float *rwt,
+                              cudaStream_t stream);
+/* The router of one token from gptoss_gemv1_router's nparts partial rows: r = rsqrt(sum sq / H + eps), logits =
+ * r * partial + router_b, then as gptoss_moe_router_decode with T = 1 (h_sw from x, ids, w, groups, logits). */
+cudaError_t gptoss_moe_router_finish(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
+                                     const uint16_t *router_b, int H, int E, float *h_sw, int32_t *ids, float *w,
+                                     int32_t *groups, float *router_logits, cudaStream_t stream);
+
 /* Selects whether gptoss_linear routes T = 1 to gptoss_gemv1 (on, the default) or to the older
  * warp-per-row GEMV (off: LLMR_GPTOSS_GEMV1=0, for before/after comparisons). Process-wide; set it
  * before launching. */

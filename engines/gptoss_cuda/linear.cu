@@ -92,8 +92,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
  * before using any. Blocks loop over rows (grid ~ resident blocks), so x is staged once per block. */
 #define GEMV1_WARPS 8
 
+template <bool ROUTER>
 __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
-                                                                 int K, int N, float *y, int accumulate, int pdl) {
+                                                                 int K, int N, float *y, int accumulate, int pdl,
+                                                                 const float *rwt, float *rpart) {
     extern __shared__ float4 xs4[]; /* [2][K / 8] */
     const int K8 = K / 8;
     const float4 *x4 = (const float4 *)x;
@@ -111,6 +113,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
     }
     for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
     __syncthreads();
+    float rp = 0.0f, rs = 0.0f; /* router partials (rwt != NULL) */
     for (int n = n0; n < N; n += gridDim.x * GEMV1_WARPS) {
         const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
         float acc = 0.0f;
@@ -134,15 +137,53 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
             }
         }
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        float yn = 0.0f;
         if (lane == 0) {
             acc += n == n0 ? b0 : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
-            y[n] = accumulate ? (n == n0 ? y0 : y[n]) + acc : acc;
+            yn = accumulate ? (n == n0 ? y0 : y[n]) + acc : acc;
+            y[n] = yn;
+        }
+        if (ROUTER) { /* router partials (gptoss_gemv1_router): lane e takes expert e's product, lane 0 the square */
+            yn = __shfl_sync(0xffffffffu, yn, 0);
+            rp = fmaf(rwt[(size_t)n * 32 + lane], yn, rp);
+            rs = fmaf(yn, yn, rs);
+        }
+    }
+    if (ROUTER) { /* the block's 8 warps summed in order 0..7 into its partial row [33] */
+        __shared__ float red[GEMV1_WARPS][33];
+        red[warp][lane] = rp;
+        if (lane == 0) red[warp][32] = rs;
+        __syncthreads();
+        if (threadIdx.x < 33) {
+            float v = 0.0f;
+            for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
+            rpart[(size_t)blockIdx.x * 33 + threadIdx.x] = v;
         }
     }
 }
 
 static bool gemv1_ok(const float *x, const uint16_t *W, int K) {
     return K > 0 && K % 8 == 0 && K <= GPTOSS_GEMV1_MAX_K && ((uintptr_t)x & 15) == 0 && ((uintptr_t)W & 15) == 0;
+}
+
+/* Enough blocks to fill every SM (up to 8 resident blocks of 256 threads, ~200 KiB of shared memory for x), never
+ * more than there are rows to give them: x is then staged about once per block. */
+static cudaError_t gemv1_grid(int K, int N, int *blocks) {
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return e;
+    long per_sm = (long)(200 * 1024) / (long)((size_t)K * sizeof(float) + 1024);
+    if (per_sm > 8) per_sm = 8;
+    if (per_sm < 1) per_sm = 1;
+    const long have = (long)sms * per_sm, need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
+    *blocks = (int)(have > need ? need : have);
+    return cudaSuccess;
+}
+
+int gptoss_gemv1_blocks(int K, int N) {
+    int blocks = 0;
+    return gemv1_grid(K, N, &blocks) == cudaSuccess ? blocks : -1;
 }
 
 cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
@@ -152,21 +193,24 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
     /* K <= 8192 keeps x within the default 48 KiB of dynamic shared memory (no attribute opt-in, which
      * would be one more API call inside a graph capture). */
     const size_t smem = (size_t)K * sizeof(float);
-    /* Enough blocks to fill every SM (up to 8 resident blocks of 256 threads, ~200 KiB of shared memory
-     * for x), never more than there are rows to give them: x is then staged about once per block. */
-    int dev = 0, sms = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    int blocks = 0;
+    cudaError_t e = gemv1_grid(K, N, &blocks);
     if (e != cudaSuccess) return e;
-    long per_sm = (long)(200 * 1024) / (long)(smem + 1024);
-    if (per_sm > 8) per_sm = 8;
-    if (per_sm < 1) per_sm = 1;
-    long blocks = (long)sms * per_sm;
-    const long need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
-    if (blocks > need) blocks = need;
     const int pdl = gptoss_pdl_enabled(); /* the prefetch only where it can overlap: measured a cost otherwise */
-    e = gptoss_launch(gemv1_kernel, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, pdl, x, W, b, K, N, y,
-                      accumulate, pdl);
+    e = gptoss_launch(gemv1_kernel<false>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, pdl, x, W, b, K, N, y,
+                      accumulate, pdl, (const float *)NULL, (float *)NULL);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
+                                const float *rwt, float *rpart, cudaStream_t s) {
+    if (N <= 0 || !gemv1_ok(x, W, K) || !rwt || !rpart) return cudaErrorInvalidValue;
+    int blocks = 0;
+    cudaError_t e = gemv1_grid(K, N, &blocks);
+    if (e != cudaSuccess) return e;
+    const int pdl = gptoss_pdl_enabled();
+    e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), (size_t)K * sizeof(float), s,
+                      pdl, x, W, b, K, N, y, 1, pdl, rwt, rpart);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

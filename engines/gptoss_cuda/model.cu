@@ -593,6 +593,8 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFree(m->bstage_dev);
     cudaFree(m->arena);
     cudaFree(m->expert_cache);
+    cudaFree(m->rwt);
+    cudaFree(m->rpart);
     cudaFree(m->work);
     cudaFree(m->kv_pool);
     llmr_kv_pages_destroy(m->pages);
@@ -758,6 +760,18 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
+        if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 0, 0, 1) && m->fused && m->cfg.num_experts == 32) {
+            const int H = m->cfg.hidden_size, QD = m->cfg.num_heads * m->cfg.head_dim;
+            m->router_parts = gptoss_gemv1_blocks(QD, H);
+            if (m->router_parts > 0 &&
+                cudaMalloc((void **)&m->rwt, (size_t)m->cfg.num_layers * H * 32 * sizeof(float)) == cudaSuccess &&
+                cudaMalloc((void **)&m->rpart, (size_t)m->router_parts * 33 * sizeof(float)) == cudaSuccess)
+                m->router_split = 1;
+            else {
+                (void)cudaGetLastError();
+                mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTER_SPLIT=1 ignored: its buffers could not be allocated");
+            }
+        }
         const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 0: the bit-operation MXFP4 decode (the table one is default) */
         gptoss_moe_decode_lut(!(lut && strcmp(lut, "0") == 0));
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */

@@ -65,6 +65,44 @@ static __device__ __forceinline__ void router_groups_one(const int sel[GPTOSS_TO
         groups[1 + 2 * GM + 4 * g] = k;
     }
 }
+/* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
+ * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
+ * with one_table also the one-token group table. A NaN logit counts as -inf (as in the sampler): every comparison with NaN is
+ * false, so without this the lanes could each keep their own pick and write ids that are not a distinct top-4. */
+static __device__ __forceinline__ void router_top4(const float *lg, int E, int lane, int t, int32_t *ids, float *w,
+                                                   bool one_table, int32_t *groups) {
+    unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
+    int sel[GPTOSS_TOPK];
+    float val[GPTOSS_TOPK];
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int j = 0; lane + 32 * j < E; j++) {
+            const int e = lane + 32 * j;
+            if (taken >> j & 1u) continue;
+            const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
+            if (bi < 0 || v > bv) { bv = v; bi = e; }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
+        }
+        sel[k] = bi;
+        val[k] = bv;
+        if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
+    }
+    if (lane == 0) {
+        float p[GPTOSS_TOPK], sum = 0.0f;
+        for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
+        for (int k = 0; k < GPTOSS_TOPK; k++) {
+            ids[t * GPTOSS_TOPK + k] = sel[k];
+            w[t * GPTOSS_TOPK + k] = p[k] / sum;
+        }
+        if (one_table) router_groups_one(sel, groups);
+    }
+}
+
 #define RT_THREADS 1024
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
@@ -164,41 +202,8 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         if (tid == 0) counter[1 + t] = 0;
     }
     __syncthreads();
-    /* 3. Top-4 (ties to the lower id, as gptoss_router_topk) and the softmax over the 4, by warp 0. A NaN
-     * logit counts as -inf (as in the sampler): every comparison with NaN is false, so without this the
-     * lanes of the warp could each keep their own pick and write ids that are not a distinct top-4. */
-    if (warp == 0) {
-        unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
-        int sel[GPTOSS_TOPK];
-        float val[GPTOSS_TOPK];
-        for (int k = 0; k < GPTOSS_TOPK; k++) {
-            float bv = -INFINITY;
-            int bi = -1;
-            for (int j = 0; lane + 32 * j < E; j++) {
-                const int e = lane + 32 * j;
-                if (taken >> j & 1u) continue;
-                const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
-                if (bi < 0 || v > bv) { bv = v; bi = e; }
-            }
-            for (int o = 16; o > 0; o >>= 1) {
-                const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-                const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-                if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
-            }
-            sel[k] = bi;
-            val[k] = bv;
-            if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
-        }
-        if (lane == 0) {
-            float p[GPTOSS_TOPK], sum = 0.0f;
-            for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
-            for (int k = 0; k < GPTOSS_TOPK; k++) {
-                ids[t * GPTOSS_TOPK + k] = sel[k];
-                wts[t * GPTOSS_TOPK + k] = p[k] / sum;
-            }
-            if (T == 1 && RB == 1) router_groups_one(sel, groups);
-        }
-    }
+    /* 3. Top-4 and the softmax over the 4, by warp 0 */
+    if (warp == 0) router_top4(lg, E, lane, t, ids, wts, T == 1 && RB == 1, groups);
     /* One token in one block (every batch-1 decode step): the table is written above, and the fence, the
      * counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
     if (T == 1 && RB == 1) return;
@@ -255,6 +260,81 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                         (size_t)H * sizeof(float), s, pdl, x, norm_w, eps, router_w, router_b, T, H, E,
                                         h_sw, ids, w, groups, router_logits, counter, pdl);
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------ router from o_proj's partial sums
+ * (an experiment, LLMR_GPTOSS_ROUTER_SPLIT=1): gptoss_gemv1_router leaves per block the router rows' products with
+ * the new residual and its sum of squares; this one block adds them up (fixed order), then as the router above
+ * with T = 1. E == 32: lane e of warp 0 owns expert e. */
+__global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const float *x, const uint16_t *norm_w, float eps,
+                                                                       const float *rpart, int nparts, const uint16_t *rb,
+                                                                       int H, float *h_sw, int32_t *ids, float *wts,
+                                                                       int32_t *groups, float *rl) {
+    __shared__ float red[32][33];
+    __shared__ float lg[32];
+    __shared__ float r_sh;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    float xv[RT_XREG], nwv[RT_XREG];
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        xv[u] = i < H ? x[i] : 0.0f;
+        nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
+    }
+    const float bias = warp == 0 ? gptoss_bf16_to_f32(rb[lane]) : 0.0f;
+    float p = 0.0f, q = 0.0f;
+#pragma unroll 4
+    for (int j = warp; j < nparts; j += 32) {
+        p += rpart[(size_t)j * 33 + lane];
+        if (lane == 0) q += rpart[(size_t)j * 33 + 32];
+    }
+    red[warp][lane] = p;
+    if (lane == 0) red[warp][32] = q;
+    __syncthreads();
+    if (warp == 0) {
+        float v = 0.0f, sq = 0.0f;
+        for (int w = 0; w < 32; w++) v += red[w][lane];
+        if (lane == 0) {
+            for (int w = 0; w < 32; w++) sq += red[w][32];
+            r_sh = rsqrtf(sq / (float)H + eps);
+        }
+        const float r = __shfl_sync(0xffffffffu, lane == 0 ? r_sh : 0.0f, 0);
+        const float lv = r * v + bias;
+        if (rl) rl[lane] = lv;
+        lg[lane] = lv;
+        __syncwarp();
+        router_top4(lg, 32, lane, 0, ids, wts, true, groups);
+    }
+    __syncthreads();
+    const float r = r_sh;
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        if (i < H) h_sw[md_swz(i, H)] = (xv[u] * r) * nwv[u];
+    }
+    for (int i = tid + RT_XREG * RT_THREADS; i < H; i += RT_THREADS)
+        h_sw[md_swz(i, H)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
+}
+
+cudaError_t gptoss_moe_router_finish(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
+                                     const uint16_t *router_b, int H, int E, float *h_sw, int32_t *ids, float *w,
+                                     int32_t *groups, float *router_logits, cudaStream_t s) {
+    if (E != 32 || H <= 0 || H % 32 || nparts < 1) return cudaErrorInvalidValue;
+    moe_router_finish_kernel<<<1, RT_THREADS, 0, s>>>(x, norm_w, eps, rpart, nparts, router_b, H, h_sw, ids, w, groups,
+                                                      router_logits);
+    return cudaGetLastError();
+}
+
+__global__ void router_rwt_kernel(const uint16_t *rw, const uint16_t *nw, int H, int E, float *rwt) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= H * E) return;
+    const int n = i / E, e = i % E;
+    rwt[i] = gptoss_bf16_to_f32(rw[(size_t)e * H + n]) * gptoss_bf16_to_f32(nw[n]);
+}
+
+cudaError_t gptoss_router_rwt(const uint16_t *router_w, const uint16_t *norm_w, int H, int E, float *rwt, cudaStream_t s) {
+    router_rwt_kernel<<<(H * E + 255) / 256, 256, 0, s>>>(router_w, norm_w, H, E, rwt);
+    return cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ MXFP4 chunk decode */

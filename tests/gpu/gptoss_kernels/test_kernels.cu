@@ -713,6 +713,58 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     gptoss_moe_router_blocks(1);
 }
 
+/* LLMR_GPTOSS_ROUTER_SPLIT (an experiment): o_proj + the router as gptoss_gemv1_router + gptoss_moe_router_finish
+ * against gptoss_gemv1 + gptoss_moe_router_decode: the residual and h_sw bit for bit, the logits and weights to fp32
+ * rounding, the same ids and groups; then both pairs timed back to back. */
+static void test_router_split(void) {
+    const int H = 2880, QD = 4096, E = 32;
+    const float eps = 1e-5f;
+    auto o = randv(QD, 1.0f), x0 = randv(H, 1.0f);
+    auto ow = randbf((size_t)H * QD, 0.02f), ob = randbf(H, 0.1f), nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    float *d_o = dev_upload(o), *d_x = dev_upload(x0), *d_hs = dev_poison(H), *d_w = dev_poison(4), *d_rl = dev_poison(E);
+    uint16_t *d_ow = dev_upload(ow), *d_ob = dev_upload(ob), *d_nw = dev_upload(nw), *d_rw = dev_upload(rw), *d_rb = dev_upload(rb);
+    md_work wk = md_work_make(1);
+    const int parts = gptoss_gemv1_blocks(QD, H);
+    float *d_rwt = dev_poison((size_t)H * E), *d_rp = dev_poison((size_t)(parts > 0 ? parts : 1) * 33);
+    CK(gptoss_router_rwt(d_rw, d_nw, H, E, d_rwt, 0));
+    auto old_pair = [&]() {
+        CK(gptoss_gemv1(d_o, d_ow, d_ob, QD, H, d_x, 1, 0));
+        CK(gptoss_moe_router_decode(d_x, d_nw, eps, d_rw, d_rb, 1, H, E, d_hs, wk.ids, d_w, wk.grp, d_rl, wk.ctr, 0));
+    };
+    auto new_pair = [&]() {
+        CK(gptoss_gemv1_router(d_o, d_ow, d_ob, QD, H, d_x, d_rwt, d_rp, 0));
+        CK(gptoss_moe_router_finish(d_x, d_nw, eps, d_rp, parts, d_rb, H, E, d_hs, wk.ids, d_w, wk.grp, d_rl, 0));
+    };
+    struct outs { std::vector<float> x, hs, w, rl; std::vector<int32_t> ids, grp; };
+    auto grab = [&]() {
+        outs r;
+        r.x = dev_download(d_x, H); r.hs = dev_download(d_hs, H); r.w = dev_download(d_w, 4); r.rl = dev_download(d_rl, E);
+        r.ids = dev_download(wk.ids, 4); r.grp = dev_download(wk.grp, gptoss_moe_groups_ints(1));
+        return r;
+    };
+    old_pair();
+    outs a = grab();
+    CK(cudaMemcpy(d_x, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+    new_pair();
+    outs b = grab();
+    char what[200];
+    snprintf(what, sizeof what, "router split (o_proj partials, %d blocks): residual bit for bit, ids and groups equal", parts);
+    check_true(what, parts > 0 && !memcmp(a.x.data(), b.x.data(), H * 4) && a.ids == b.ids && a.grp == b.grp);
+    /* h_sw = (x r) nw with r from the sum of squares in another order: equal to fp32 rounding */
+    check_rel("router split: h_sw = the router kernel's", b.hs, std::vector<double>(a.hs.begin(), a.hs.end()), 1e-6);
+    check_rel("router split: logits = the router kernel's", b.rl, std::vector<double>(a.rl.begin(), a.rl.end()), 1e-6);
+    check_rel("router split: weights = the router kernel's", b.w, std::vector<double>(a.w.begin(), a.w.end()), 1e-6);
+    const double t_old = fmin(tu_time_ms(old_pair, 50), tu_time_ms(old_pair, 50));
+    const double t_new = fmin(tu_time_ms(new_pair, 50), tu_time_ms(new_pair, 50));
+    const double t_old2 = tu_time_ms(old_pair, 50);
+    printf("     timing o_proj + router: %.1f us (gemv1 + router_decode; again %.1f), %.1f us (gemv1_router + router_finish)\n",
+           t_old * 1000.0, t_old2 * 1000.0, t_new * 1000.0);
+    cudaFree(d_o); cudaFree(d_x); cudaFree(d_hs); cudaFree(d_w); cudaFree(d_rl); cudaFree(d_ow); cudaFree(d_ob); cudaFree(d_nw);
+    cudaFree(d_rw); cudaFree(d_rb); cudaFree(d_rwt); cudaFree(d_rp);
+    md_work_free(&wk);
+}
+
 /* ------------------------------------------------------------ sampling */
 /* CPU twin of gptoss_sample's steps (double precision). */
 static int cpu_sample(const std::vector<float> &logits, const std::vector<int> *counts, gptoss_sample_args a) {
@@ -1079,6 +1131,7 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && !strcmp(argv[1], "--moe-decode-timing")) { /* the 20b's T = 1 MoE block alone, checked and timed */
         test_moe_decode(1, 2880, 2880, 32, 1);
+        test_router_split();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
@@ -1136,6 +1189,7 @@ int main(int argc, char **argv) {
     test_moe_decode(37, 64, 96, 8, 0);     /* ~18 pairs per expert: several groups each */
     test_moe_decode(64, 256, 128, 32, 0);  /* the largest batch */
     test_moe_decode(8, 2880, 2880, 32, 1);
+    test_router_split();
     test_sampling(1000);
     test_sampling(201088);
     test_fast_greedy(1000, 0);
