@@ -107,6 +107,17 @@ static __device__ __forceinline__ void router_top4(const float *lg, int E, int l
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
 
+/* This thread's first RT_XREG elements of x and of the norm weights (elements tid + u * RT_THREADS; 0 past H). */
+static __device__ __forceinline__ void router_load_x(const float *x, const uint16_t *norm_w, int H, int tid,
+                                                     float xv[RT_XREG], float nwv[RT_XREG]) {
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        xv[u] = i < H ? x[i] : 0.0f;
+        nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
+    }
+}
+
 __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
@@ -128,12 +139,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     /* The small reads go out together first: this thread's x and norm weights (kept in registers for both
      * passes of the norm) and lane 0's router bias of the warp's first expert row. */
     float xv[RT_XREG], nwv[RT_XREG];
-#pragma unroll
-    for (int u = 0; u < RT_XREG; u++) {
-        const int i = tid + u * RT_THREADS;
-        xv[u] = i < H ? xr[i] : 0.0f;
-        nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
-    }
+    router_load_x(xr, norm_w, H, tid, xv, nwv);
     const int e_first = rbk * EPB + warp;
     const float rb_first = lane == 0 && e_first < E ? gptoss_bf16_to_f32(rb[e_first]) : 0.0f;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
@@ -275,12 +281,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
     __shared__ float r_sh;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     float xv[RT_XREG], nwv[RT_XREG];
-#pragma unroll
-    for (int u = 0; u < RT_XREG; u++) {
-        const int i = tid + u * RT_THREADS;
-        xv[u] = i < H ? x[i] : 0.0f;
-        nwv[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
-    }
+    router_load_x(x, norm_w, H, tid, xv, nwv);
     const float bias = warp == 0 ? gptoss_bf16_to_f32(rb[lane]) : 0.0f;
     float p = 0.0f, q = 0.0f;
 #pragma unroll 4
