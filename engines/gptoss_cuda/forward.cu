@@ -589,13 +589,6 @@ llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es) {
     gptoss_model *m = s->m;
     llmr_engine_status pr = gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es); /* outside the graph */
     if (pr != LLMR_ENGINE_OK) return pr;
-    if (m->router_split && !m->rwt_ready) { /* the router weights times the norm, once (stream-ordered) */
-        for (int l = 0; l < m->cfg.num_layers; l++)
-            CUDA_TRY(gptoss_router_rwt(m->layers[l].router_w, m->layers[l].mlp_norm, m->cfg.hidden_size, 32,
-                                       m->rwt + (size_t)l * m->cfg.hidden_size * 32, m->stream),
-                     "router weights for LLMR_GPTOSS_ROUTER_SPLIT");
-        m->rwt_ready = 1;
-    }
     if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
         CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
         CUDA_TRY(decode_body(s, m->prof), "decode step (profiled)");

@@ -396,6 +396,20 @@ static llmr_engine_status f16_shifts_fill(gptoss_model *m, char *err, size_t es)
     return LLMR_ENGINE_OK;
 }
 
+/* LLMR_GPTOSS_ROUTER_SPLIT: each layer's router weights times its MLP norm (gptoss_router_rwt), for
+ * gptoss_gemv1_router; after the weights are on the device. */
+static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es) {
+    const int H = m->cfg.hidden_size;
+    for (int l = 0; l < m->cfg.num_layers; l++) {
+        const cudaError_t e = gptoss_router_rwt(m->layers[l].router_w, m->layers[l].mlp_norm, H, 32,
+                                                m->rwt + (size_t)l * H * 32, m->stream);
+        if (e != cudaSuccess)
+            return fail(LLMR_ENGINE_INTERNAL, err, es, "the router weights of LLMR_GPTOSS_ROUTER_SPLIT (layer %d) failed: %s",
+                        l, cudaGetErrorString(e));
+    }
+    return LLMR_ENGINE_OK;
+}
+
 /* Fills the expert cache: each layer's gate_up and down, all experts, by the prompt path's exact
  * dequantization (gptoss_mxfp4_dequant_all, or gptoss_mxfp4_dequant_f16_all for the fp16 experts), so the
  * cached weights are the values it would compute. */
@@ -828,6 +842,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     if (st != LLMR_ENGINE_OK) goto fail;
     if (m->tc.f16 && (st = f16_shifts_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
+    if (m->router_split && (st = router_rwt_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */

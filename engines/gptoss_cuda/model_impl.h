@@ -93,9 +93,9 @@ struct gptoss_model {
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* LLMR_GPTOSS_ROUTER_SPLIT=1 (an experiment): the T = 1 router's GEMV as partial sums in o_proj's blocks
-     * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at the
-     * first decode step), rpart [router_parts][33]; both owned, NULL when off */
-    int router_split, router_parts, rwt_ready;
+     * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at load
+     * after the weights), rpart [router_parts][33]; both owned, NULL when off */
+    int router_split, router_parts;
     float *rwt, *rpart;
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
      * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 4: see
