@@ -74,7 +74,7 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
                          cudaStream_t stream);
 
 /* gptoss_gemv1 with accumulate = 1 (o_proj into the residual, y = x_new) that also writes the router's partial
- * sums (LLMR_GPTOSS_ROUTER_SPLIT=1, an experiment): block j of the launch writes rpart[j][e] = sum over its rows n of
+ * sums (the T = 1 default for 32 experts; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): block j of the launch writes rpart[j][e] = sum over its rows n of
  * rwt[n][e] * y[n] (e < 32) and rpart[j][32] = sum of y[n]^2, rwt = router_w * mlp_norm transposed, fp32 [N][32]
  * (gptoss_router_rwt). gptoss_gemv1_blocks(K, N) partial rows (< 0 on a device error). */
 int gptoss_gemv1_blocks(int K, int N);

@@ -774,7 +774,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
-        if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 0, 0, 1) && m->fused && m->cfg.num_experts == 32) {
+        if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
             const int H = m->cfg.hidden_size, QD = m->cfg.num_heads * m->cfg.head_dim;
             m->router_parts = gptoss_gemv1_blocks(QD, H);
             if (m->router_parts > 0 &&
@@ -783,7 +783,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                 m->router_split = 1;
             else {
                 (void)cudaGetLastError();
-                mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTER_SPLIT=1 ignored: its buffers could not be allocated");
+                mlog(m, LLMR_LOG_WARN, "the router split (LLMR_GPTOSS_ROUTER_SPLIT) is off: its buffers could not be allocated");
             }
         }
         const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 0: the bit-operation MXFP4 decode (the table one is default) */

@@ -92,9 +92,9 @@ struct gptoss_model {
     float *hsw, *att_part;
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
-    /* LLMR_GPTOSS_ROUTER_SPLIT=1 (an experiment): the T = 1 router's GEMV as partial sums in o_proj's blocks
+    /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): the T = 1 router's GEMV as partial sums in o_proj's blocks
      * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at load
-     * after the weights), rpart [router_parts][33]; both owned, NULL when off */
+     * after the weights), rpart [router_parts][33]; both owned, NULL when off (20b only: 32 experts; fused path) */
     int router_split, router_parts;
     float *rwt, *rpart;
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode

@@ -269,7 +269,7 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
 }
 
 /* ------------------------------------------------------------------ router from o_proj's partial sums
- * (an experiment, LLMR_GPTOSS_ROUTER_SPLIT=1): gptoss_gemv1_router leaves per block the router rows' products with
+ * (the T = 1 default for 32 experts; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): gptoss_gemv1_router leaves per block the router rows' products with
  * the new residual and its sum of squares; this one block adds them up (fixed order), then as the router above
  * with T = 1. E == 32: lane e of warp 0 owns expert e. */
 __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const float *x, const uint16_t *norm_w, float eps,

@@ -713,9 +713,9 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     gptoss_moe_router_blocks(1);
 }
 
-/* LLMR_GPTOSS_ROUTER_SPLIT (an experiment): o_proj + the router as gptoss_gemv1_router + gptoss_moe_router_finish
- * against gptoss_gemv1 + gptoss_moe_router_decode: the residual and h_sw bit for bit, the logits and weights to fp32
- * rounding, the same ids and groups; then both pairs timed back to back. */
+/* the router split (the T = 1 default for 32 experts, LLMR_GPTOSS_ROUTER_SPLIT): o_proj + the router as gptoss_gemv1_router + gptoss_moe_router_finish
+ * against gptoss_gemv1 + gptoss_moe_router_decode: the residual bit for bit, h_sw, the logits and weights to fp32
+ * rounding (r's sum of squares is added in another order), the same ids and groups; then both pairs timed back to back. */
 static void test_router_split(void) {
     const int H = 2880, QD = 4096, E = 32;
     const float eps = 1e-5f;
