@@ -519,6 +519,10 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
+    if (T == 1) { /* the dp4a variant where it is on and applies (moe_decode_dp4a.cu) */
+        const cudaError_t eq = gptoss_moe_gate_up_decode_dp4a(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, s);
+        if (eq != cudaErrorNotSupported) return eq;
+    }
     if (T == 1 && R == 2) { /* the cp.async variant where it is on and applies (moe_decode_async.cu) */
         const cudaError_t ea = gptoss_moe_gate_up_decode_async(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, s);
         if (ea != cudaErrorNotSupported) return ea;
@@ -626,6 +630,10 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
+    if (T == 1) { /* the dp4a variant where it is on and applies */
+        const cudaError_t eq = gptoss_moe_down_decode_dp4a(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
+        if (eq != cudaErrorNotSupported) return eq;
+    }
     if (T == 1 && g_moe_rows == 2) { /* the cp.async variant where it is on and applies */
         const cudaError_t ea = gptoss_moe_down_decode_async(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
         if (ea != cudaErrorNotSupported) return ea;

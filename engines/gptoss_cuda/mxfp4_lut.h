@@ -83,4 +83,20 @@ static __device__ __forceinline__ float mxfp4_lut_scale(uint8_t s) {
     return s ? __int_as_float((int)s << 23) : __int_as_float(0x00400000);
 }
 
+/* The 8 values of w as signed bytes 2 * e2m1 (-12..12; -0 becomes 0): v[0] = nibbles 0..3 (byte i = nibble
+ * i), v[1] = nibbles 4..7, for integer dot products (dp4a, moe_decode_dp4a.cu). Two lookups per 4 values in
+ * the table of doubled magnitudes (0, 1, 2, 3, 4, 6, 8, 12: every byte < 0x80): with the nibbles as
+ * selectors, a positive nibble (bit 3 clear) picks its magnitude and a negative one replicates the msb of a
+ * byte < 0x80, i.e. gives 0; with the sign bits flipped, the other way round. Then a byte holds p (positive)
+ * or n (negative), never both, and 0x100 - n is (0x80 - n) ^ 0x80 per byte (no borrow: n <= 12; bit 7 of
+ * 0x80 - n is clear for n >= 1, and n = 0 gives 0). 11 instructions per 8 values. */
+static __host__ __device__ __forceinline__ void mxfp4_i8x8(uint32_t w, uint32_t v[2]) {
+    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u, K = 0x80808080u;
+    const uint32_t wn = w ^ 0x88888888u;
+    const uint32_t p0 = mxfp4_prmt(T0, T1, w), n0 = mxfp4_prmt(T0, T1, wn);
+    const uint32_t p1 = mxfp4_prmt(T0, T1, w >> 16), n1 = mxfp4_prmt(T0, T1, wn >> 16);
+    v[0] = p0 | ((K - n0) ^ K);
+    v[1] = p1 | ((K - n1) ^ K);
+}
+
 #endif

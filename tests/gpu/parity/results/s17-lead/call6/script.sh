@@ -1,0 +1,17 @@
+#!/bin/bash
+# session 17 call 6: the ring gate_up (LLMR_GPTOSS_MOE_DP4A=2) after call 5's profile: no branches or predicated loads
+# in its chunk loop, the block scale as a float from the byte without a branch, the chunk factor stored as a float
+# (94 -> 75 registers): its checks and back-to-back timings (incl. copies / arithmetic alone), bench/decode default vs
+# the ring, twice.
+O=$OUT; mkdir -p /tmp/B /tmp/cache
+xz -dc .gpu-lead/pkg/build.tar.xz | tar -C /tmp/B -xf - && tar xzf .gpu-lead/pkg/tok.tgz -C /tmp/cache
+export LLMR_CACHE=/tmp/cache; B=/tmp/B/build; NEW=$B/engines/gptoss_cuda/libgptoss_cuda.so
+nvidia-smi --query-gpu=name --format=csv,noheader; SECONDS=0
+timeout 90 $B/tests/gpu/gptoss_kernels --moe-decode-timing > $O/kernels-moe.txt 2>&1; echo "kernels-moe rc=$? ${SECONDS}s"
+grep -E "^FAIL|contribution|checks|timing (gate_up|down)|MoE block" $O/kernels-moe.txt | cut -c1-200
+$B/bin/llmr-mkmodel --preset 20b --seed 1 --out /tmp/m20b > /dev/null 2>&1; echo "mkmodel rc=$? ${SECONDS}s"
+{ for i in 1 2; do
+  echo "=== default"; timeout 100 $B/bench/decode --model /tmp/m20b --engine $NEW --contexts 128,1024 2>&1 | grep -E "^ +[0-9]+ "
+  echo "=== dp4a ring gate_up"; LLMR_GPTOSS_MOE_DP4A=2 timeout 100 $B/bench/decode --model /tmp/m20b --engine $NEW --contexts 128,1024 2>&1 | grep -E "^ +[0-9]+ |WARN|rror"
+done; } > $O/decode-ab.txt 2>&1; cat $O/decode-ab.txt
+echo "total ${SECONDS}s"
