@@ -774,11 +774,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
-        /* 1: the T = 1 MXFP4 GEMVs on dp4a, 2: gate_up on dp4a through a TMA ring (moe_decode_dp4a.cu; an
-         * experiment, off until gated) */
-        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 0, 0, 3);
+        /* 0: the T = 1 gate_up on the fp32 kernel instead of the dp4a ring (moe_decode_dp4a.cu) */
+        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 1, 0, 1);
         if (gptoss_moe_decode_dp4a(dp4a) != dp4a)
-            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_DP4A=1 ignored: the kernels' shared-memory size could not be set");
+            mlog(m, LLMR_LOG_WARN, "the dp4a gate_up (LLMR_GPTOSS_MOE_DP4A) is off: its shared-memory size could not be set");
         if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
             const int H = m->cfg.hidden_size, QD = m->cfg.num_heads * m->cfg.head_dim;
             m->router_parts = gptoss_gemv1_blocks(QD, H);

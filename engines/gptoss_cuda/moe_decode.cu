@@ -493,14 +493,15 @@ void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
 static int g_moe_lut = 0; /* off until the fixed table decode passes the GPU gate (mxfp4_lut.h) */
 void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
 
-static int sm_count(void) {
+/* Multiprocessors of the current device (cached; 132 when the query fails). */
+int gptoss_sm_count(void) {
     static int sms = 0;
     if (!sms) {
         int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
-            sms = n;
-        else
-            sms = 132;
+        sms = cudaGetDevice(&dev) == cudaSuccess &&
+                      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0
+                  ? n
+                  : 132;
     }
     return sms;
 }
@@ -519,7 +520,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
     const int R = g_moe_rows, G = max_groups(T, E), tasks = 2 * I / R;
-    if (T == 1) { /* the dp4a variant where it is on and applies (moe_decode_dp4a.cu) */
+    if (T == 1) { /* the dp4a ring where it is on and applies (moe_decode_dp4a.cu) */
         const cudaError_t eq = gptoss_moe_gate_up_decode_dp4a(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, s);
         if (eq != cudaErrorNotSupported) return eq;
     }
@@ -531,7 +532,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
      * T > 1: one task per warp (a wave sized to SMs left ~40 tasks per warp at T = 8: 204 us for
      * gate_up, latency-bound; the grid size does not change any result). */
     const int need = (tasks + MD_WARPS - 1) / MD_WARPS;
-    int gx = T == 1 ? (MD_MINB(1, R) * sm_count() + G - 1) / G : need;
+    int gx = T == 1 ? (MD_MINB(1, R) * gptoss_sm_count() + G - 1) / G : need;
     if (gx > need) gx = need;
     if (gx < 1) gx = 1;
     const dim3 grid((unsigned)gx, (unsigned)G);
@@ -630,10 +631,6 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
-    if (T == 1) { /* the dp4a variant where it is on and applies */
-        const cudaError_t eq = gptoss_moe_down_decode_dp4a(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
-        if (eq != cudaErrorNotSupported) return eq;
-    }
     if (T == 1 && g_moe_rows == 2) { /* the cp.async variant where it is on and applies */
         const cudaError_t ea = gptoss_moe_down_decode_async(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
         if (ea != cudaErrorNotSupported) return ea;

@@ -217,25 +217,13 @@ int gptoss_moe_decode_async(int on) {
     return 1;
 }
 
-static int ma_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0, n = 0;
-        sms = cudaGetDevice(&dev) == cudaSuccess &&
-                      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0
-                  ? n
-                  : 132;
-    }
-    return sms;
-}
-
 cudaError_t gptoss_moe_gate_up_decode_async(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                             const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                             float limit, float *act_sw, cudaStream_t s) {
     if (!g_async || !ma_ok(H) || I <= 0 || I % 32 || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 3))
         return cudaErrorNotSupported;
     const int G = GPTOSS_TOPK, tasks = 2 * I / MA_R, need = (tasks + MA_WARPS - 1) / MA_WARPS;
-    int gx = (4 * ma_sms() + G - 1) / G; /* one wave: 4 blocks per SM (registers and shared memory) */
+    int gx = (4 * gptoss_sm_count() + G - 1) / G; /* one wave: 4 blocks per SM (registers and shared memory) */
     if (gx > need) gx = need;
     const cudaError_t e = gptoss_launch(moe_gate_up_async_kernel, dim3((unsigned)gx, (unsigned)G), dim3(MA_WARPS * 32),
                                         ma_smem_bytes(H, 0), s, gptoss_pdl_enabled(), h_sw, groups, blocks, scales, bias,

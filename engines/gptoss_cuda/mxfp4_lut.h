@@ -1,5 +1,6 @@
 /* mxfp4_lut.h — the 8 e2m1 values of one 32-bit MXFP4 word as fp32, with byte-permute table lookups
- * (the T = 1..64 decode GEMVs, moe_decode.cu and moe_decode_async.cu; LLMR_GPTOSS_MOE_LUT).
+ * (the T = 1..64 decode GEMVs, moe_decode.cu and moe_decode_async.cu; LLMR_GPTOSS_MOE_LUT), and as signed
+ * bytes for dp4a (mxfp4_i8x8, at the end; moe_decode_dp4a.cu).
  *
  * Why: ncu on the H200 (graph path, context 128) showed the MXFP4 gate_up GEMV issue-bound: 12.9 M warp
  * instructions for 66 M weights, ~6.2 per weight, 50% of the issue slots, with the bit-operation decode
