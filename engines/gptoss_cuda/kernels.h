@@ -390,20 +390,21 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
  * LLMR_GPTOSS_MOE_DP4A=0 turns it off): the activation vector split per 32-value chunk into three byte parts
  * with a shared power of two (x to ~2^-23 of the chunk's largest value), the weights as bytes 2 * e2m1,
  * exact int32 dp4a sums; equal to the fp32 kernel to fp32 rounding, not bit for bit. On,
- * gptoss_moe_gate_up_decode with T = 1 uses it where it applies (K % 32 == 0, K <= ~4,000, 2I % 16 == 0,
+ * gptoss_moe_gate_up_decode with T = 1 uses it where it applies (K % 32 == 0, K <= 3,648, 2I % 16 == 0,
  * blocks and scales 16-byte aligned; else cudaErrorNotSupported and the other kernels run); it takes
  * precedence over the cp.async variant. Sets the kernel's shared-memory opt-in, so call it outside any
  * graph capture. Returns whether it is on. */
 int gptoss_moe_decode_dp4a(int on);
-/* Multiprocessors of the current device, cached (132 when the query fails): the T = 1 MoE kernels size
- * their grids by it. */
-int gptoss_sm_count(void);
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                            float limit, float *act_sw, cudaStream_t stream);
 /* Timing diagnostics of that kernel, for gptoss_kernels only (wrong results): 1 = its copies alone (no
  * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused); 0 = off. */
 void gptoss_moe_ring_diag(int d);
+
+/* Multiprocessors of the current device, cached (132 when the query fails): the T = 1 MoE kernels size
+ * their grids by it. */
+int gptoss_sm_count(void);
 
 /* How the two MXFP4 decode GEMVs turn 4-bit values into floats: on (the default), byte-permute table
  * lookups (engines/gptoss_cuda/mxfp4_lut.h: fewer instructions per weight); off (LLMR_GPTOSS_MOE_LUT=0),

@@ -28,7 +28,7 @@
  * gives NaN rows.
  *
  * Limits (else the launcher returns cudaErrorNotSupported and moe_decode.cu's kernels run): T = 1; K % 32
- * == 0 with the ring and the split vector within MR_SMEM_MAX (K <= ~4,000); 2I % 16 == 0; blocks and
+ * == 0 with the ring and the split vector within MR_SMEM_MAX (K <= 3,648); 2I % 16 == 0; blocks and
  * scales 16-byte aligned. */
 #include "engines/gptoss_cuda/kernels.h"
 
