@@ -3,7 +3,8 @@
 #   tests/run_all.sh BUILD_DIR [unit|e2e|all]
 # unit: every build/tests/test_* Check binary (each Check test counts once).
 # e2e:  every e2e/test_*.sh script (each script counts once; exit 77 = skipped, with its printed reason).
-# gpu:  build/tests/gpu/* binaries run only where a GPU is present; otherwise they are reported skipped.
+# gpu:  build/tests/gpu/* binaries run only where a GPU is present; otherwise they are reported skipped (those
+#       whose --help offers --host-checks still run the checks that need no GPU).
 set -uo pipefail
 BUILD="${1:-build}"; WHAT="${2:-all}"
 export LLMR_BUILD="$(cd "$BUILD" && pwd)"
@@ -45,6 +46,15 @@ run_gpu() {
     [ -x "$t" ] || continue
     name=gpu/$(basename "$t")
     if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+      # a binary whose --help offers --host-checks runs its checks that need no GPU here too
+      if "$t" --help 2>/dev/null | grep -q -- '--host-checks'; then
+        hlog="$log_dir/$(basename "$t").host.log"
+        if timeout 120 "$t" --host-checks >"$hlog" 2>&1; then
+          echo "ok   $name --host-checks: $(tail -1 "$hlog")"; passed=$((passed+1))
+        else
+          echo "FAIL $name --host-checks"; tail -20 "$hlog"; failed=$((failed+1)); failures+=("$name --host-checks")
+        fi
+      fi
       echo "skip $name: no NVIDIA GPU on this machine (run it on the GPU machine: see docs/testing.md)"
       skipped=$((skipped+1)); continue
     fi

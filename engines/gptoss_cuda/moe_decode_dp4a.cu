@@ -46,12 +46,31 @@ static __host__ __device__ __forceinline__ size_t mq_smem_x(int NC) { return ((s
 /* Splits one value y (|y| < 128) into its three byte parts: p0 signed, p1 and p2 unsigned (see the top). y - q0 can
  * round up to 1 for a tiny negative y (e.g. a SwiGLU output of -1e-9 in a chunk whose largest value is ~1), so q1 is
  * capped at 255 as q2 is: the cap costs at most one unit of q2. */
-static __device__ __forceinline__ void mq_split1(float y, uint32_t &p0, uint32_t &p1, uint32_t &p2, int j) {
+static __host__ __device__ __forceinline__ void mq_split1(float y, uint32_t &p0, uint32_t &p1, uint32_t &p2, int j) {
     const float f0 = floorf(y), r1 = (y - f0) * 256.0f, f1 = fminf(floorf(r1), 255.0f);
     const float f2 = fminf(rintf((r1 - f1) * 256.0f), 255.0f);
     p0 |= ((uint32_t)(int)f0 & 0xFFu) << (8 * j);
     p1 |= (uint32_t)f1 << (8 * j);
     p2 |= (uint32_t)f2 << (8 * j);
+}
+
+/* A chunk's scaling from its largest magnitude m: *up = 2^(7 - E) with m = f 2^E, f in [0.5, 1), so y = x up is exact
+ * and lies in (-128, 128); returns 2^(E - 23), the weight of one unit of q2. A chunk whose m is below 2^-100 counts as
+ * zero (*up = 0); a non-finite m (NaN or inf) gives NaN, so the rows that use the chunk come out NaN. Host and device
+ * (the host kernel checks run it without a GPU). */
+static __host__ __device__ __forceinline__ float mq_chunk_scale(float m, float *up) {
+    if (!(m <= 3.4e38f)) {
+        *up = 0.0f;
+        return nanf("");
+    }
+    if (!(m >= 7.9e-31f)) {
+        *up = 0.0f;
+        return 0.0f;
+    }
+    int E = 0;
+    (void)frexpf(m, &E);
+    *up = ldexpf(1.0f, 7 - E);
+    return ldexpf(1.0f, E - 23);
 }
 
 #define MQ_SPLIT_ITEMS 4 /* float4s a thread loads before it splits them */
@@ -74,14 +93,12 @@ static __device__ __forceinline__ void mq_split_x(const float *x_sw, int NC, uin
             const int i = i0 + j * nthreads + tid, c = i >> 3, f = i & 7;
             if (i0 + j * nthreads >= NC * 8) break; /* warp-uniform: nthreads % 32 == 0 and NC * 8 % 8 == 0 */
             float m = fmaxf(fmaxf(fabsf(v[j].x), fabsf(v[j].y)), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
-            if (!(m <= 3.4e38f)) m = __int_as_float(0x7f800000); /* NaN or inf: the chunk is non-finite */
+            if (!(m <= 3.4e38f)) m = __int_as_float(0x7f800000); /* NaN or inf (fmaxf drops NaN): non-finite */
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
             m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-            int E = 0;
-            const bool finite = m <= 3.4e38f, live = finite && m >= 7.9e-31f; /* 2^-100 */
-            if (live) (void)frexpf(m, &E);
-            const float up = live ? ldexpf(1.0f, 7 - E) : 0.0f; /* y = x * up: exact (a power of two), |y| < 128 */
+            float up;
+            const float unit = mq_chunk_scale(m, &up);
             uint32_t p0 = 0, p1 = 0, p2 = 0;
             mq_split1(v[j].x * up, p0, p1, p2, 0);
             mq_split1(v[j].y * up, p0, p1, p2, 1);
@@ -92,7 +109,7 @@ static __device__ __forceinline__ void mq_split_x(const float *x_sw, int NC, uin
                 q[((0 * 2 + h) * NC + c) * 4 + comp] = p0;
                 q[((1 * 2 + h) * NC + c) * 4 + comp] = p1;
                 q[((2 * 2 + h) * NC + c) * 4 + comp] = p2;
-                if (f == 0) xs[c] = finite ? ldexpf(1.0f, E - 23) : __int_as_float(0x7fc00000);
+                if (f == 0) xs[c] = unit;
             }
         }
     }

@@ -380,6 +380,86 @@ static void test_mxfp4_i8_host(void) {
     check_true("mxfp4 int8 decode on the host (prmt emulated): all nibble patterns = 2 x e2m1 values", ok);
 }
 
+/* The dp4a gate_up's activation split (moe_decode_dp4a.cu: mq_chunk_scale, mq_split1) on the host, over chunks of
+ * 32 values of every kind it meets: normal values at scales 2^-90 .. 2^90, tiny negative values beside large ones
+ * (the SwiGLU case whose q1 once overflowed its byte), exact zeros, maxima at and just below powers of two, an
+ * all-zero chunk, a chunk below 2^-100. Each value must come back from its three bytes to within 2^-22 of the chunk's
+ * largest magnitude m, and a chunk's dot product with 2 x e2m1 weights w, formed as the kernel forms it (exact int32
+ * sums S0, S1, S2, then F = 256 (256 S0 + S1) + S2 in fp32), to within what those two roundings allow: 2^-22 m sum |w|
+ * (the split: an error relative to the chunk's largest value, not to each product, which is what one shared power of
+ * two gives) plus 2^-23 of the result (F). A non-finite chunk must give a NaN factor. */
+static void test_dp4a_split_host(void) {
+    int ok_round = 1, ok_dot = 1, ok_special = 1;
+    double worst_round = 0.0, worst_dot = 0.0;
+    uint32_t rng = 12345u;
+    auto next = [&]() { rng = rng * 1664525u + 1013904223u; return rng; };
+    auto unif = [&]() { return ((next() >> 8) + 0.5) / 16777216.0; };
+    for (int trial = 0; trial < 20000; trial++) {
+        float x[32];
+        const int kind = trial % 6;
+        const double scale = ldexp(1.0, (int)(next() % 181) - 90);
+        for (int i = 0; i < 32; i++) {
+            const double g = sqrt(-2.0 * log(unif())) * cos(6.283185307179586 * unif());
+            x[i] = (float)(g * scale);
+        }
+        if (kind == 1) /* tiny negatives beside values ~scale */
+            for (int i = 0; i < 32; i += 3) x[i] = -(float)(scale * ldexp(1.0, -(int)(20 + next() % 40)));
+        if (kind == 2) /* exact zeros */
+            for (int i = 0; i < 32; i += 2) x[i] = 0.0f;
+        if (kind == 3) x[next() % 32] = (float)ldexp(1.0, (int)(next() % 61) - 30);              /* max a power of two */
+        if (kind == 4) x[next() % 32] = -nextafterf((float)ldexp(1.0, (int)(next() % 61) - 30), 0.0f); /* just below */
+        if (kind == 5 && trial % 12 == 5) for (int i = 0; i < 32; i++) x[i] = 0.0f;
+        float m = 0.0f;
+        for (int i = 0; i < 32; i++) m = fmaxf(m, fabsf(x[i]));
+        float up;
+        const float unit = mq_chunk_scale(m, &up);
+        int q[3][32];
+        for (int i = 0; i < 32; i++) {
+            uint32_t p0 = 0, p1 = 0, p2 = 0;
+            mq_split1(x[i] * up, p0, p1, p2, 0);
+            q[0][i] = (int8_t)(uint8_t)p0;
+            q[1][i] = (int)(p1 & 0xFFu);
+            q[2][i] = (int)(p2 & 0xFFu);
+            ok_round &= (p0 >> 8) == 0 && (p1 >> 8) == 0 && (p2 >> 8) == 0; /* nothing spilled into the next byte */
+            const double back = ((double)q[0][i] * 65536.0 + q[1][i] * 256.0 + q[2][i]) * (double)unit;
+            const double err = fabs(back - (double)x[i]) / (m > 0.0f ? (double)m : 1.0);
+            worst_round = fmax(worst_round, err);
+            ok_round &= err <= ldexp(1.0, -22);
+        }
+        long S[3] = {0, 0, 0};
+        double want = 0.0, wsum = 0.0;
+        for (int i = 0; i < 32; i++) {
+            const int W = (int)(2.0 * gptoss_fp4_value(next() & 15u));
+            for (int p = 0; p < 3; p++) S[p] += (long)W * q[p][i];
+            want += W * (double)x[i];
+            wsum += abs(W);
+        }
+        const float F = fmaf((float)(S[0] * 256 + S[1]), 256.0f, (float)S[2]);
+        const double got = (double)(F * unit), bound = ldexp((double)m * wsum, -22) + ldexp(fabs(got), -23);
+        const double ratio = bound > 0.0 ? fabs(got - want) / bound : fabs(got - want);
+        worst_dot = fmax(worst_dot, ratio);
+        ok_dot &= ratio <= 1.0;
+    }
+    float up = 1.0f;
+    ok_special &= mq_chunk_scale(5e-31f, &up) == 0.0f && up == 0.0f; /* below 2^-100: a zero chunk */
+    ok_special &= isnan(mq_chunk_scale(INFINITY, &up)) && isnan(mq_chunk_scale(NAN, &up));
+    char what[200];
+    snprintf(what, sizeof what, "dp4a split on the host: 20,000 chunks back from their bytes within 2^-22 of the max (worst %.2g)",
+             worst_round);
+    check_true(what, ok_round);
+    snprintf(what, sizeof what, "dp4a split on the host: chunk dot products as the kernel forms them within their bound (worst %.2g of it)",
+             worst_dot);
+    check_true(what, ok_dot);
+    check_true("dp4a split on the host: a chunk below 2^-100 counts as zero, a non-finite one gives NaN", ok_special);
+}
+
+/* The checks that need no GPU (decode tables, the dp4a split), also run by gptoss_kernels --host-checks. */
+static void test_host_only(void) {
+    test_mxfp4_lut_host();
+    test_mxfp4_i8_host();
+    test_dp4a_split_host();
+}
+
 /* The decode MoE kernels' device workspace for T tokens: ids [4T], the group table, the router's
  * counters [1 + T] (zeroed, as the kernels require before their first launch). */
 typedef struct {
@@ -1153,12 +1233,18 @@ void gptoss_tma_ring_timing(void);                       /* test_tma_ring.cu: --
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--moe-decode-timing | --moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
-               "CPU loop; exits 0 (skipped) without a GPU.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
+               "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
+               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n");
         return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--host-checks")) { /* no GPU needed: CI runs these */
+        test_host_only();
+        printf("%d checks, %d failed\n", tu_checks, tu_failed);
+        return tu_failed != 0;
     }
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
@@ -1177,7 +1263,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--moe-decode-timing")) { /* the 20b's T = 1 MoE block alone, checked and timed */
-        test_mxfp4_i8_host();
+        test_host_only();
         test_moe_decode(1, 2880, 2880, 32, 1);
         test_router_split();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
@@ -1228,8 +1314,7 @@ int main(int argc, char **argv) {
     test_moe(37, 64, 96, 8);
     test_moe(70, 256, 256, 16);
     test_moe(2, 2880, 2880, 32);
-    test_mxfp4_lut_host();
-    test_mxfp4_i8_host();
+    test_host_only();
     test_router_nan(32);
     test_router_nan(40);
     test_moe_decode(1, 64, 64, 8, 0);
