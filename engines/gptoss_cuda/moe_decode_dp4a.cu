@@ -11,8 +11,8 @@
  *  - one producer thread per CTA keeps MR_DEPTH stages of 16 expert rows (one bulk copy of their
  *    contiguous packed blocks, one of their scale bytes) in flight through the mbarrier ring of
  *    tma_ring.cuh while MR_CONS consumer warps compute the earlier stages from shared memory, one gate/up
- *    row pair each (the copies alone stream the 20b's gate_up at 4.1 TB/s: 8.6 µs; the arithmetic alone
- *    takes ~17.5 µs, which is what the kernel takes).
+ *    row pair each (the copies alone stream the 20b's gate_up at 4.0-4.2 TB/s: 8.3-8.8 µs; the arithmetic
+ *    alone takes ~17.5 µs, which is what the kernel takes: gptoss_moe_ring_diag times each alone).
  *
  * Numerics: the consumers first split the swizzled fp32 activation vector, per 32-value chunk c (one MXFP4
  * block's worth), into three byte parts with a shared power of two: with m = max |x| of the chunk = f 2^E
@@ -24,8 +24,8 @@
  * chain over its chunks of F 2^(E - 23) 2^(s - 128) (s: the block's E8M0 scale; both factors exact), then
  * the warp's xor-shuffle reduction, as in moe_decode.cu. So the result equals the fp32 kernel's to fp32
  * rounding, not bit for bit (kernel check: 3.7e-7 of the block's contribution from the CPU's double sums,
- * the fp32 kernels 2.9e-7). A chunk whose largest value is below 2^-100 counts as zero; a non-finite one
- * gives NaN rows.
+ * the fp32 kernels 2.9e-7; the split itself is checked without a GPU by gptoss_kernels --host-checks). A chunk whose
+ * largest value is below 2^-100 counts as zero; a non-finite one gives NaN rows.
  *
  * Limits (else the launcher returns cudaErrorNotSupported and moe_decode.cu's kernels run): T = 1; K % 32
  * == 0 with the ring and the split vector within MR_SMEM_MAX (K <= 3,648); 2I % 16 == 0; blocks and
