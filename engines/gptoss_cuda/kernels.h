@@ -343,8 +343,11 @@ cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
 #define GPTOSS_DECODE_MAX_K 8192
 static inline int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK; }
 
-/* Host-side index of element k in the chunk-swizzled layout of a K-vector. */
-int gptoss_swz(int k, int K);
+/* Position of element k of a K-vector in the chunk-swizzled layout (K % 32 == 0): float4 f of 32-value chunk c
+ * at (f * K/32 + c) * 4. Host and device: the kernels that write activations swizzled and the tests use it. */
+static __host__ __device__ __forceinline__ int gptoss_swz(int k, int K) {
+    return ((k & 31) >> 2) * (K / 8) + (k >> 5) * 4 + (k & 3);
+}
 
 /* Per token t: h = rmsnorm(x[t]) * norm_w (fp32, eps) written swizzled to h_sw[t];
  * router logits = router_w h + router_b (also stored in router_logits [T, E] when non-NULL);

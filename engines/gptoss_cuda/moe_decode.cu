@@ -39,12 +39,6 @@
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
 
-/* Position of element k of a K-vector in the chunk-swizzled layout (K % 32 == 0). */
-static __host__ __device__ __forceinline__ int md_swz(int k, int K) {
-    return ((k & 31) >> 2) * (K / 8) + (k >> 5) * 4 + (k & 3);
-}
-
-int gptoss_swz(int k, int K) { return md_swz(k, K); }
 
 /* Group table layout (ints), GM = 4T: [0] groups; [1 + g] expert; [1 + GM + g] pairs in it (1..4);
  * [1 + 2GM + 4g + i] pair ids (t * 4 + slot). */
@@ -164,7 +158,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                                     : (xr[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
         const int c = i >> 3, j = i & 7;
         hsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = h;
-        if (rbk == 0) h_sw[(size_t)t * H + md_swz(i, H)] = h;
+        if (rbk == 0) h_sw[(size_t)t * H + gptoss_swz(i, H)] = h;
     }
     __syncthreads();
     /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16; block rbk of the token takes
@@ -311,10 +305,10 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
 #pragma unroll
     for (int u = 0; u < RT_XREG; u++) {
         const int i = tid + u * RT_THREADS;
-        if (i < H) h_sw[md_swz(i, H)] = (xv[u] * r) * nwv[u];
+        if (i < H) h_sw[gptoss_swz(i, H)] = (xv[u] * r) * nwv[u];
     }
     for (int i = tid + RT_XREG * RT_THREADS; i < H; i += RT_THREADS)
-        h_sw[md_swz(i, H)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
+        h_sw[gptoss_swz(i, H)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
 }
 
 cudaError_t gptoss_moe_router_finish(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
@@ -480,7 +474,7 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_gate_up_d
 #pragma unroll
                 for (int i = 0; i < G; i++)
                     if (i == lane) { gv = acc[2 * h][i]; uv = acc[2 * h + 1][i]; }
-                out[md_swz(tk * (MD_R / 2) + h, I)] = gptoss_swiglu_value(
+                out[gptoss_swz(tk * (MD_R / 2) + h, I)] = gptoss_swiglu_value(
                     gv + __uint_as_float(bw[h] << 16), uv + __uint_as_float(bw[h] & 0xffff0000u), alpha, limit);
             }
         }

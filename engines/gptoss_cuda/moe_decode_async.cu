@@ -97,8 +97,6 @@ static __device__ __forceinline__ void ma_rows(const uint8_t *src, int NC, const
         for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
 }
 
-static __device__ __forceinline__ int ma_swz(int k, int K) { return ((k & 31) >> 2) * (K / 8) + (k >> 5) * 4 + (k & 3); }
-
 /* gate_up + SwiGLU for T = 1: block (x, g) = expert group g (one pair), warp tasks = gate/up row pairs. */
 __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_gate_up_async_kernel(const float *h_sw, const int32_t *groups,
                                                                              const uint8_t *blocks, const uint8_t *scales,
@@ -127,7 +125,7 @@ __global__ void __launch_bounds__(MA_WARPS * 32, 4) moe_gate_up_async_kernel(con
         __syncwarp(); /* every lane is done with this buffer before it is refilled */
         if (lane == 0) {
             const uint16_t *b = bias + (size_t)e * N + (size_t)tk * MA_R;
-            act_sw[(size_t)pair * I + ma_swz(tk, I)] =
+            act_sw[(size_t)pair * I + gptoss_swz(tk, I)] =
                 gptoss_swiglu_value(acc[0] + gptoss_bf16_to_f32(b[0]), acc[1] + gptoss_bf16_to_f32(b[1]), alpha, limit);
         }
     }

@@ -170,7 +170,6 @@ static __device__ __forceinline__ void mq_warp_sum(float acc[MQ_R]) {
         for (int o = 16; o > 0; o >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], o);
 }
 
-static __device__ __forceinline__ int mq_swz(int k, int K) { return ((k & 31) >> 2) * (K / 8) + (k >> 5) * 4 + (k & 3); }
 
 /* ------------------------------------------------------------------ gate_up through the ring
  *
@@ -193,16 +192,9 @@ static __host__ __device__ __forceinline__ size_t mr_smem(int NC) {
 /* Producer: expect the stage's bytes once, then its two copies (blocks, then scales), both completing on full. */
 static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, const uint8_t *b, uint32_t nb,
                                                 const uint8_t *sc, uint32_t ns) {
-    const uint32_t f = ring_smem_addr(full);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(f), "r"(nb + ns) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     ring_smem_addr(slot)),
-                 "l"(b), "r"(nb), "r"(f)
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     ring_smem_addr(slot + nb)),
-                 "l"(sc), "r"(ns), "r"(f)
-                 : "memory");
+    ring_expect(full, nb + ns);
+    ring_copy(full, slot, b, nb);
+    ring_copy(full, slot + nb, sc, ns);
 }
 
 __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_kernel(const float *h_sw, const int32_t *groups,
@@ -271,7 +263,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         if (lane == 0) ring_release(&empty[slot]); /* this warp is done with the stage */
         mq_warp_sum(acc);
         if (lane == 0)
-            act_sw[(size_t)pair * I + mq_swz(tk, I)] = gptoss_swiglu_value(
+            act_sw[(size_t)pair * I + gptoss_swz(tk, I)] = gptoss_swiglu_value(
                 acc[0] + __uint_as_float(bw << 16), acc[1] + __uint_as_float(bw & 0xffff0000u), alpha, limit);
     }
 }

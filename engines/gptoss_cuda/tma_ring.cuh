@@ -40,14 +40,23 @@ static __device__ __forceinline__ void ring_wait(uint64_t *bar, uint32_t parity)
                      : "memory");
 }
 
+/* Producer (one thread): the producer's arrival on full, expecting `bytes` of copies before the phase completes. */
+static __device__ __forceinline__ void ring_expect(uint64_t *full, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ring_smem_addr(full)), "r"(bytes) : "memory");
+}
+
+/* Producer: copy `bytes` from global src to dst in shared memory, completing on full (counted against its expect). */
+static __device__ __forceinline__ void ring_copy(uint64_t *full, void *dst, const void *src, uint32_t bytes) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     ring_smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(ring_smem_addr(full))
+                 : "memory");
+}
+
 /* Producer (one thread): expect `bytes` on full, then copy them from global src into the slot. */
 static __device__ __forceinline__ void ring_fill(uint64_t *full, void *slot, const void *src, uint32_t bytes) {
-    const uint32_t b = ring_smem_addr(full);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     ring_smem_addr(slot)),
-                 "l"(src), "r"(bytes), "r"(b)
-                 : "memory");
+    ring_expect(full, bytes);
+    ring_copy(full, slot, src, bytes);
 }
 
 /* Consumer warp (lane 0 after __syncwarp): this warp is done with the slot guarded by empty. */
