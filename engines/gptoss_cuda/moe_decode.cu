@@ -100,6 +100,7 @@ static __device__ __forceinline__ void router_top4(const float *lg, int E, int l
 #define RT_THREADS 1024
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
+#define RT_PROWS 16 /* partial rows per warp the router split's finish loads at once (512 rows in all) */
 
 /* This thread's first RT_XREG elements of x and of the norm weights (elements tid + u * RT_THREADS; 0 past H). */
 static __device__ __forceinline__ void router_load_x(const float *x, const uint16_t *norm_w, int H, int tid,
@@ -277,9 +278,24 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
     float xv[RT_XREG], nwv[RT_XREG];
     router_load_x(x, norm_w, H, tid, xv, nwv);
     const float bias = warp == 0 ? gptoss_bf16_to_f32(rb[lane]) : 0.0f;
+    /* warp w adds rows w, w + 32, ... in that order; the first RT_PROWS of them are all loaded before the first add
+     * (one L2 round trip, not one per 4 rows: gptoss_gemv1_router leaves 360 rows for the 20b, 12 a warp), then
+     * added in the same order as the tail loop adds the rest */
+    float pv[RT_PROWS], qv[RT_PROWS];
+#pragma unroll
+    for (int k = 0; k < RT_PROWS; k++) {
+        const int j = warp + 32 * k;
+        pv[k] = j < nparts ? rpart[(size_t)j * 33 + lane] : 0.0f;
+        qv[k] = j < nparts && lane == 0 ? rpart[(size_t)j * 33 + 32] : 0.0f;
+    }
     float p = 0.0f, q = 0.0f;
-#pragma unroll 4
-    for (int j = warp; j < nparts; j += 32) {
+#pragma unroll
+    for (int k = 0; k < RT_PROWS; k++) {
+        if (warp + 32 * k >= nparts) break;
+        p += pv[k];
+        q += qv[k];
+    }
+    for (int j = warp + 32 * RT_PROWS; j < nparts; j += 32) {
         p += rpart[(size_t)j * 33 + lane];
         if (lane == 0) q += rpart[(size_t)j * 33 + 32];
     }
@@ -287,12 +303,13 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
     if (lane == 0) red[warp][32] = q;
     __syncthreads();
     if (warp == 0) {
-        float v = 0.0f, sq = 0.0f;
-        for (int w = 0; w < 32; w++) v += red[w][lane];
-        if (lane == 0) {
-            for (int w = 0; w < 32; w++) sq += red[w][32];
-            r_sh = rsqrtf(sq / (float)H + eps);
+        float v = 0.0f, sq = 0.0f; /* both sums in one pass (each in its own order as before) */
+#pragma unroll
+        for (int w = 0; w < 32; w++) {
+            v += red[w][lane];
+            sq += red[w][32]; /* every lane the same sum; lane 0's is used */
         }
+        if (lane == 0) r_sh = rsqrtf(sq / (float)H + eps);
         const float r = __shfl_sync(0xffffffffu, lane == 0 ? r_sh : 0.0f, 0);
         const float lv = r * v + bias;
         if (rl) rl[lane] = lv;
