@@ -847,6 +847,14 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     if (m->tc.f16 && (st = f16_shifts_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->router_split && (st = router_rwt_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
+    m->route_ring = 0;
+    if (m->router_split && !m->moe_mma_t1 && env_int("LLMR_GPTOSS_ROUTE_RING", 0, 0, 1)) { /* an experiment: off by default */
+        m->route_ring = 1;
+        for (int l = 0; l < m->cfg.num_layers; l++)
+            m->route_ring &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
+                                                              m->layers[l].gu_blocks, m->layers[l].gu_scales);
+        if (!m->route_ring) mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=1 ignored: the dp4a gate_up does not apply here");
+    }
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */

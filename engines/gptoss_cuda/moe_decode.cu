@@ -29,6 +29,7 @@
 
 #include <cuda_fp16.h>
 
+#include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
 
@@ -45,57 +46,6 @@
 static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { return g + 1; }
 
 /* ------------------------------------------------------------------ router (one block per token) */
-
-/* The group table of one token's 4 distinct picks sel[] (pairs 0..3): one group per expert in ascending
- * expert id, as the block-wide grouping below builds it for T = 1. */
-static __device__ __forceinline__ void router_groups_one(const int sel[GPTOSS_TOPK], int32_t *groups) {
-    const int GM = GPTOSS_TOPK;
-    groups[0] = GPTOSS_TOPK;
-    for (int k = 0; k < GPTOSS_TOPK; k++) {
-        int g = 0; /* the rank of sel[k] among the 4 */
-        for (int j = 0; j < GPTOSS_TOPK; j++) g += sel[j] < sel[k];
-        groups[1 + g] = sel[k];
-        groups[1 + GM + g] = 1;
-        groups[1 + 2 * GM + 4 * g] = k;
-    }
-}
-/* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
- * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
- * with one_table also the one-token group table. A NaN logit counts as -inf (as in the sampler): every comparison with NaN is
- * false, so without this the lanes could each keep their own pick and write ids that are not a distinct top-4. */
-static __device__ __forceinline__ void router_top4(const float *lg, int E, int lane, int t, int32_t *ids, float *w,
-                                                   bool one_table, int32_t *groups) {
-    unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
-    int sel[GPTOSS_TOPK];
-    float val[GPTOSS_TOPK];
-    for (int k = 0; k < GPTOSS_TOPK; k++) {
-        float bv = -INFINITY;
-        int bi = -1;
-        for (int j = 0; lane + 32 * j < E; j++) {
-            const int e = lane + 32 * j;
-            if (taken >> j & 1u) continue;
-            const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
-            if (bi < 0 || v > bv) { bv = v; bi = e; }
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
-        }
-        sel[k] = bi;
-        val[k] = bv;
-        if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
-    }
-    if (lane == 0) {
-        float p[GPTOSS_TOPK], sum = 0.0f;
-        for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
-        for (int k = 0; k < GPTOSS_TOPK; k++) {
-            ids[t * GPTOSS_TOPK + k] = sel[k];
-            w[t * GPTOSS_TOPK + k] = p[k] / sum;
-        }
-        if (one_table) router_groups_one(sel, groups);
-    }
-}
 
 #define RT_THREADS 1024
 #define RT_UNROLL 8

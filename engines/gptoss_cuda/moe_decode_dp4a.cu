@@ -32,6 +32,7 @@
  * scales 16-byte aligned. */
 #include "engines/gptoss_cuda/kernels.h"
 
+#include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
 #include "engines/gptoss_cuda/tma_ring.cuh"
@@ -79,14 +80,27 @@ static __host__ __device__ __forceinline__ float mq_chunk_scale(float m, float *
  * threads tid = 0 .. nthreads - 1 (a multiple of 32); the caller syncs them afterwards. Item i = 8c + f, so the 8
  * float4s of a chunk sit in 8 neighbouring lanes of one warp, which take its max with 3 shuffles; a thread issues
  * the loads of up to MQ_SPLIT_ITEMS items before it uses any (one L2 round trip, not one per item). */
-static __device__ __forceinline__ void mq_split_x(const float *x_sw, int NC, uint4 *xq, float *xs, int tid, int nthreads) {
+template <bool PLAIN = false>
+static __device__ __forceinline__ void mq_split_x(const float *x_sw, int NC, uint4 *xq, float *xs, int tid, int nthreads,
+                                                  const uint16_t *nw = nullptr, float rn = 0.0f) {
     uint32_t *q = (uint32_t *)xq;
     for (int i0 = 0; i0 < NC * 8; i0 += nthreads * MQ_SPLIT_ITEMS) { /* uniform trip count: whole warps shuffle */
         float4 v[MQ_SPLIT_ITEMS];
 #pragma unroll
         for (int j = 0; j < MQ_SPLIT_ITEMS; j++) {
             const int i = i0 + j * nthreads + tid;
-            v[j] = i < NC * 8 ? ((const float4 *)x_sw)[(size_t)(i & 7) * NC + (i >> 3)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if constexpr (PLAIN) { /* x in its plain layout (float4 8c + f), normed here: (x r) nw as the router finish */
+                if (i < NC * 8) {
+                    const float4 a = ((const float4 *)x_sw)[i];
+                    const uint16_t *n4 = nw + (size_t)i * 4;
+                    v[j] = make_float4((a.x * rn) * gptoss_bf16_to_f32(n4[0]), (a.y * rn) * gptoss_bf16_to_f32(n4[1]),
+                                       (a.z * rn) * gptoss_bf16_to_f32(n4[2]), (a.w * rn) * gptoss_bf16_to_f32(n4[3]));
+                } else {
+                    v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                }
+            } else {
+                v[j] = i < NC * 8 ? ((const float4 *)x_sw)[(size_t)(i & 7) * NC + (i >> 3)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
         }
 #pragma unroll
         for (int j = 0; j < MQ_SPLIT_ITEMS; j++) {
@@ -197,11 +211,26 @@ static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, c
     ring_copy(full, slot + nb, sc, ns);
 }
 
+/* The routed form's inputs and outputs (ROUTE): the residual x (plain layout) and the MLP norm, the router split's
+ * partial rows (gptoss_gemv1_router) and the router bias; CTA 0 writes the token's ids, weights, group table and logits
+ * as gptoss_moe_router_finish would. */
+struct mr_route {
+    const float *x;
+    const uint16_t *norm_w, *rb;
+    const float *rpart;
+    float eps;
+    int nparts;
+    int32_t *ids, *groups;
+    float *w, *rl;
+};
+#define MR_PBATCH 16 /* partial rows a warp loads at once in the routed prologue */
+
+template <bool ROUTE>
 __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_kernel(const float *h_sw, const int32_t *groups,
                                                                                  const uint8_t *blocks, const uint8_t *scales,
                                                                                  const uint16_t *bias, int H, int I,
                                                                                  float alpha, float limit, float *act_sw,
-                                                                                 int pdl, int diag) {
+                                                                                 int pdl, int diag, mr_route rt) {
     extern __shared__ __align__(128) uint8_t mr_smem_buf[];
     uint64_t *full = (uint64_t *)mr_smem_buf, *empty = full + MR_DEPTH;
     const int NC = H / 32, N = 2 * I, TPG = N / MR_ROWS, GM = GPTOSS_TOPK;
@@ -215,7 +244,57 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     gptoss_pdl_sync(pdl); /* PDL (pdl.h): h_sw and the groups come from the router just before */
     /* (the group table and each tile's biases read from global memory as the tile starts: keeping the table in
      * shared memory and the biases a tile ahead measured ~1 µs slower, session 17 calls 8-9) */
-    const int total = groups[0] * TPG;
+    const int32_t *grp = groups;
+    float rn = 0.0f;
+    if constexpr (ROUTE) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
+        __shared__ float red[MR_CONS + 1][33], s_lg[32], s_w[GPTOSS_TOPK], s_r;
+        __shared__ int32_t s_grp[1 + 6 * GPTOSS_TOPK], s_ids[GPTOSS_TOPK];
+        const int NW = MR_CONS + 1;
+        float p = 0.0f, q = 0.0f; /* warp w adds rows w, w + NW, ... in order, MR_PBATCH loads at a time */
+        for (int j0 = warp; j0 < rt.nparts; j0 += NW * MR_PBATCH) {
+            float pv[MR_PBATCH], qv[MR_PBATCH];
+#pragma unroll
+            for (int k = 0; k < MR_PBATCH; k++) {
+                const int j = j0 + NW * k;
+                pv[k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + lane] : 0.0f;
+                qv[k] = j < rt.nparts && lane == 0 ? rt.rpart[(size_t)j * 33 + 32] : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < MR_PBATCH; k++) {
+                if (j0 + NW * k >= rt.nparts) break;
+                p += pv[k];
+                q += qv[k];
+            }
+        }
+        red[warp][lane] = p;
+        if (lane == 0) red[warp][32] = q;
+        if (threadIdx.x < 1 + 6 * GPTOSS_TOPK) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
+        __syncthreads();
+        if (warp == 0) {
+            float v = 0.0f, sq = 0.0f;
+            for (int w = 0; w < NW; w++) {
+                v += red[w][lane];
+                sq += red[w][32];
+            }
+            const float r = rsqrtf(sq / (float)H + rt.eps), lv = r * v + gptoss_bf16_to_f32(rt.rb[lane]);
+            s_lg[lane] = lv;
+            if (blockIdx.x == 0 && rt.rl) rt.rl[lane] = lv;
+            __syncwarp();
+            router_top4(s_lg, 32, lane, 0, s_ids, s_w, true, s_grp);
+            if (lane == 0) s_r = r;
+        }
+        __syncthreads();
+        if (blockIdx.x == 0 && threadIdx.x < 1 + 6 * GPTOSS_TOPK) { /* for down and the host, as the finish writes them */
+            rt.groups[threadIdx.x] = s_grp[threadIdx.x];
+            if (threadIdx.x < GPTOSS_TOPK) {
+                rt.ids[threadIdx.x] = s_ids[threadIdx.x];
+                rt.w[threadIdx.x] = s_w[threadIdx.x];
+            }
+        }
+        grp = s_grp;
+        rn = s_r;
+    }
+    const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */
         if (lane == 0) {
             int k = 0;
@@ -223,7 +302,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
                 const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
                 if (diag == 2 && use > 0) break; /* timing diagnostic: the first stages only, then compute alone */
                 if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
-                const size_t row0 = (size_t)groups[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
+                const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
                 mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
                          scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
             }
@@ -231,12 +310,13 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         return;
     }
     /* consumers: the token's activation vector split once (T = 1: every group's pair is token 0) */
-    mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
+    if constexpr (ROUTE) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+    else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
     asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
     int k = 0;
     for (int t = blockIdx.x; t < total; t += gridDim.x, k++) {
         const int slot = k % MR_DEPTH, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + warp; /* this warp's row pair */
-        const int e = groups[1 + g], pair = groups[1 + 2 * GM + 4 * g];
+        const int e = grp[1 + g], pair = grp[1 + 2 * GM + 4 * g];
         const uint32_t bw = lane == 0 ? *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2) : 0u;
         if (diag != 2 || k < MR_DEPTH) ring_wait(&full[slot], (uint32_t)(k / MR_DEPTH) & 1u);
         const uint8_t *st = ring + slot * SB, *ss = st + (size_t)MR_ROWS * NC * 16;
@@ -276,7 +356,8 @@ int gptoss_moe_decode_dp4a(int on) {
     g_dp4a = 0;
     if (!on) return 0;
     /* more than the default 48 KiB of dynamic shared memory needs the opt-in, set here (outside any capture) */
-    if (cudaFuncSetAttribute(moe_gate_up_ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
+    if (cudaFuncSetAttribute(moe_gate_up_ring_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess ||
+        cudaFuncSetAttribute(moe_gate_up_ring_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -291,8 +372,39 @@ cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *gro
         (2 * I) % MR_ROWS || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
         return cudaErrorNotSupported;
     const int pdl = gptoss_pdl_enabled();
-    const cudaError_t e = gptoss_launch(moe_gate_up_ring_kernel, dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+    const mr_route none = {};
+    const cudaError_t e = gptoss_launch(moe_gate_up_ring_kernel<false>, dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
                                         dim3((MR_CONS + 1) * 32), mr_smem(H / 32), s, pdl, h_sw, groups, blocks, scales,
-                                        bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag);
+                                        bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, none);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales) {
+    return g_dp4a && E == 32 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem(H / 32) <= MR_SMEM_MAX &&
+           I > 0 && (2 * I) % MR_ROWS == 0 && !((uintptr_t)blocks & 15) && !((uintptr_t)scales & 15);
+}
+
+cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
+                                          const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
+                                          const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
+                                          float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s) {
+    if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, E, blocks, scales) || nparts < 1 || ((uintptr_t)x & 15))
+        return cudaErrorNotSupported;
+    mr_route rt;
+    rt.x = x;
+    rt.norm_w = norm_w;
+    rt.rb = router_b;
+    rt.rpart = rpart;
+    rt.eps = eps;
+    rt.nparts = nparts;
+    rt.ids = ids;
+    rt.groups = groups;
+    rt.w = w;
+    rt.rl = router_logits;
+    const int pdl = gptoss_pdl_enabled();
+    const cudaError_t e = gptoss_launch(moe_gate_up_ring_kernel<true>, dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+                                        dim3((MR_CONS + 1) * 32), mr_smem(H / 32), s, pdl, (const float *)nullptr,
+                                        (const int32_t *)nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, pdl,
+                                        g_ring_diag, rt);
     return e != cudaSuccess ? e : cudaGetLastError();
 }

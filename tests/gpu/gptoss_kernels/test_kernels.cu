@@ -621,6 +621,55 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     const int ring_on = T == 1 && gptoss_moe_decode_dp4a(1);
     auto outr = ring_on ? rerun() : out;
     auto outr2 = ring_on ? rerun() : out;
+    /* LLMR_GPTOSS_ROUTE_RING (an experiment, E == 32): the router finish folded into the ring gate_up, against the
+     * finish then the ring, from the same partial rows (built here as gptoss_gemv1_router leaves them: 8 rows of x
+     * per partial row, in order) */
+    int route_ok = -1;
+    char route_what[240] = "";
+    if (ring_on && E == 32) {
+        const int nparts = H / 8;
+        float *drwt = dev_poison((size_t)H * 32);
+        CK(gptoss_router_rwt(drw, dnw, H, 32, drwt, 0));
+        auto rwt = dev_download(drwt, (size_t)H * 32);
+        std::vector<float> part((size_t)nparts * 33, 0.0f);
+        for (int j = 0; j < nparts; j++)
+            for (int n = 8 * j; n < 8 * j + 8; n++) {
+                for (int e = 0; e < 32; e++) part[(size_t)j * 33 + e] += rwt[(size_t)n * 32 + e] * x0[n];
+                part[(size_t)j * 33 + 32] += x0[n] * x0[n];
+            }
+        float *dpart = dev_upload(part), *dact2 = dev_poison((size_t)P * I), *dw2 = dev_poison((size_t)P),
+              *drl2 = dev_poison((size_t)E);
+        int32_t *dids2, *dgrp2;
+        CK(cudaMalloc((void **)&dids2, (size_t)P * 4));
+        CK(cudaMalloc((void **)&dgrp2, (size_t)gptoss_moe_groups_ints(1) * 4));
+        CK(gptoss_moe_router_finish(dx, dnw, eps, dpart, nparts, drb, H, E, dhs, dids, dw, dgrp, drlog, 0));
+        CK(gptoss_moe_gate_up_decode(dhs, dgrp, 1, dgub, dgus, dgb, E, H, I, alpha, limit, dact, 0));
+        const cudaError_t er = gptoss_moe_route_gate_up_dp4a(dx, dnw, eps, dpart, nparts, drb, E, dgub, dgus, dgb, H, I, alpha,
+                                                             limit, dids2, dw2, dgrp2, drl2, dact2, 0);
+        auto a1 = dev_download(dact, (size_t)P * I), a2 = dev_download(dact2, (size_t)P * I);
+        auto i1 = dev_download(dids, (size_t)P), i2 = dev_download(dids2, (size_t)P);
+        auto g1 = dev_download(dgrp, (size_t)gptoss_moe_groups_ints(1)), g2 = dev_download(dgrp2, (size_t)gptoss_moe_groups_ints(1));
+        auto w1 = dev_download(dw, (size_t)P), w2 = dev_download(dw2, (size_t)P);
+        auto l1 = dev_download(drlog, (size_t)E), l2 = dev_download(drl2, (size_t)E);
+        int same = er == cudaSuccess && i1 == i2 && g1[0] == g2[0];
+        for (int g = 0; g < GPTOSS_TOPK; g++) /* the entries the finish writes (the rest are unused) */
+            same &= g1[1 + g] == g2[1 + g] && g1[1 + 4 + g] == g2[1 + 4 + g] && g1[1 + 8 + 4 * g] == g2[1 + 8 + 4 * g];
+        auto rel = [](const std::vector<float> &a, const std::vector<float> &b) {
+            double num = 0, den = 0;
+            for (size_t i = 0; i < a.size(); i++) {
+                num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+                den += (double)b[i] * b[i];
+            }
+            return den > 0 ? sqrt(num / den) : sqrt(num);
+        };
+        const double ra = rel(a2, a1), rw2 = rel(w2, w1), rl = rel(l2, l1);
+        route_ok = same && ra <= 1e-5 && rw2 <= 1e-6 && rl <= 1e-6;
+        snprintf(route_what, sizeof route_what,
+                 "moe decode T=1 H=%d I=%d E=%d: router finish in the ring gate_up = finish + ring (%s; ids, groups %s; act %.2g, "
+                 "weights %.2g, logits %.2g)",
+                 H, I, E, cudaGetErrorString(er), same ? "equal" : "DIFFER", ra, rw2, rl);
+        cudaFree(drwt); cudaFree(dpart); cudaFree(dact2); cudaFree(dw2); cudaFree(drl2); cudaFree(dids2); cudaFree(dgrp2);
+    }
     gptoss_moe_decode_dp4a(0);
     /* programmatic dependent launch (pdl.h; used at T = 1): a chain of an o_proj-like GEMV into the
      * residual, then the MoE block, three times back to back, with and without PDL: bit for bit */
@@ -728,6 +777,7 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
         check_rel(what, std::vector<float>(dr.begin(), dr.end()), dref, ring_on ? 1e-5 : -1.0);
         snprintf(what, sizeof what, "moe decode T=1 H=%d I=%d E=%d: dp4a ring gate_up, two runs bit for bit", H, I, E);
         check_true(what, ring_on && !memcmp(outr.data(), outr2.data(), outr.size() * 4));
+        if (route_ok >= 0) check_true(route_what, route_ok);
     }
     snprintf(what, sizeof what, "moe decode T=%d H=%d I=%d E=%d: gemv1 + MoE chain x3 with PDL = without, bit for bit", T, H, I, E);
     check_true(what, !memcmp(chain[0].data(), chain[1].data(), chain[0].size() * 4) && ctr == 0);
