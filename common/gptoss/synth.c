@@ -26,6 +26,9 @@ static const gptoss_synth_dims presets[] = {
     {"tiny",  64,    4,     8,    2,  64, 8,      4,   64,    201088},
     {"small", 256,   6,     16,   4,  64, 16,     4,   256,   201088},
     {"20b",   2880,  24,    64,   8,  64, 32,     4,   2880,  201088},
+    /* the 20b's shapes with its first two layers only (one sliding, one full): what the 20b's decode kernels do,
+     * at a size transformers checks in seconds (tests/gpu/parity) */
+    {"20b-2l", 2880, 2,     64,   8,  64, 32,     4,   2880,  201088},
 };
 
 const gptoss_synth_dims *gptoss_synth_preset(const char *name) {
@@ -508,7 +511,7 @@ int gptoss_synth_write(const gptoss_synth_options *o, gptoss_synth_report *rep, 
     if (!o) return llmr_errf(err, es, "no options given");
     if (!o->dry_run && (!o->out_dir || !*o->out_dir)) return llmr_errf(err, es, "no output folder given");
     const gptoss_synth_dims *d = gptoss_synth_preset(o->preset);
-    if (!d) return llmr_errf(err, es, "unknown preset '%s' (tiny, small or 20b)", o->preset ? o->preset : "(null)");
+    if (!d) return llmr_errf(err, es, "unknown preset '%s' (tiny, small, 20b-2l or 20b)", o->preset ? o->preset : "(null)");
     plan p;
     int rc = -1;
     if (plan_build(&p, d, o->shard_cap, err, es)) goto out;

@@ -39,11 +39,11 @@ typedef struct gptoss_synth_dims {
     int num_experts, experts_per_token, intermediate_size, vocab_size;
 } gptoss_synth_dims;
 
-/* The preset called name ("tiny", "small", "20b"), or NULL if there is none. */
+/* The preset called name ("tiny", "small", "20b-2l", "20b"), or NULL if there is none. */
 const gptoss_synth_dims *gptoss_synth_preset(const char *name);
 
 typedef struct gptoss_synth_options {
-    const char *preset;             /* "tiny" | "small" | "20b" */
+    const char *preset;             /* "tiny" | "small" | "20b-2l" | "20b" */
     uint64_t seed;
     const char *out_dir;            /* created if missing (parent must exist); existing files replaced */
     const char *tokenizer_dir;      /* folder with tokenizer.json (+ tokenizer_config.json); NULL = none */

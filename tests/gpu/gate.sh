@@ -8,7 +8,8 @@
 #   kernels   BUILD/tests/gpu/gptoss_kernels: every CUDA kernel against a plain CPU loop
 #   selftest  BUILD/tests/gpu/gptoss_parity: the engine through its ABI on a tiny checkpoint (errors,
 #             determinism, chunked vs split prefill, stops, logits against the C reference engine)
-#   parity    tests/gpu/parity/run.sh: logits against transformers fp32, presets tiny + small, prompts of
+#   parity    tests/gpu/parity/run.sh: logits against transformers fp32, presets tiny + small + 20b-2l (the
+#             20b's shapes, so its decode paths: router split, dp4a ring), prompts of
 #             16 / 300 / 2,000 tokens, 64 greedy steps (needs python3 with torch + transformers)
 #   batching  BUILD/tests/gpu/gptoss_batching on a tiny checkpoint; --full also on the full-size 20b
 #   serving   e2e/gpu/serving.sh (hub + router + two nodes on the CUDA engine, over HTTP); --full also
@@ -68,7 +69,7 @@ for step in $STEPS; do
       verdict selftest $rc "$(tail -1 "$LOG/selftest.txt")" ;;
     parity)
       PARITY_WORK=$WORK/parity timeout 900 "$ROOT/tests/gpu/parity/run.sh" --build "$BUILD" --out "$LOG/parity" \
-        --presets "tiny small" --seeds 1 --lengths "16 300 2000" --no-unit > "$LOG/parity.txt" 2>&1
+        --presets "tiny small 20b-2l" --seeds 1 --lengths "16 300 2000" --no-unit > "$LOG/parity.txt" 2>&1
       rc=$(ran $? "$LOG/parity.txt") # run.sh exits 0 with SKIP when torch/transformers are missing
       if [ $rc = 0 ] && ! grep -q 'ALL PASS' "$LOG/parity.txt"; then rc=1; fi
       verdict parity $rc "$(grep -E '^SKIP|ALL PASS|^FAIL' "$LOG/parity.txt" | head -1 | cut -c1-160)" ;;

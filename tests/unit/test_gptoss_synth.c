@@ -31,6 +31,25 @@ START_TEST(plan_20b_matches_real_split) {
 }
 END_TEST
 
+/* 20b-2l: the 20b's two first layers' tensors plus its globals, split so that layers straddle shards. */
+START_TEST(plan_20b_2l_is_two_20b_layers) {
+    gptoss_synth_options o = {.preset = "20b-2l", .seed = 1, .dry_run = 1};
+    gptoss_synth_report r;
+    char err[256];
+    ck_assert_msg(gptoss_synth_write(&o, &r, err, sizeof err) == 0, "%s", err);
+    const uint64_t globals = 2ull * 201088 * 2880 * 2 + 2880 * 2; /* embedding, lm_head, final norm */
+    const uint64_t layer = (13761264768ull - globals) / 24;        /* one 20b layer (plan_20b_matches_real_split) */
+    ck_assert_int_eq(r.n_tensors, 19 * 2 + 3);
+    ck_assert_uint_eq(r.total_size, globals + 2 * layer);
+    ck_assert_int_ge(r.n_shards, 3);
+    const gptoss_synth_dims *d = gptoss_synth_preset("20b-2l"), *f = gptoss_synth_preset("20b");
+    ck_assert_int_eq(d->num_layers, 2);
+    ck_assert_int_eq(d->hidden_size, f->hidden_size);
+    ck_assert_int_eq(d->num_experts, f->num_experts);
+    ck_assert_int_eq(d->intermediate_size, f->intermediate_size);
+}
+END_TEST
+
 START_TEST(bad_options_named) {
     gptoss_synth_options o = {.preset = "huge", .seed = 1, .out_dir = "/tmp/x"};
     char err[256];
@@ -182,6 +201,7 @@ static Suite *synth_suite(void) {
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, plan_20b_matches_real_split);
+    tcase_add_test(tc, plan_20b_2l_is_two_20b_layers);
     tcase_add_test(tc, bad_options_named);
     tcase_add_test(tc, tiny_loads_with_every_tensor);
     tcase_add_test(tc, same_bytes_any_thread_count);

@@ -12,14 +12,15 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: llmr-mkmodel --preset tiny|small|20b --seed N --out DIR [options]\n"
+            "usage: llmr-mkmodel --preset tiny|small|20b-2l|20b --seed N --out DIR [options]\n"
             "\n"
             "Writes a gpt-oss checkpoint with random weights in the Hugging Face layout: config.json,\n"
             "generation_config.json, model.safetensors.index.json, model-0000i-of-0000N.safetensors shards\n"
             "(at least two), chat_template.jinja and the tokenizer files. Same seed, same bytes.\n"
             "\n"
             "  --preset NAME         tiny (4 layers, hidden 64, 4 of 8 experts), small (6 layers, hidden 256,\n"
-            "                        4 of 16 experts) or 20b (the real shapes, 13.76 GB)\n"
+            "                        4 of 16 experts), 20b-2l (the 20b's shapes, 2 layers, 3.27 GB) or 20b\n"
+            "                        (the real shapes, 13.76 GB)\n"
             "  --seed N              weight seed (unsigned 64-bit)\n"
             "  --out DIR             output folder (created if missing; files in it are replaced)\n"
             "  --tokenizer-dir DIR   folder with tokenizer.json + tokenizer_config.json to copy\n"
