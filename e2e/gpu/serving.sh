@@ -51,7 +51,10 @@ wait "${pids[@]}" # only these: the servers are background children of this shel
 for i in 1 2 3 4 5 6 7 8; do
   a=$(text_of "$T/alone$i.json") || fail "request $i alone: $(cat "$T/alone$i.json")"
   b=$(text_of "$T/together$i.json") || fail "request $i in the batch: $(cat "$T/together$i.json")"
-  [ "$a" = "$b" ] || fail "request $i: batched text differs from alone"
+  if [ "$a" != "$b" ]; then # say where: the common prefix's length and what each path went on with
+    d=$(python3 -c 'import sys; a, b = sys.argv[1], sys.argv[2]; n = next((k for k in range(min(len(a), len(b))) if a[k] != b[k]), min(len(a), len(b))); print(f"after {n} equal characters: alone {a[n:n+40]!r}, batched {b[n:n+40]!r}")' "$a" "$b")
+    fail "request $i: batched text differs from alone ($d)"
+  fi
 done
 ok "8 concurrent greedy completions = the same 8 sent one by one (continuous batching in the engine)"
 # The client goes away after its first 2 KB of events (head exits, curl dies on the broken pipe), not after a fixed
