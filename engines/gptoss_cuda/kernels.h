@@ -416,8 +416,8 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
  * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused); 0 = off. */
 void gptoss_moe_ring_diag(int d);
 
-/* Multiprocessors of the current device, cached (132 when the query fails): the T = 1 MoE kernels size
- * their grids by it. */
+/* Multiprocessors of the current device, cached per device (132 when the query fails): the T = 1 MoE
+ * kernels size their grids by it. Thread-safe. */
 int gptoss_sm_count(void);
 
 /* How the two MXFP4 decode GEMVs turn 4-bit values into floats: on (the default), byte-permute table

@@ -29,6 +29,8 @@
 
 #include <cuda_fp16.h>
 
+#include <atomic>
+
 #include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
@@ -454,17 +456,19 @@ void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
 static int g_moe_lut = 0; /* off until the fixed table decode passes the GPU gate (mxfp4_lut.h) */
 void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
 
-/* Multiprocessors of the current device (cached; 132 when the query fails). */
+/* Multiprocessors of the current device, cached per device (132 when a query fails). A node process may hold
+ * models on GPUs of different kinds: each launch sizes its grid by the device it runs on. The cache is atomic
+ * because models on different devices launch from their own scheduler threads. */
+#define SM_CACHE_DEVICES 64
 int gptoss_sm_count(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0, n = 0;
-        sms = cudaGetDevice(&dev) == cudaSuccess &&
-                      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && n > 0
-                  ? n
-                  : 132;
-    }
-    return sms;
+    static std::atomic<int> cache[SM_CACHE_DEVICES]; /* 0: not asked yet */
+    int dev = 0, n = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 132;
+    const bool cached = dev >= 0 && dev < SM_CACHE_DEVICES;
+    if (cached && (n = cache[dev].load(std::memory_order_relaxed)) > 0) return n;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) return 132;
+    if (cached) cache[dev].store(n, std::memory_order_relaxed);
+    return n;
 }
 
 /* Upper bound of the number of groups: sum over touched experts of ceil(count / 4). */
