@@ -512,7 +512,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
                 KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
-            if (m->router_split && m->route_ring) { /* LLMR_GPTOSS_ROUTE_RING=1: the finish inside the dp4a gate_up */
+            if (m->router_split && m->route_ring) { /* the routed ring (default; LLMR_GPTOSS_ROUTE_RING=0: off): the finish inside the dp4a gate_up */
                 KP_(O, gptoss_gemv1_router(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart, st));
                 KP_(GATE_UP, gptoss_moe_route_gate_up_dp4a(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, E,
                                                            w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,

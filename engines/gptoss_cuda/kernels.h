@@ -401,9 +401,9 @@ int gptoss_moe_decode_dp4a(int on);
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                            float limit, float *act_sw, cudaStream_t stream);
-/* The router finish folded into that kernel (an experiment, LLMR_GPTOSS_ROUTE_RING=1): every CTA adds the router
- * split's nparts partial rows (gptoss_gemv1_router), forms r, the logits and the top-4 as
- * gptoss_moe_router_finish does (its sums in another order: equal to fp32 rounding), normalises x itself and runs
+/* The router finish folded into that kernel (the default with the router split; LLMR_GPTOSS_ROUTE_RING=0 turns it
+ * off): every CTA adds the router split's nparts partial rows (gptoss_gemv1_router), forms r, the logits and the
+ * top-4 as gptoss_moe_router_finish does (its sums in the same order: bit for bit), normalises x itself and runs
  * the dp4a gate_up; CTA 0 writes ids, w, groups and router_logits for down and the host. h_sw is not written.
  * _ok says whether it applies (the dp4a ring on, E == 32, the ring's shapes and alignment). */
 int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales);

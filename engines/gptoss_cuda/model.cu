@@ -1,5 +1,6 @@
 /* model.cu — the tensor plan, weight streaming, load/free, sessions and their KV pages (model_impl.h). */
 #include "engines/gptoss_cuda/model_impl.h"
+#include "engines/gptoss_cuda/pdl.h"
 
 /* ---------------------------------------------------------------- weights plan */
 
@@ -848,12 +849,16 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->router_split && (st = router_rwt_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     m->route_ring = 0;
-    if (m->router_split && !m->moe_mma_t1 && env_int("LLMR_GPTOSS_ROUTE_RING", 0, 0, 1)) { /* an experiment: off by default */
+    /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
+     * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */
+    if (m->router_split && !m->moe_mma_t1 && !gptoss_pdl_enabled() &&
+        env_int("LLMR_GPTOSS_ROUTE_RING", 1, 0, 1)) { /* default; =0: the finish kernel */
         m->route_ring = 1;
         for (int l = 0; l < m->cfg.num_layers; l++)
             m->route_ring &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
                                                               m->layers[l].gu_blocks, m->layers[l].gu_scales);
-        if (!m->route_ring) mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=1 ignored: the dp4a gate_up does not apply here");
+        if (!m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
+            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=1 ignored: the dp4a gate_up does not apply here");
     }
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its

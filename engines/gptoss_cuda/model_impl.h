@@ -96,8 +96,9 @@ struct gptoss_model {
      * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at load
      * after the weights), rpart [router_parts][33]; both owned, NULL when off (20b only: 32 experts; fused path) */
     int router_split, router_parts;
-    /* LLMR_GPTOSS_ROUTE_RING=1 (an experiment): with the router split, the finish folded into the dp4a gate_up
-     * (gptoss_moe_route_gate_up_dp4a); set at load only where it applies for every layer */
+    /* the routed ring (default; LLMR_GPTOSS_ROUTE_RING=0 turns it off): with the router split, the finish folded
+     * into the dp4a gate_up (gptoss_moe_route_gate_up_dp4a, bit for bit finish + ring); set at load only where it
+     * applies for every layer */
     int route_ring;
     float *rwt, *rpart;
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode

@@ -223,7 +223,7 @@ struct mr_route {
     int32_t *ids, *groups;
     float *w, *rl;
 };
-#define MR_PBATCH 16 /* partial rows a warp loads at once in the routed prologue */
+#define MR_PBATCH 16 /* partial rows of a virtual warp loaded at once in the routed prologue (the finish's RT_PROWS) */
 
 template <bool ROUTE>
 __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_kernel(const float *h_sw, const int32_t *groups,
@@ -247,32 +247,60 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     const int32_t *grp = groups;
     float rn = 0.0f;
     if constexpr (ROUTE) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
-        __shared__ float red[MR_CONS + 1][33], s_lg[32], s_w[GPTOSS_TOPK], s_r;
+        /* The sums in gptoss_moe_router_finish's order exactly, so this path is bit for bit the finish + ring one:
+         * the finish's warp vw (of 32) adds rows vw, vw + 32, ... in order into its column sums and, on lane 0, its
+         * sum of squares; warp 0 then adds the 32 warps' sums in order. Here warps 0..7 form the column sums of
+         * virtual warps warp + 8i (i < 4, two at a time), and warp 8 the 32 sums of squares, lane vw that of virtual
+         * warp vw; then warp 0 adds them as the finish does. */
+        __shared__ float red[32][33], s_lg[32], s_w[GPTOSS_TOPK], s_r;
         __shared__ int32_t s_grp[1 + 6 * GPTOSS_TOPK], s_ids[GPTOSS_TOPK];
-        const int NW = MR_CONS + 1;
-        float p = 0.0f, q = 0.0f; /* warp w adds rows w, w + NW, ... in order, MR_PBATCH loads at a time */
-        for (int j0 = warp; j0 < rt.nparts; j0 += NW * MR_PBATCH) {
-            float pv[MR_PBATCH], qv[MR_PBATCH];
+        static_assert(MR_CONS == 8, "the routed prologue gives 4 virtual warps to each of 8 warps");
+        if (warp < MR_CONS) {
 #pragma unroll
-            for (int k = 0; k < MR_PBATCH; k++) {
-                const int j = j0 + NW * k;
-                pv[k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + lane] : 0.0f;
-                qv[k] = j < rt.nparts && lane == 0 ? rt.rpart[(size_t)j * 33 + 32] : 0.0f;
+            for (int h = 0; h < 2; h++) {
+                float pv[2][MR_PBATCH];
+#pragma unroll
+                for (int a = 0; a < 2; a++)
+#pragma unroll
+                    for (int k = 0; k < MR_PBATCH; k++) {
+                        const int j = warp + 8 * (2 * h + a) + 32 * k;
+                        pv[a][k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + lane] : 0.0f;
+                    }
+#pragma unroll
+                for (int a = 0; a < 2; a++) {
+                    const int vw = warp + 8 * (2 * h + a);
+                    float p = 0.0f;
+#pragma unroll
+                    for (int k = 0; k < MR_PBATCH; k++) {
+                        if (vw + 32 * k >= rt.nparts) break;
+                        p += pv[a][k];
+                    }
+                    for (int j = vw + 32 * MR_PBATCH; j < rt.nparts; j += 32) p += rt.rpart[(size_t)j * 33 + lane];
+                    red[vw][lane] = p;
+                }
             }
+        } else {
+            float qv[MR_PBATCH];
 #pragma unroll
             for (int k = 0; k < MR_PBATCH; k++) {
-                if (j0 + NW * k >= rt.nparts) break;
-                p += pv[k];
+                const int j = lane + 32 * k;
+                qv[k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + 32] : 0.0f;
+            }
+            float q = 0.0f;
+#pragma unroll
+            for (int k = 0; k < MR_PBATCH; k++) {
+                if (lane + 32 * k >= rt.nparts) break;
                 q += qv[k];
             }
+            for (int j = lane + 32 * MR_PBATCH; j < rt.nparts; j += 32) q += rt.rpart[(size_t)j * 33 + 32];
+            red[lane][32] = q;
         }
-        red[warp][lane] = p;
-        if (lane == 0) red[warp][32] = q;
         if (threadIdx.x < 1 + 6 * GPTOSS_TOPK) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
         __syncthreads();
         if (warp == 0) {
             float v = 0.0f, sq = 0.0f;
-            for (int w = 0; w < NW; w++) {
+#pragma unroll
+            for (int w = 0; w < 32; w++) {
                 v += red[w][lane];
                 sq += red[w][32];
             }
