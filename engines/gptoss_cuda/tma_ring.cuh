@@ -1,7 +1,8 @@
 /* tma_ring.cuh — a ring of shared-memory stages filled by Hopper bulk copies (cp.async.bulk, the 1D form of
  * TMA) and handed between one producer thread and C consumer warps through mbarriers: the building block
- * of the next expert kernel (docs/performance.md, "Session 7: the next expert kernel"). Tested and timed
- * alone by tests/gpu/gptoss_kernels/test_tma_ring.cu; no engine kernel uses it yet.
+ * of the next expert kernel (docs/performance.md, "Session 7: the next expert kernel"), used by the T = 1 dp4a
+ * gate_up (moe_decode_dp4a.cu). Tested and timed alone by tests/gpu/gptoss_kernels/test_tma_ring.cu (also the
+ * streaming floor of a kernel by size: gptoss_kernels --stream-timing).
  *
  * Protocol, for stage s of a ring of D slots (slot s % D, use k = s / D):
  *   producer: if k > 0, wait until empty[slot] completed phase k - 1 (all C consumers released it);

@@ -1282,16 +1282,18 @@ void gptoss_moe_mma_timing(int n, char **Ts);          /* test_moe_mma.cu: --moe
 void gptoss_lm_head_timing(void);                        /* test_tc.cu: --lm-head-timing */
 void gptoss_tma_ring_checks(int *checks, int *failed);   /* test_tma_ring.cu: the bulk-copy stage ring */
 void gptoss_tma_ring_timing(void);                       /* test_tma_ring.cu: --ring-timing */
+void gptoss_stream_size_timing(void);                    /* test_tma_ring.cu: --stream-timing */
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --moe-timing T... | --lm-head-timing | --ring-timing]\nChecks every gptoss_cuda kernel against a "
+        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
                "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
-               "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n");
+               "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
+               "from HBM (plain loads, the ring): what a kernel of a decode step's size loses to its ramp and tail.\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--host-checks")) { /* no GPU needed: CI runs these */
@@ -1309,6 +1311,10 @@ int main(int argc, char **argv) {
     printf("device: %s (cc %d.%d)\n", p.name, p.major, p.minor);
     if (argc > 1 && !strcmp(argv[1], "--ring-timing")) {
         gptoss_tma_ring_timing();
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--stream-timing")) {
+        gptoss_stream_size_timing();
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--lm-head-timing")) {

@@ -170,3 +170,52 @@ void gptoss_tma_ring_timing(void) {
     cudaFree(buf);
     cudaFree(dout);
 }
+
+/* gptoss_kernels --stream-timing: how fast one launch reads S bytes from HBM, for the S of a decode step's kernels
+ * (8 .. 128 MB) and a long one (512 MB), with plain 16-byte loads and with the ring. Each launch reads another S-byte
+ * region of a 1 GiB buffer (never the one the previous launch read; a region is read again only after 1 GiB of
+ * others), so L2 (50 MB) does not serve it; launches go back to back on one stream. Prints µs per launch and the
+ * share of the largest size's rate: what a kernel of that size loses to its ramp and tail alone. */
+void gptoss_stream_size_timing(void) {
+    const long pool = 1l << 30;
+    uint32_t *buf = NULL, *dout = NULL;
+    ring_buffers(pool, 0x51f15eedu, &buf, &dout);
+    const int sms = ring_sms();
+    const long sizes_mb[] = {8, 16, 24, 32, 64, 128, 512};
+    const int ring_cfg[][4] = {{4, 8, 16, 1}, {2, 8, 32, 3}}; /* depth, consumer warps, stage KB, CTAs per SM */
+    for (int v = 0; v < 3; v++) {
+        if (v > 0) {
+            const int *c = ring_cfg[v - 1];
+            CK(cudaFuncSetAttribute(ring_stream_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, c[0] * (c[2] << 10)));
+        }
+        double big_rate = 0;
+        for (int si = (int)(sizeof sizes_mb / sizeof sizes_mb[0]) - 1; si >= 0; si--) {
+            const long bytes = sizes_mb[si] << 20, regions = pool / bytes;
+            long next = 0;
+            auto launch = [&]() {
+                const uint4 *src = (const uint4 *)((const uint8_t *)buf + (next++ % regions) * bytes);
+                if (v == 0) {
+                    ring_plain_kernel<<<sms * 4, 512>>>(src, bytes / 16, 0, dout);
+                } else {
+                    const int *c = ring_cfg[v - 1];
+                    const int sb = c[2] << 10;
+                    ring_stream_kernel<<<sms * c[3], 32 * (1 + c[1]), (size_t)c[0] * sb>>>(src, bytes / sb, sb, c[0], 0, dout);
+                }
+                CK(cudaGetLastError());
+            };
+            const int reps = bytes >= (256l << 20) ? 8 : 64;
+            const double ms = fmin(tu_time_ms(launch, reps), tu_time_ms(launch, reps));
+            const double rate = bytes / (ms * 1e-3) / 1e12;
+            if (si == (int)(sizeof sizes_mb / sizeof sizes_mb[0]) - 1) big_rate = rate;
+            if (v == 0)
+                printf("time stream %4ld MB, plain 16-byte loads (%d x 512 threads): %8.1f us, %.2f TB/s, %3.0f%% of the 512 MB rate\n",
+                       sizes_mb[si], sms * 4, ms * 1000.0, rate, 100.0 * rate / big_rate);
+            else
+                printf("time stream %4ld MB, ring depth %d, %d consumer warps, %d KB stages, %d CTA/SM: %8.1f us, %.2f TB/s, %3.0f%% "
+                       "of the 512 MB rate\n", sizes_mb[si], ring_cfg[v - 1][0], ring_cfg[v - 1][1], ring_cfg[v - 1][2],
+                       ring_cfg[v - 1][3], ms * 1000.0, rate, 100.0 * rate / big_rate);
+        }
+    }
+    cudaFree(buf);
+    cudaFree(dout);
+}
