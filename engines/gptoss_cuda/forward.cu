@@ -482,7 +482,9 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
 
 /* Enqueues the forward pass of the token in m->tok at position *m->pos; the distribution lands in
  * s->logits. Every launch argument is fixed for the session, so this sequence can be captured. */
-static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
+/* long_ctx: the full-attention layers take the split (flash-decoding) kernel, as LLMR_GPTOSS_SPLIT_ATTN=1 does for
+ * every layer (gptoss_decode_step picks it from the position: m->split_from). */
+static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx) {
     gptoss_model *m = s->m;
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
@@ -508,7 +510,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
             KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
                                        m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
             const int win = c->layer_sliding[l] ? c->sliding_window : 0;
-            if (m->split_attn)
+            if (m->split_attn || (long_ctx && win == 0))
                 KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
@@ -570,14 +572,14 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof) {
     return cudaSuccess;
 }
 
-/* Captures decode_body into s->graph once. A failed capture leaves s->graph NULL and names the cause. */
-static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) {
+/* Captures decode_body into s->graph[long_ctx] once. A failed capture leaves it NULL and names the cause. */
+static llmr_engine_status decode_graph(gptoss_session *s, int long_ctx, char *err, size_t es) {
     gptoss_model *m = s->m;
-    if (s->graph) return LLMR_ENGINE_OK;
+    if (s->graph[long_ctx]) return LLMR_ENGINE_OK;
     cudaGraph_t g = NULL;
     /* ThreadLocal: other threads may allocate sessions meanwhile; only this thread is restricted. */
     CUDA_TRY(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal), "decode graph capture");
-    cudaError_t e = decode_body(s, NULL);
+    cudaError_t e = decode_body(s, NULL, long_ctx);
     cudaError_t e2 = cudaStreamEndCapture(m->stream, &g);
     if (e == cudaSuccess) e = e2;
     cudaGraphExec_t x = NULL;
@@ -588,7 +590,7 @@ static llmr_engine_status decode_graph(gptoss_session *s, char *err, size_t es) 
         return fail(e == cudaErrorMemoryAllocation ? LLMR_ENGINE_OOM_VRAM : LLMR_ENGINE_INTERNAL, err, es,
                     "CUDA error capturing the decode step: %s", cudaGetErrorString(e));
     }
-    s->graph = x;
+    s->graph[long_ctx] = x;
     return LLMR_ENGINE_OK;
 }
 
@@ -598,18 +600,20 @@ llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es) {
     gptoss_model *m = s->m;
     llmr_engine_status pr = gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es); /* outside the graph */
     if (pr != LLMR_ENGINE_OK) return pr;
+    /* from m->split_from keys on, the full-attention layers split their keys over blocks (its own graph) */
+    const int long_ctx = m->split_from > 0 && s->n_ctx + 1 >= (uint32_t)m->split_from;
     if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
         CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
-        CUDA_TRY(decode_body(s, m->prof), "decode step (profiled)");
+        CUDA_TRY(decode_body(s, m->prof, long_ctx), "decode step (profiled)");
         CUDA_TRY(gptoss_prof_collect(m->prof, 0), "decode step profile");
         s->n_ctx++;
         s->have_logits = 1;
         return LLMR_ENGINE_OK;
     }
-    llmr_engine_status r = decode_graph(s, err, es);
+    llmr_engine_status r = decode_graph(s, long_ctx, err, es);
     if (r != LLMR_ENGINE_OK) return r;
     CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
-    CUDA_TRY(cudaGraphLaunch(s->graph, m->stream), "decode graph launch");
+    CUDA_TRY(cudaGraphLaunch(s->graph[long_ctx], m->stream), "decode graph launch");
     s->n_ctx++;
     s->have_logits = 1;
     return LLMR_ENGINE_OK;

@@ -767,6 +767,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * long contexts (49.8 vs 86.7 us at 5,000; 322 vs 312 tok/s at 4,096). */
         const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN");
         m->split_attn = sa && strcmp(sa, "1") == 0;
+        /* the split kernel for the full-attention layers only, from GPTOSS_SPLIT_FROM keys on (issue 10 step 25) */
+        m->split_from = env_int("LLMR_GPTOSS_SPLIT_ATTN_FROM", GPTOSS_SPLIT_FROM, 0, 1 << 30);
         const char *rbv = getenv("LLMR_GPTOSS_ROUTER_BLOCKS"); /* router rows over N blocks (default 1) */
         gptoss_moe_router_blocks(rbv ? atoi(rbv) : 1);
         const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
@@ -951,7 +953,8 @@ void gptoss_session_free(gptoss_session *s) {
     gptoss_model *m = s->m;
     /* No generate runs on s (ABI contract); cudaFree waits for the device, so no lock is needed. */
     cudaSetDevice(m->device);
-    if (s->graph) cudaGraphExecDestroy(s->graph);
+    for (int g = 0; g < 2; g++)
+        if (s->graph[g]) cudaGraphExecDestroy(s->graph[g]);
     llmr_kv_pages_release(m->pages, &s->tab); /* its pages go back to the pool for other sessions */
     cudaFree(s->tab_dev);
     cudaFree(s->logits);

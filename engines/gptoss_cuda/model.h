@@ -43,6 +43,7 @@ extern "C" { /* the common library is C */
 
 #define GPTOSS_INTERLEAVE_CHUNK 1024 /* prompt tokens per slice while other rows decode (LLMR_GPTOSS_INTERLEAVE) */
 #define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
+#define GPTOSS_SPLIT_FROM 1536      /* T = 1 decode: full-attention layers on the split kernel from this many keys */
 #define GPTOSS_MMA_PREFILL_MAX 640  /* prompt chunks up to this run their experts on gptoss_mxfp4_mma_stream */
 #define GPTOSS_MMA_PREFILL_MAX_CACHED 208 /* the same with the expert cache (cuBLAS without a dequantization) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */

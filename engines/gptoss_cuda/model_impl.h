@@ -121,6 +121,9 @@ struct gptoss_model {
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */
     int moe_mma_stream, moe_stream_warps;
     int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
+    /* fused path: from this many keys on, the T = 1 decode's full-attention layers take the split kernel
+     * (LLMR_GPTOSS_SPLIT_ATTN_FROM, default GPTOSS_SPLIT_FROM; 0 = never); sliding layers never need it */
+    int split_from;
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
@@ -187,7 +190,9 @@ struct gptoss_session {
     uint32_t tab_synced; /* entries already copied to tab_dev */
     float *logits;      /* [vocab]: the distribution after the last evaluated token */
     int32_t *counts;    /* [vocab]: generated-token counts for the penalties */
-    cudaGraphExec_t graph; /* one decode step bound to this session's cache and logits (lazy) */
+    /* one decode step bound to this session's cache and logits (lazy): [0] short contexts, [1] from m->split_from
+     * keys on (the full-attention layers on the split kernel) */
+    cudaGraphExec_t graph[2];
     uint64_t bytes;
     volatile int cancel;
 };
