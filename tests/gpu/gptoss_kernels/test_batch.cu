@@ -60,14 +60,9 @@ static void test_rope_rows(int B, int heads) {
     auto a = dev_download(x1, x.size()), c = dev_download(x2, x.size());
     /* The same arithmetic in two kernels: equal up to the compiler's FMA contraction (bit-identical
      * in practice, reported, but judged at 1e-6 relative). */
-    double num = 0, den = 0;
     int finite = 1;
-    for (size_t i = 0; i < a.size(); i++) {
-        finite &= isfinite(c[i]) ? 1 : 0;
-        num += ((double)a[i] - c[i]) * ((double)a[i] - c[i]);
-        den += (double)a[i] * a[i];
-    }
-    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    for (size_t i = 0; i < a.size(); i++) finite &= isfinite(c[i]) ? 1 : 0;
+    const double rel = rel_l2(c, a);
     char what[160];
     snprintf(what, sizeof what, "rope_rows B=%d heads=%d (positions up to 70000) = %d one-row ropes: rel %.1e%s", B, heads, B,
              rel, memcmp(a.data(), c.data(), a.size() * sizeof(float)) ? "" : " (bit for bit)");

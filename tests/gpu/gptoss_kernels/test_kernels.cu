@@ -654,15 +654,7 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
         int same = er == cudaSuccess && i1 == i2 && g1[0] == g2[0];
         for (int g = 0; g < GPTOSS_TOPK; g++) /* the entries the finish writes (the rest are unused) */
             same &= g1[1 + g] == g2[1 + g] && g1[1 + 4 + g] == g2[1 + 4 + g] && g1[1 + 8 + 4 * g] == g2[1 + 8 + 4 * g];
-        auto rel = [](const std::vector<float> &a, const std::vector<float> &b) {
-            double num = 0, den = 0;
-            for (size_t i = 0; i < a.size(); i++) {
-                num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
-                den += (double)b[i] * b[i];
-            }
-            return den > 0 ? sqrt(num / den) : sqrt(num);
-        };
-        const double ra = rel(a2, a1), rw2 = rel(w2, w1), rl = rel(l2, l1);
+        const double ra = rel_l2(a2, a1), rw2 = rel_l2(w2, w1), rl = rel_l2(l2, l1);
         /* the routed prologue sums the partial rows in the finish's order: bit for bit, not only close */
         const bool bits = a1.size() == a2.size() && !memcmp(a1.data(), a2.data(), a1.size() * 4) &&
                           !memcmp(w1.data(), w2.data(), w1.size() * 4) && !memcmp(l1.data(), l2.data(), l1.size() * 4);

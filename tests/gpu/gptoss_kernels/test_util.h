@@ -103,17 +103,23 @@ static inline void check_true(const char *what, int ok) {
     if (!ok) tu_failed++;
     printf("%-4s %s\n", ok ? "ok" : "FAIL", what);
 }
+/* Relative L2 error of got against ref over ref's elements: sqrt(sum (got - ref)^2 / sum ref^2), the absolute L2
+ * error when ref is all zero. */
+template <typename R> static double rel_l2(const std::vector<float> &got, const std::vector<R> &ref) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); i++) {
+        const double d = (double)got[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
 static inline void check_rel(const char *what, const std::vector<float> &got, const std::vector<double> &ref,
                              double bound) {
-    double num = 0, den = 0;
     int nan = 0;
-    for (size_t i = 0; i < ref.size(); i++) {
+    for (size_t i = 0; i < ref.size(); i++)
         if (!isfinite(got[i])) nan = 1;
-        const double d = (double)got[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    const double rel = rel_l2(got, ref);
     const int ok = !nan && rel <= bound;
     tu_checks++;
     if (!ok) tu_failed++;
