@@ -515,6 +515,17 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
                                     const uint8_t *scales, const uint16_t *b, const int32_t *counts,
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
                                     int max_pairs, int parts, int warps, float *y, cudaStream_t stream);
+/* The F16 form (the batched decode step's default, LLMR_GPTOSS_BATCH_MOE_F16): the weights decoded to fp16 by
+ * byte-permute table lookups (mxfp4_lut.h) scaled by 2^(s - 127 - shift[e]) (shift: the experts' fp16 shifts, tc.h
+ * gptoss_mxfp4_f16_shifts; exact down to 2^-24), the activations as two fp16 parts (hi = fp16(x), lo = fp16(x - hi):
+ * 22 significant bits, where the bf16 form's 2 parts keep 16), fp32 sums scaled back by 2^shift[e]: ~14 instead of
+ * ~20 instructions to decode 8 weights. The caller keeps |x| < 65,504 (fp16's range: the engine checks a bound at
+ * load). Not bit for bit the bf16 form (another rounding of x, another k order in the mma); the same bits at any
+ * tile size and occupancy. x 16-byte aligned when x_swz. Other arguments and limits as above with parts 2. */
+cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                                        const uint8_t *scales, const uint16_t *b, const int32_t *shift,
+                                        const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
+                                        float alpha, float limit, int max_pairs, int warps, float *y, cudaStream_t stream);
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);
 void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1 or 2 forces 8- or 16-pair tiles, 0 = automatic */
 /* Tests: the occupancy mode (1: 1 CTA per SM, 2: 2 CTAs of 16 warps, 3: 3 CTAs of 8 warps, 0 = automatic:

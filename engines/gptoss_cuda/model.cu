@@ -411,6 +411,40 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
     return LLMR_ENGINE_OK;
 }
 
+/* Whether the batched step's experts may take the streaming kernel's F16 form (m->batch_moe_f16): its activations
+ * must stay within fp16's range. gate_up's input is the MLP norm's output, |x_i r w_i| <= sqrt(H) max |w| (x_i^2 <=
+ * the sum of squares, so |x_i| r <= sqrt(H)); down's is the clamped SwiGLU, |g' sigmoid(alpha g')| <= max(limit,
+ * 0.28 / alpha) times |u' + 1| <= limit + 1. Both bounds must stay below 32,768 (half of fp16's largest value, for
+ * the rounding of hi). Reads the norm weights back from the device; needs the fp16 shifts. */
+static int batch_moe_f16_applies(gptoss_model *m) {
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size;
+    if (!m->moe_mma_stream || !m->layers[0].gu_shift || !(c->swiglu_limit > 0.0f) || !(c->swiglu_alpha > 0.0f)) return 0;
+    const double glu = c->swiglu_limit > 0.28 / c->swiglu_alpha ? c->swiglu_limit : 0.28 / c->swiglu_alpha;
+    if (!(glu * (c->swiglu_limit + 1.0) < 32768.0)) return 0;
+    uint16_t *nw = (uint16_t *)malloc((size_t)H * sizeof *nw);
+    if (!nw) return 0;
+    int ok = 1;
+    for (int l = 0; l < c->num_layers && ok; l++) {
+        if (cudaMemcpy(nw, m->layers[l].mlp_norm, (size_t)H * sizeof *nw, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            (void)cudaGetLastError();
+            ok = 0;
+            break;
+        }
+        float mx = 0.0f;
+        for (int i = 0; i < H; i++) {
+            const uint32_t bits = (uint32_t)nw[i] << 16;
+            float v;
+            memcpy(&v, &bits, sizeof v);
+            v = fabsf(v);
+            mx = v > mx || v != v ? v : mx; /* NaN: not bounded */
+        }
+        ok = mx == mx && sqrt((double)H) * mx < 32768.0;
+    }
+    free(nw);
+    return ok;
+}
+
 /* Fills the expert cache: each layer's gate_up and down, all experts, by the prompt path's exact
  * dequantization (gptoss_mxfp4_dequant_all, or gptoss_mxfp4_dequant_f16_all for the fp16 experts), so the
  * cached weights are the values it would compute. */
@@ -815,9 +849,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * vs 3.30, so 4. */
         m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
-        /* 2 (default since session 10): the batched steps' experts take the activations as 2 bf16 parts,
-         * the prompt path's accuracy (+3-4% out tok/s on the H200); 3: fp32-level, bit for bit
-         * gptoss_mxfp4_mma and the T = 1 path's products */
+        /* 2 (default since session 10): the batched steps' experts take the activations as 2 parts (+3-4% out
+         * tok/s on the H200 over 3): since session 19 the F16 form's fp16 parts (~3e-7, batch_moe_f16 below),
+         * else 2 bf16 parts, the prompt path's accuracy (~1e-5); 3: fp32-level, bit for bit gptoss_mxfp4_mma */
         m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
@@ -850,6 +884,13 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     if (m->tc.f16 && (st = f16_shifts_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->router_split && (st = router_rwt_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
+    m->batch_moe_f16 = 0;
+    if (env_int("LLMR_GPTOSS_BATCH_MOE_F16", 1, 0, 1) && m->batch_moe_parts == 2) { /* default; =0: the bf16 form */
+        m->batch_moe_f16 = batch_moe_f16_applies(m);
+        if (!m->batch_moe_f16 && getenv("LLMR_GPTOSS_BATCH_MOE_F16"))
+            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_BATCH_MOE_F16=1 ignored: no fp16 shifts (LLMR_GPTOSS_TC_F16=0?), the "
+                                   "pass-wise kernel, or activations not bounded within fp16's range");
+    }
     m->route_ring = 0;
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */

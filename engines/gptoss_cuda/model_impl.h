@@ -113,9 +113,15 @@ struct gptoss_model {
      * it can adjudicate fp32-level differences between two other paths (gptoss_batching's near-tie replays).
      * Off: the debug forward is the prompt path itself, which is what the parity driver measures. */
     int debug_precise;
-    /* activation parts of the batched step's tensor-core experts: 2 (default, the prompt path's level) or
-     * 3 (LLMR_GPTOSS_BATCH_MOE_PARTS=3: fp32-level, bit for bit gptoss_mxfp4_mma) */
+    /* activation parts of the batched step's tensor-core experts: 2 (default; fp16 parts with batch_moe_f16,
+     * else bf16 parts, the prompt path's level) or 3 (LLMR_GPTOSS_BATCH_MOE_PARTS=3: fp32-level, bit for bit
+     * gptoss_mxfp4_mma) */
     int batch_moe_parts;
+    /* 1 (default where it applies; LLMR_GPTOSS_BATCH_MOE_F16=0 turns it off): with 2 parts, the batched step's experts
+     * take the streaming kernel's F16 form (gptoss_mxfp4_mma_stream_f16: fewer decode instructions, 22-bit
+     * activations). Set at load only with the fp16 shifts (gu_shift / dn_shift) and where the experts' inputs are
+     * bounded within fp16's range for every layer (model.cu batch_moe_f16_applies) */
+    int batch_moe_f16;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */
@@ -247,7 +253,9 @@ llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *t
  * gate_up + SwiGLU from x (rows ldx = hidden size; swz: chunk-swizzled, as m->hsw) into m->act, down +
  * bias into m->dn. max_pairs bounds the pairs (4 x rows). parts: the activations' bf16 parts, 3 (fp32
  * level; the decode steps') or 2 (the prompt path's level, a third fewer products; the streaming kernel
- * only). The kernel is m->moe_mma_stream's. */
+ * only), or GPTOSS_MOE_PARTS_F16: the streaming kernel's F16 form (m->batch_moe_f16; the layer's fp16
+ * shifts). The kernel is m->moe_mma_stream's. */
+#define GPTOSS_MOE_PARTS_F16 16
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
                                    int parts);
 /* q, k and v of T rows of x (the normed residual) into m->q, m->kn, m->vn (+ biases) as ONE tensor-core

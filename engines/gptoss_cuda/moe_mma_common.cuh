@@ -7,10 +7,12 @@
 #define LLMR_GPTOSS_MOE_MMA_COMMON_CUH
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/mxfp4_lut.h"
 
 /* ------------------------------------------------------------------ MXFP4 -> bf16 */
 
@@ -67,7 +69,65 @@ static __device__ __noinline__ uint32_t mma_fp4_pair_any(uint32_t w, int I, uint
     return mma_fp4_slow((w >> (4 * I)) & 15u, s) | (mma_fp4_slow((w >> (4 * I + 16)) & 15u, s) << 16);
 }
 
+/* ------------------------------------------------------------------ MXFP4 -> fp16 (the F16 form)
+ *
+ * The streaming kernel's F16 form (gptoss_mxfp4_mma_stream_f16) decodes a whole 32-bit word of 8 nibbles with the
+ * byte-permute table of mxfp4_lut.h (10 instructions for 8 exact fp16 values) and scales each pair by the block's
+ * 2^(s - 127 - shift_e) with one HMUL2 (shift_e: the expert's fp16 shift, tc.h gptoss_mxfp4_f16_shifts, so the
+ * largest value is 6 x 2^13): 14 instructions per 8 weights where the bf16 decode takes 20. The products are exact
+ * down to 2^-24 (blocks 37 binades below the expert's largest, whose values round there); the epilogue multiplies
+ * by 2^shift_e again. */
+
+/* 2^e in both halves of an fp16 pair: normal from 2^-14, subnormal down to 2^-24, 0 below, at most 2^15. */
+static __device__ __forceinline__ uint32_t mma_f16_scale2(int e) {
+    e = e > 15 ? 15 : e;
+    const uint32_t h = e >= -14 ? (uint32_t)(e + 15) << 10 : e >= -24 ? 1u << (e + 24) : 0u;
+    return h | (h << 16);
+}
+
+static __device__ __forceinline__ uint32_t mma_hmul2_bits(uint32_t a, uint32_t b) {
+    __half2 x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x = __hmul2(x, y);
+    uint32_t out;
+    memcpy(&out, &x, sizeof out);
+    return out;
+}
+
 /* ------------------------------------------------------------------ mma and activation staging */
+
+static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* The F16 form's staged unit of a token row: x[k0 .. k0 + 3] (k0 % 4 == 0) as two fp16 parts, hi = fp16(x) and lo =
+ * fp16(x - hi) (x - hi is exact in fp32; 22 significant bits together, absolute 2^-25 below fp16's normal range):
+ * .x = hi (k0, k0 + 1), .y = hi (k0 + 2, k0 + 3), .z .w the same for lo, the order of the B registers (b0: k0, k0 + 1;
+ * b1: k0 + 2, k0 + 3). The caller keeps |x| below 65,504 (the engine checks its bound at load). */
+static __device__ __forceinline__ void mma_stage_unit_f16(const float *row, int swz, int K, int k0, uint4 *u) {
+    float v[4];
+    if (swz) {
+        const float4 f = *(const float4 *)(row + ((k0 & 31) >> 2) * (K / 8) + (k0 >> 5) * 4);
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+    } else {
+        const float2 p = *(const float2 *)(row + k0), q = *(const float2 *)(row + k0 + 2);
+        v[0] = p.x; v[1] = p.y; v[2] = q.x; v[3] = q.y;
+    }
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const __half2 hi = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+        const float2 hf = __half22float2(hi);
+        const __half2 lo = __floats2half2_rn(v[2 * i] - hf.x, v[2 * i + 1] - hf.y);
+        memcpy(&w[i], &hi, 4);
+        memcpy(&w[2 + i], &lo, 4);
+    }
+    *u = make_uint4(w[0], w[1], w[2], w[3]);
+}
 
 
 static __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {

@@ -111,6 +111,46 @@ static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uin
         for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
 }
 
+/* The F16 form of ms_superchunk (PARTS = 2): each word of a lane's two rows decoded once for its two k16 steps
+ * (mxfp4_lut_halves: nibbles 0..3 feed the even step, 4..7 the odd one; a[r] = nibbles 4jj, 4jj + 1 of row r, a[2 +
+ * r] = 4jj + 2, 4jj + 3, which the staging matches: mma_stage_unit_f16) and scaled by sc2[r] = 2^(s - 127 - shift)
+ * per pair; B's hi and lo parts from the staged unit. */
+template <int NT>
+static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const uint32_t sc2[2], const uint4 *const xs_row[NT],
+                                                         int cp, float acc[NT][4]) {
+    float part[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) part[n][i] = 0.0f;
+#pragma unroll
+    for (int wi = 0; wi < 4; wi++) {
+        uint32_t h[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint32_t w = wi == 0 ? q[r].x : wi == 1 ? q[r].y : wi == 2 ? q[r].z : q[r].w;
+            mxfp4_lut_halves(w, h[r]);
+#pragma unroll
+            for (int i = 0; i < 4; i++) h[r][i] = mma_hmul2_bits(h[r][i], sc2[r]);
+        }
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+            const int j = 2 * wi + jj;
+            const uint32_t a[4] = {h[0][2 * jj], h[1][2 * jj], h[0][2 * jj + 1], h[1][2 * jj + 1]};
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                const uint4 bv = xs_row[n][32 * cp + 4 * j];
+                mma_f16(part[n], a, bv.x, bv.y); /* hi */
+                mma_f16(part[n], a, bv.z, bv.w); /* lo */
+            }
+        }
+    }
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
+}
+
 /* The (expert, token tile) of item y: walk the experts' tile counts ceil(counts[e] / tile) in order
  * (a warp scan, 32 experts per step). Returns 0 when y is past the last tile. */
 static __device__ __forceinline__ int ms_item(const int32_t *counts, int E, int tile, int y, int lane, int *e_out,
@@ -141,7 +181,7 @@ static __device__ __forceinline__ int ms_item(const int32_t *counts, int E, int 
  * grouped pairs; zeros past K and past ntok). Loads batched B units per thread so their L2 round trips
  * overlap (B = 8 costs 48 registers: 4 and 2 under the register caps of modes 3 and 2, which spill
  * otherwise). */
-template <int B>
+template <int B, bool F16>
 static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz, const int32_t *gather, int off,
                                                 int ntok, int tn, int K, int c0, int pc, int stride, uint4 *xs,
                                                 uint2 *xl) {
@@ -156,11 +196,13 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
             lv[b] = make_uint2(0u, 0u);
             if (idx < total) {
                 const int i = idx / units, u = idx - i * units;
-                const int k = 128 * (c0 + (u >> 5)) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + 2 * ((u >> 2) & 1);
+                /* F16: the unit's 4 values are consecutive (mma_stage_unit_f16); bf16: k, k + 1, k + 4, k + 5 */
+                const int k = 128 * (c0 + (u >> 5)) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + (F16 ? 4 : 2) * ((u >> 2) & 1);
                 if (i < ntok && k < K) {
                     const int p = off + i;
                     const int src = gather ? gather[p] : p;
-                    mma_stage_unit(x + (size_t)src * ldx, swz, K, k, &hv[b], &lv[b]);
+                    if constexpr (F16) mma_stage_unit_f16(x + (size_t)src * ldx, swz, K, k, &hv[b]);
+                    else mma_stage_unit(x + (size_t)src * ldx, swz, K, k, &hv[b], &lv[b]);
                 }
             }
         }
@@ -170,7 +212,7 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
             if (idx < total) {
                 const int i = idx / units, u = idx - i * units;
                 xs[(size_t)i * stride + u] = hv[b];
-                xl[(size_t)i * stride + u] = lv[b];
+                if constexpr (!F16) xl[(size_t)i * stride + u] = lv[b];
             }
         }
     }
@@ -179,11 +221,13 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
  * phase, ms_shape: all of K or a multiple of the depth). */
-template <int NT, int PARTS, int OCC>
+template <int NT, int PARTS, int OCC, bool F16>
 __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
-                            const uint8_t *scales, const uint16_t *bias, const int32_t *counts, const int32_t *offsets,
-                            int E, int K, int N, int swiglu, float alpha, float limit, int tn, int pc, float *y) {
+                            const uint8_t *scales, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
+                            const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int tn,
+                            int pc, float *y) {
+    static_assert(!F16 || PARTS == 2, "the F16 form has two activation parts");
     extern __shared__ uint4 ms_smem[];
     constexpr int TN = 8 * NT, MS_DEPTH = ms_occ<OCC>::DEPTH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
@@ -194,6 +238,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     const int NC = K / 32, nsc = (K + 127) / 128, stride = ms_stride(pc);
     const uint8_t *eb = blocks + (size_t)e * N * (K / 2);
     const uint8_t *es = scales + (size_t)e * N * NC;
+    const int sh = F16 ? shift[e] : 0; /* F16: the expert's fp16 shift (its weights x 2^-sh, its sums x 2^sh) */
     uint4 *xs = ms_smem;
     uint2 *xl = (uint2 *)(ms_smem + (size_t)tn * stride);
 
@@ -231,7 +276,8 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
     for (int cb = 0; cb < nsc; cb += pc) { /* phases of pc super-chunks (one phase with 8-token tiles) */
         if (cb > 0) __syncthreads(); /* every warp is done with the previous phase's staging */
-        ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride, xs, xl);
+        ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4, F16>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride,
+                                                      xs, xl);
         __syncthreads();
         if (!active) continue;
         const int ce = min(cb + pc, nsc);
@@ -240,6 +286,12 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
             for (int d = 0; d < MS_DEPTH; d++) { /* ring slot d holds super-chunk c (pc is a multiple of MS_DEPTH) */
                 const int c = c0 + d;
                 if (c >= ce) break;
+                if constexpr (F16) {
+                    const uint32_t sc2[2] = {mma_f16_scale2((int)s[d][0] - 127 - sh), mma_f16_scale2((int)s[d][1] - 127 - sh)};
+                    ms_superchunk_f16<NT>(q[d], sc2, xs_row, c - cb, acc);
+                    if (c + MS_DEPTH < nsc) ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
+                    continue;
+                }
                 const bool fast = MMA_FAST_S(s[d][0]) && MMA_FAST_S(s[d][1]);
                 if (__all_sync(0xffffffffu, fast)) ms_superchunk<true, NT, PARTS>(q[d], s[d], xs_row, xl_row, c - cb, acc);
                 else ms_superchunk<false, NT, PARTS>(q[d], s[d], xs_row, xl_row, c - cb, acc);
@@ -248,6 +300,13 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         }
     }
     if (!active) return;
+    if constexpr (F16) { /* the expert's shift undone (a power of two: exact) */
+        const float up = ldexpf(1.0f, sh);
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[n][i] *= up;
+    }
     /* epilogue: acc[n][0..1] row g, tokens 8n + 2t, +1; acc[n][2..3] row g + 8 (gate_up: the up row) */
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -313,20 +372,20 @@ static ms_shape_t ms_shape(int K, int max_pairs) {
 
 /* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC>, opting it into the large staging at its first launch
  * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
-template <int NT, int PARTS, int OCC>
+template <int NT, int PARTS, int OCC, bool F16>
 static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, const float *x, int ldx, int swz,
                              const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
-                             const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu, float alpha,
-                             float limit, int tn, int pc, float *y) {
+                             const int32_t *shift, const int32_t *counts, const int32_t *offsets, int E, int K, int N,
+                             int swiglu, float alpha, float limit, int tn, int pc, float *y) {
     static int opted;
     if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC>,
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
         if (e != cudaSuccess) return e;
         opted = 1;
     }
-    mxfp4_mma_stream_kernel<NT, PARTS, OCC><<<grid, threads, smem, stream>>>(
-        x, ldx, swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, y);
+    mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16><<<grid, threads, smem, stream>>>(
+        x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, y);
     return cudaGetLastError();
 }
 
@@ -340,16 +399,18 @@ size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
     return ms_smem_of(&sh);
 }
 
-cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
-                                    const uint8_t *scales, const uint16_t *b, const int32_t *counts,
-                                    const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                                    int max_pairs, int parts, int warps, float *y, cudaStream_t stream) {
+/* Both forms: shift == NULL the bf16 one with `parts` activation parts, else the F16 one (parts 2). */
+static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                          const uint8_t *scales, const uint16_t *b, const int32_t *shift, const int32_t *counts,
+                          const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int max_pairs,
+                          int parts, int warps, float *y, cudaStream_t stream) {
     if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
     const ms_shape_t sh = ms_shape(K, max_pairs);
     const size_t smem = ms_smem_of(&sh);
+    if (shift && (parts != 2 || (x_swz && ((uintptr_t)x & 15)))) return cudaErrorInvalidValue;
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM && parts == 3) /* K too long to stage: the pass-wise kernel */
         return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
                                 y, stream);
@@ -362,13 +423,31 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-#define MS_LAUNCH(NT_, P_, O_)                                                                                     \
-    ms_launch<NT_, P_, O_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, \
-                           N, swiglu, alpha, limit, tn, pc, y)
-#define MS_LAUNCH_OCC(NT_, P_) \
-    (occ == 2 ? MS_LAUNCH(NT_, P_, 2) : occ == 3 ? MS_LAUNCH(NT_, P_, 3) : MS_LAUNCH(NT_, P_, 1))
-    if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3) : MS_LAUNCH_OCC(1, 3);
-    return nt == 2 ? MS_LAUNCH_OCC(2, 2) : MS_LAUNCH_OCC(1, 2);
+#define MS_LAUNCH(NT_, P_, O_, F_)                                                                                    \
+    ms_launch<NT_, P_, O_, F_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, counts,   \
+                               offsets, E, K, N, swiglu, alpha, limit, tn, pc, y)
+#define MS_LAUNCH_OCC(NT_, P_, F_) \
+    (occ == 2 ? MS_LAUNCH(NT_, P_, 2, F_) : occ == 3 ? MS_LAUNCH(NT_, P_, 3, F_) : MS_LAUNCH(NT_, P_, 1, F_))
+    if (shift) return nt == 2 ? MS_LAUNCH_OCC(2, 2, true) : MS_LAUNCH_OCC(1, 2, true);
+    if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
+    return nt == 2 ? MS_LAUNCH_OCC(2, 2, false) : MS_LAUNCH_OCC(1, 2, false);
 #undef MS_LAUNCH_OCC
 #undef MS_LAUNCH
+}
+
+cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                                    const uint8_t *scales, const uint16_t *b, const int32_t *counts,
+                                    const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
+                                    int max_pairs, int parts, int warps, float *y, cudaStream_t stream) {
+    return ms_run(x, ldx, x_swz, gather, blocks, scales, b, NULL, counts, offsets, E, K, N, swiglu, alpha, limit, max_pairs,
+                  parts, warps, y, stream);
+}
+
+cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
+                                        const uint8_t *scales, const uint16_t *b, const int32_t *shift,
+                                        const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
+                                        float alpha, float limit, int max_pairs, int warps, float *y, cudaStream_t stream) {
+    if (!shift) return cudaErrorInvalidValue;
+    return ms_run(x, ldx, x_swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit,
+                  max_pairs, 2, warps, y, stream);
 }

@@ -344,7 +344,8 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-            K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n, m->batch_moe_parts));
+            K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n,
+                                      m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts));
             K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
             PART_(4);
             continue;

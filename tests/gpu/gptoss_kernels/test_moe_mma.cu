@@ -74,7 +74,8 @@ typedef struct {
     uint16_t *d_gbias, *d_dbias;
 } mm_layer;
 
-static void mm_layer_make(mm_layer *L, int E, int H, int I) {
+/* Random experts; scale bytes uniform in s_lo .. s_lo + s_span - 1. */
+static void mm_layer_make(mm_layer *L, int E, int H, int I, int s_lo = 118, int s_span = 6) {
     L->E = E; L->H = H; L->I = I;
     L->gub.resize((size_t)E * 2 * I * (H / 32) * 16);
     L->gus.resize((size_t)E * 2 * I * (H / 32));
@@ -82,8 +83,8 @@ static void mm_layer_make(mm_layer *L, int E, int H, int I) {
     L->dns.resize((size_t)E * H * (I / 32));
     for (size_t i = 0; i < L->gub.size(); i += 8) { uint64_t r = rnd64(); memcpy(&L->gub[i], &r, 8); }
     for (size_t i = 0; i < L->dnb.size(); i += 8) { uint64_t r = rnd64(); memcpy(&L->dnb[i], &r, 8); }
-    for (auto &v : L->gus) v = (uint8_t)(118 + rnd64() % 6);
-    for (auto &v : L->dns) v = (uint8_t)(118 + rnd64() % 6);
+    for (auto &v : L->gus) v = (uint8_t)(s_lo + rnd64() % s_span);
+    for (auto &v : L->dns) v = (uint8_t)(s_lo + rnd64() % s_span);
     L->gbias.resize((size_t)E * 2 * I);
     L->dbias.resize((size_t)E * H);
     for (auto &v : L->gbias) v = f2bf(nrand() * 0.5f);
@@ -181,8 +182,34 @@ static void mm_down_err(const mm_layer *L, int e, const float *act, const float 
     }
 }
 
+/* A variant's act and dn against the CPU for the checked pairs (every step-th): act against ref_act (from x), dn
+ * against the variant's own act (mm_down_err); two checks, "<what> gate_up+swiglu" and "<what> down+bias". */
+static void mm_check_against(const char *what, const mm_layer *L, const std::vector<int32_t> &ids,
+                             const std::vector<int32_t> &pair_of, int step, const std::vector<double> &ref_act,
+                             const std::vector<float> &act, const std::vector<float> &dn, double *wr, double bound) {
+    const int I = L->I, H = L->H, P = (int)ids.size();
+    double an = 0, ad = 0, dnum = 0, dden = 0;
+    int nan = 0;
+    for (int q = 0; q < P; q += step) {
+        const int e = ids[q], p = pair_of[q];
+        for (int j = 0; j < I; j++) {
+            const double got = act[(size_t)p * I + j], a = ref_act[(size_t)p * I + j];
+            if (!isfinite(got)) nan = 1;
+            an += (got - a) * (got - a);
+            ad += a * a;
+        }
+        mm_down_err(L, e, &act[(size_t)p * I], &dn[(size_t)p * H], wr, &dnum, &dden, &nan);
+    }
+    char w[200];
+    snprintf(w, sizeof w, "%s gate_up+swiglu", what);
+    mm_check_rel(w, an, ad, nan, bound);
+    snprintf(w, sizeof w, "%s down+bias", what);
+    mm_check_rel(w, dnum, dden, nan, bound);
+}
+
 /* Correctness at T tokens: CPU reference for up to max_pairs (token, slot) pairs (all when fewer). */
-static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
+/* loose: a factor on the bounds against the CPU (scales over many binades sum with more cancellation) */
+static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double loose = 1.0) {
     const int E = L->E, H = L->H, I = L->I, P = T * 4;
     const float alpha = 1.702f, limit = 7.0f;
     std::vector<float> x((size_t)T * H);
@@ -229,9 +256,9 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
     char what[160];
     snprintf(what, sizeof what, "mxfp4_mma gate_up+swiglu T=%d H=%d I=%d E=%d (%d empty experts, busiest %d, %d pairs checked)",
              T, H, I, E, empty, busiest, (P + step - 1) / step);
-    mm_check_rel(what, an, ad, nan, 2e-6);
+    mm_check_rel(what, an, ad, nan, 2e-6 * loose);
     snprintf(what, sizeof what, "mxfp4_mma down+bias T=%d H=%d I=%d E=%d", T, H, I, E);
-    mm_check_rel(what, dnum, dden, nan, 2e-6);
+    mm_check_rel(what, dnum, dden, nan, 2e-6 * loose);
     /* the same activations chunk-swizzled (the decode router's h_sw layout): bit for bit */
     {
         std::vector<float> xs(x.size());
@@ -288,22 +315,8 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
             dn_t[i] = dev_download(ddn2, (size_t)P * H);
             cudaFree(dact2); cudaFree(ddn2);
         }
-        double n2 = 0, d2 = 0, dn2n = 0, dn2d = 0;
-        int nan2 = 0;
-        for (int q = 0; q < P; q += step) {
-            const int e = ids[q], p = pair_of[q];
-            for (int j = 0; j < I; j++) {
-                const double got = act_t[0][(size_t)p * I + j], a = ref_act[(size_t)p * I + j];
-                if (!isfinite(got)) nan2 = 1;
-                n2 += (got - a) * (got - a);
-                d2 += a * a;
-            }
-            mm_down_err(L, e, &act_t[0][(size_t)p * I], &dn_t[0][(size_t)p * H], wr.data(), &dn2n, &dn2d, &nan2);
-        }
-        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts gate_up+swiglu T=%d", T);
-        mm_check_rel(what, n2, d2, nan2, 3e-5);
-        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts down+bias T=%d", T);
-        mm_check_rel(what, dn2n, dn2d, nan2, 3e-5);
+        snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts T=%d", T);
+        mm_check_against(what, L, ids, pair_of, step, ref_act, act_t[0], dn_t[0], wr.data(), 3e-5 * loose);
         snprintf(what, sizeof what, "mxfp4_mma_stream 2 parts T=%d: the same bits with 8- and 16-pair tiles", T);
         mm_check(what, !memcmp(act_t[1].data(), act_t[0].data(), act_t[0].size() * 4) &&
                            !memcmp(dn_t[1].data(), dn_t[0].data(), dn_t[0].size() * 4), NULL);
@@ -319,6 +332,49 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs) {
                      NULL);
             cudaFree(dact2); cudaFree(ddn2);
         }
+    }
+    /* the F16 form (the batched decode step's default): against the CPU (act from x; dn from the GPU's own act),
+     * 22-bit activations, so near the 3-part level; the same bits with 8- and 16-pair tiles, swizzled activations
+     * and in every occupancy mode */
+    {
+        int32_t *dgsh, *ddsh;
+        CK(cudaMalloc((void **)&dgsh, (size_t)E * 4));
+        CK(cudaMalloc((void **)&ddsh, (size_t)E * 4));
+        CK(gptoss_mxfp4_f16_shifts(L->d_gus, E, 2 * I, H, dgsh, 0));
+        CK(gptoss_mxfp4_f16_shifts(L->d_dns, E, H, I, ddsh, 0));
+        std::vector<float> xs(x.size());
+        for (int t = 0; t < T; t++)
+            for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
+        float *dxs = dev_upload(xs);
+        /* tiles (0 = automatic), occupancy (0 = automatic), swizzled */
+        const int forms[6][3] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 1}, {1, 2, 1}, {1, 3, 0}, {2, 1, 0}};
+        std::vector<float> a0, d0;
+        int same = 1;
+        for (int f = 0; f < 6; f++) {
+            float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+            mm_stream_tiles(forms[f][0]);
+            gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
+            CK(gptoss_mxfp4_mma_stream_f16(forms[f][2] ? dxs : dx, H, forms[f][2], r.pair_token, L->d_gub, L->d_gus,
+                                           L->d_gbias, dgsh, r.counts, r.offsets, E, H, 2 * I, 1, alpha, limit, P, 0, dact2, 0));
+            CK(gptoss_mxfp4_mma_stream_f16(dact2, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
+                                           H, 0, 0.0f, 0.0f, P, 0, ddn2, 0));
+            gptoss_mxfp4_mma_stream_force_occ(0);
+            mm_stream_tiles(0);
+            auto a2 = dev_download(dact2, (size_t)P * I);
+            auto d2 = dev_download(ddn2, (size_t)P * H);
+            if (f == 0) {
+                a0 = a2;
+                d0 = d2;
+            } else {
+                same &= !memcmp(a2.data(), a0.data(), a0.size() * 4) && !memcmp(d2.data(), d0.data(), d0.size() * 4);
+            }
+            cudaFree(dact2); cudaFree(ddn2);
+        }
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
+        mm_check_against(what, L, ids, pair_of, step, ref_act, a0, d0, wr.data(), 5e-6 * loose);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8- and 16-pair tiles, swizzled x, every occupancy mode", T);
+        mm_check(what, same, NULL);
+        cudaFree(dxs); cudaFree(dgsh); cudaFree(ddsh);
     }
     /* token T-1 alone (its 4 pairs, same experts): bit for bit the batched result */
     if (T > 1) {
@@ -462,6 +518,26 @@ static void time_stream(int T, const mm_layer *L) {
     const double t_old = tu_time_ms([&]() { mm_run(L, &r, dx, 0, dact, ddn); }, reps);
     printf("time experts T=%-4d (%d experts touched): mxfp4_mma %.3f ms (%.2f TB/s)", T, touched, t_old,
            bytes / (t_old * 1e-3) / 1e12);
+    { /* the automatic shape, bf16 with 2 parts against the F16 form, in the order A B B A (a later slot runs faster) */
+        int32_t *dgsh, *ddsh;
+        CK(cudaMalloc((void **)&dgsh, (size_t)E * 4));
+        CK(cudaMalloc((void **)&ddsh, (size_t)E * 4));
+        CK(gptoss_mxfp4_f16_shifts(L->d_gus, E, 2 * I, H, dgsh, 0));
+        CK(gptoss_mxfp4_f16_shifts(L->d_dns, E, H, I, ddsh, 0));
+        auto f16 = [&]() {
+            CK(gptoss_mxfp4_mma_stream_f16(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts, r.offsets,
+                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, dact, 0));
+            CK(gptoss_mxfp4_mma_stream_f16(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
+                                           H, 0, 0.0f, 0.0f, P, 0, ddn, 0));
+        };
+        auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
+        const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), b2 = tu_time_ms(f16, reps),
+                     a2 = tu_time_ms(bf16, reps);
+        printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s)", a1, a2, b1, b2,
+               bytes / (fmin(b1, b2) * 1e-3) / 1e12);
+        cudaFree(dgsh);
+        cudaFree(ddsh);
+    }
     /* tiles (0 = auto), warps, parts, occupancy mode */
     const int shapes[15][4] = {{0, 0, 3, 1}, {1, 16, 3, 1}, {2, 16, 3, 1}, {0, 0, 2, 1}, {1, 16, 2, 1}, {2, 16, 2, 1},
                                {1, 16, 3, 2}, {2, 16, 3, 2}, {1, 8, 3, 3}, {2, 8, 3, 3}, {1, 16, 2, 2}, {1, 8, 2, 3},
@@ -516,6 +592,10 @@ void gptoss_moe_mma_checks(int *checks, int *failed) {
     mm_layer_make(&o, 6, 160, 96);
     test_mma(37, &o, 1, 1 << 30);
     mm_layer_free(&o);
+    mm_layer w; /* scales over 41 binades: the bf16 form's slow decode, the F16 form's subnormal and flushed blocks */
+    mm_layer_make(&w, 6, 160, 96, 96, 41);
+    test_mma(21, &w, 0, 1 << 30, 4.0); /* both forms ~2.5e-6 on the H100 (session 19 call 3) */
+    mm_layer_free(&w);
     mm_layer b; /* gpt-oss-20b's shapes */
     mm_layer_make(&b, 32, 2880, 2880);
     test_mma(1, &b, 0, 4);
