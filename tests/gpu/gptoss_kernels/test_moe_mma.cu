@@ -347,10 +347,10 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
         float *dxs = dev_upload(xs);
         /* tiles (0 = automatic), occupancy (0 = automatic), swizzled */
-        const int forms[6][3] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 1}, {1, 2, 1}, {1, 3, 0}, {2, 1, 0}};
+        const int forms[7][3] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 1}, {1, 2, 1}, {1, 3, 0}, {2, 1, 0}, {2, 2, 0}};
         std::vector<float> a0, d0;
         int same = 1;
-        for (int f = 0; f < 6; f++) {
+        for (int f = 0; f < 7; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
