@@ -448,6 +448,16 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
                               const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
                               int n_heads, int n_kv, const int32_t *pos, const float *inv_freq, float attn_factor,
                               float *q, gptoss_kv kv, cudaStream_t stream);
+/* The same prologue for the n <= 8 rows of a batched step (qkv_decode.cu, session 19): row r of x (rows of H) at
+ * position pos[r] (device) through block table row r of kv; q -> q + r * n_heads * 64. Each weight load serves every
+ * row, and each row's result is bit for bit gptoss_qkv_decode's for that row alone. n > 8: cudaErrorNotSupported;
+ * other limits as gptoss_qkv_decode. Sets its shared-memory opt-in at its first launch (call it outside a graph
+ * capture first; the batched steps run without graphs). */
+#define GPTOSS_QKV_ROWS_MAX 8
+cudaError_t gptoss_qkv_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
+                            const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
+                            int n_heads, int n_kv, int n, const int32_t *pos, const float *inv_freq, float attn_factor,
+                            float *q, gptoss_kv kv, cudaStream_t stream);
 
 /* ---- decode attention split over keys (attention_decode.cu), the flash-decoding form of
  * gptoss_attention_at (same arguments and semantics): for each row b < B, the query q[b, :] at

@@ -853,6 +853,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * tok/s on the H200 over 3): since session 19 the F16 form's fp16 parts (~3e-7, batch_moe_f16 below),
          * else 2 bf16 parts, the prompt path's accuracy (~1e-5); 3: fp32-level, bit for bit gptoss_mxfp4_mma */
         m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
+        /* batched steps of up to 8 rows: the attention prologue in one launch (gptoss_qkv_rows) instead of the norm,
+         * cuBLAS q/k/v over 2 bf16 parts, two RoPEs and the store; 0: off */
+        m->batch_qkv_rows = env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", GPTOSS_QKV_ROWS_MAX, 0, GPTOSS_QKV_ROWS_MAX);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

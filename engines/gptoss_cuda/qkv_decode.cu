@@ -7,7 +7,12 @@
  * normalizes x into shared memory and then streams weight rows like gptoss_gemv1 (16-byte loads, several
  * in flight per lane). A warp owns the rotate-half pair of rows (i, i + 32) of one head, so RoPE is
  * applied in the epilogue with both halves in registers: the angle float(pos) * inv_freq[i], cos/sin
- * times attn_factor, exactly as gptoss_rope. */
+ * times attn_factor, exactly as gptoss_rope.
+ *
+ * gptoss_qkv_rows (session 19): the same prologue for the n <= 8 rows of a small batched step, each weight load
+ * serving every row. Each row's arithmetic is the one-token kernel's (its sum of squares in the same order, its dot
+ * products in the same expression and lane order, the same RoPE), so a row of a batched step gets the bits it would
+ * get alone; where the step took cuBLAS with the activations split in two bf16 parts (~1e-5) and 6 launches. */
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/pdl.h"
 
@@ -171,4 +176,179 @@ cudaError_t gptoss_qkv_decode(const float *x, const uint16_t *norm_w, float eps,
                       gptoss_pdl_enabled(), x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, pos, inv_freq,
                       attn_factor, q, kv, gptoss_pdl_enabled());
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/* ------------------------------------------------------------------ several rows: gptoss_qkv_rows */
+
+
+/* Rows r < nrows of x normalized into xs4 (row r at xs4 + 2 r K8, the one-token kernel's layout): for each row its
+ * sum of squares in that kernel's order (each thread its elements tid, tid + 256, ..., then the xor shuffles, then
+ * the 8 warps' partial sums in order), so each row's h is bit for bit what that kernel computes alone. x is read once:
+ * the first pass leaves it in place in shared memory, the second normalizes it there. */
+static __device__ __forceinline__ int qkv_xs_index(int i, int K8) { return ((i & 7) >> 2) * K8 * 4 + (i >> 3) * 4 + (i & 3); }
+
+template <int R>
+static __device__ __forceinline__ void qkv_rows_norm(const float *x, const uint16_t *norm_w, float eps, int H, int nrows,
+                                                     float4 *xs4, float (*red)[QKV_WARPS]) {
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, K8 = H / 8;
+    float *xsf = (float *)xs4;
+    float ss[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) ss[r] = 0.0f;
+    for (int i = tid; i < H; i += blockDim.x) {
+        const int xi = qkv_xs_index(i, K8);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < nrows) {
+                const float v = x[(size_t)r * H + i];
+                ss[r] += v * v;
+                xsf[(size_t)r * H + xi] = v;
+            }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        for (int o = 16; o > 0; o >>= 1) ss[r] += __shfl_xor_sync(0xffffffffu, ss[r], o);
+        if (lane == 0) red[r][warp] = ss[r];
+    }
+    __syncthreads();
+    float rs[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        float tot = 0.0f;
+        for (int w = 0; w < QKV_WARPS; w++) tot += red[r][w];
+        rs[r] = rsqrtf(tot / (float)H + eps);
+    }
+    for (int i = tid; i < H; i += blockDim.x) {
+        const int xi = qkv_xs_index(i, K8);
+        const float nw = gptoss_bf16_to_f32(norm_w[i]);
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (r < nrows) xsf[(size_t)r * H + xi] = (xsf[(size_t)r * H + xi] * rs[r]) * nw;
+    }
+    __syncthreads();
+}
+
+/* Weight loads in flight per lane and the blocks per SM the registers are capped for, by rows: more rows, more
+ * arithmetic per load, fewer loads needed in flight (the chunk order per lane is the same at any unroll) */
+template <int R> struct qkv_rows_cfg { enum { UNROLL = R <= 2 ? QKV_UNROLL : 4, MINB = R <= 4 ? 3 : 2 }; };
+
+template <int R>
+__global__ void __launch_bounds__(QKV_WARPS * 32, qkv_rows_cfg<R>::MINB) qkv_rows_kernel(const float *x, const uint16_t *norm_w, float eps,
+                                                                  const uint16_t *qw, const uint16_t *qb,
+                                                                  const uint16_t *kw, const uint16_t *kb,
+                                                                  const uint16_t *vw, const uint16_t *vb, int H, int NH,
+                                                                  int NKV, int nrows, const int32_t *pos_dev,
+                                                                  const float *inv_freq, float af, float *q, gptoss_kv kv) {
+    extern __shared__ float4 xs4[]; /* row r: [2][H / 8] at 2 r (H / 8) */
+    __shared__ float red[R][QKV_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, K8 = H / 8, QD = NH * GPTOSS_HEAD_DIM;
+    const int half = GPTOSS_HEAD_DIM / 2, pairs = (NH + 2 * NKV) * half;
+    qkv_rows_norm<R>(x, norm_w, eps, H, nrows, xs4, red);
+    for (int tp = blockIdx.x * QKV_WARPS + warp; tp < pairs; tp += gridDim.x * QKV_WARPS) {
+        const int head = tp / half;
+        int n1;
+        const uint16_t *W = qkv_pair_rows(tp, NH, NKV, qw, kw, vw, &n1);
+        const int n2 = n1 + half;
+        const uint4 *w1 = (const uint4 *)(W + (size_t)n1 * H), *w2 = (const uint4 *)(W + (size_t)n2 * H);
+        float a1[R], a2[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) a1[r] = a2[r] = 0.0f;
+        constexpr int U = qkv_rows_cfg<R>::UNROLL;
+        for (int c0 = lane; c0 < K8; c0 += 32 * U) {
+            uint4 v1[U], v2[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = c0 + 32 * u;
+                v1[u] = c < K8 ? __ldcs(w1 + c) : make_uint4(0u, 0u, 0u, 0u);
+                v2[u] = c < K8 ? __ldcs(w2 + c) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = c0 + 32 * u;
+                if (c < K8)
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        if (r >= nrows) break;
+                        const float4 a = xs4[(size_t)2 * r * K8 + c], d = xs4[(size_t)(2 * r + 1) * K8 + c];
+                        a1[r] += bf16x8_dot(v1[u], a, d);
+                        a2[r] += bf16x8_dot(v2[u], a, d);
+                    }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            for (int o = 16; o > 0; o >>= 1) {
+                a1[r] += __shfl_xor_sync(0xffffffffu, a1[r], o);
+                a2[r] += __shfl_xor_sync(0xffffffffu, a2[r], o);
+            }
+        if (lane != 0) continue;
+        const float3 cc = qkv_row_pair_consts(tp, NH, NKV, qb, kb, vb, inv_freq);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (r >= nrows) break;
+            const int pos = pos_dev[r];
+            float b1 = a1[r] + cc.x, b2 = a2[r] + cc.y;
+            if (head < NH + NKV) { /* RoPE, as rope_kernel and the one-token kernel */
+                const float ang = (float)pos * cc.z;
+                const float cs = cosf(ang) * af, sn = sinf(ang) * af;
+                const float x1 = b1, x2 = b2;
+                b1 = x1 * cs - x2 * sn;
+                b2 = x2 * cs + x1 * sn;
+            }
+            if (head < NH) {
+                q[(size_t)r * QD + n1] = b1;
+                q[(size_t)r * QD + n2] = b2;
+            } else { /* row r's new K/V into its page (block table row r) */
+                float *dst = head < NH + NKV ? gptoss_kv_k(kv, r, pos) : gptoss_kv_v(kv, r, pos);
+                dst[n1] = b1;
+                dst[n2] = b2;
+            }
+        }
+    }
+}
+
+/* Launches qkv_rows_kernel<R>, opting it into its shared memory at the first launch (not a stream operation). */
+template <int R>
+static cudaError_t qkv_rows_launch(int blocks, const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w,
+                                   const uint16_t *q_b, const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w,
+                                   const uint16_t *v_b, int H, int NH, int NKV, int n, const int32_t *pos,
+                                   const float *inv_freq, float af, float *q, gptoss_kv kv, cudaStream_t s) {
+    const size_t smem = (size_t)R * H * sizeof(float);
+    static size_t opted; /* the largest size opted in so far */
+    if (smem > 48 * 1024 && smem > opted) {
+        const cudaError_t e = cudaFuncSetAttribute(qkv_rows_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+        opted = smem;
+    }
+    qkv_rows_kernel<R><<<blocks, QKV_WARPS * 32, smem, s>>>(x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, NH, NKV, n,
+                                                           pos, inv_freq, af, q, kv);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_qkv_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *q_w, const uint16_t *q_b,
+                            const uint16_t *k_w, const uint16_t *k_b, const uint16_t *v_w, const uint16_t *v_b, int H,
+                            int n_heads, int n_kv, int n, const int32_t *pos, const float *inv_freq, float attn_factor,
+                            float *q, gptoss_kv kv, cudaStream_t s) {
+    if (n < 1 || n > GPTOSS_QKV_ROWS_MAX) return cudaErrorNotSupported;
+    if (H <= 0 || H % 8 || H > GPTOSS_DECODE_MAX_K || n_heads <= 0 || n_kv <= 0 || !pos ||
+        (((uintptr_t)q_w | (uintptr_t)k_w | (uintptr_t)v_w) & 15) || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
+        return cudaErrorInvalidValue;
+    const int R = n <= 2 ? 2 : n <= 4 ? 4 : 8;
+    /* one wave of blocks: as many as are resident at once (the registers' cap, qkv_rows_cfg, and each block's R
+     * normalized rows in shared memory): every block normalizes the rows once, then loops over row pairs */
+    if ((size_t)R * H * sizeof(float) > 200 * 1024) return cudaErrorNotSupported; /* R rows of x must fit */
+    const long per_sm_smem = (long)(200 * 1024) / (long)((size_t)R * H * sizeof(float) + 1024);
+    const long minb = R == 2 ? (long)qkv_rows_cfg<2>::MINB : R == 4 ? (long)qkv_rows_cfg<4>::MINB : (long)qkv_rows_cfg<8>::MINB;
+    const long per_sm = per_sm_smem < minb ? (per_sm_smem < 1 ? 1 : per_sm_smem) : minb;
+    const long pairs = (long)(n_heads + 2 * n_kv) * (GPTOSS_HEAD_DIM / 2), need = (pairs + QKV_WARPS - 1) / QKV_WARPS;
+    long blocks = (long)gptoss_sm_count() * per_sm;
+    if (blocks > need) blocks = need;
+    if (R == 2)
+        return qkv_rows_launch<2>((int)blocks, x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, n, pos,
+                                  inv_freq, attn_factor, q, kv, s);
+    if (R == 4)
+        return qkv_rows_launch<4>((int)blocks, x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, n, pos,
+                                  inv_freq, attn_factor, q, kv, s);
+    return qkv_rows_launch<8>((int)blocks, x, norm_w, eps, q_w, q_b, k_w, k_b, v_w, v_b, H, n_heads, n_kv, n, pos,
+                              inv_freq, attn_factor, q, kv, s);
 }

@@ -277,7 +277,8 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
- * tables); q/k/v (fused) and lm_head go to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
+ * tables); up to m->batch_qkv_rows rows the attention prologue is gptoss_qkv_rows (each row's bits as alone, W read
+ * once), above it q/k/v (fused) go to cuBLAS; lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
  * W for 2..7 rows, cuBLAS from 8); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 4) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum, below that decode2's
@@ -315,21 +316,28 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = gptoss_model_kv(m, d_tab, (int)m->max_pages, l);
         const int window = c->layer_sliding[l] ? c->sliding_window : 0;
-        K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
-        PART_(0);
-        /* q, k, v as one tensor-core linear where linear_groups would take cuBLAS anyway */
-        e = m->batch_tc && n >= m->batch_tc_min_qkv ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits)
-                                                    : cudaErrorNotSupported;
-        if (e != cudaErrorNotSupported) K_(e);
-        else {
-            K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, m->batch_tc_min));
-            K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, m->batch_tc_min));
-            K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, m->batch_tc_min));
+        if (m->fused && n <= m->batch_qkv_rows) { /* norm + q/k/v + RoPE + KV store in one launch, W read once */
+            PART_(0);
+            K_(gptoss_qkv_rows(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV, n, d_pos,
+                               m->inv_freq, m->attn_factor, m->q, kv, st));
+            PART_(1);
+        } else {
+            K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
+            PART_(0);
+            /* q, k, v as one tensor-core linear where linear_groups would take cuBLAS anyway */
+            e = m->batch_tc && n >= m->batch_tc_min_qkv ? gptoss_qkv_tc(m, w, m->h, n, m->batch_tc_splits)
+                                                        : cudaErrorNotSupported;
+            if (e != cudaErrorNotSupported) K_(e);
+            else {
+                K_(linear_groups(m, m->h, H, w->q_w, w->q_b, n, H, QD, m->q, QD, 0, m->batch_tc_min));
+                K_(linear_groups(m, m->h, H, w->k_w, w->k_b, n, H, KVD, m->kn, KVD, 0, m->batch_tc_min));
+                K_(linear_groups(m, m->h, H, w->v_w, w->v_b, n, H, KVD, m->vn, KVD, 0, m->batch_tc_min));
+            }
+            K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
+            K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
+            K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
+            PART_(1);
         }
-        K_(gptoss_rope_rows(m->q, QD, n, NH, d_pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_rope_rows(m->kn, KVD, n, NKV, d_pos, m->inv_freq, m->attn_factor, st));
-        K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
-        PART_(1);
         if (m->batch_attn == 2) /* blocks of (row, KV head, 64-key split): its heads share each K/V row */
             K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, max_pos, NH, NKV, window, m->o, m->batt_part,
                                      m->batt_ctr, st));

@@ -1193,6 +1193,76 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
     paged_free(p2);
 }
 
+/* gptoss_qkv_rows for n rows, each at its own position through its own block-table row: every row's q and new K/V
+ * bit for bit what gptoss_qkv_decode gives that row alone (through a one-row view of the same table); timed against
+ * the batched step's cuBLAS path is left to bench/throughput. */
+static void test_qkv_rows(int H, int nh, int nkv, int n, int timing) {
+    const int D = 64, QD = nh * D, KVD = nkv * D, P = GPTOSS_KV_PAGE, npages = 4, layers = 2;
+    const float eps = 1e-5f;
+    gptoss_config c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
+    c.rope_original_max_position = 4096; c.rope_truncate = 0;
+    float inv[32], af;
+    gptoss_yarn_inv_freq(&c, inv, &af);
+    auto x = randv((size_t)n * H, 2.0f);
+    auto nw = randbf(H, 1.0f);
+    auto qw = randbf((size_t)QD * H, 0.05f), kw = randbf((size_t)KVD * H, 0.05f), vw = randbf((size_t)KVD * H, 0.05f);
+    auto qb = randbf(QD, 0.5f), kb = randbf(KVD, 0.5f), vb = randbf(KVD, 0.5f);
+    std::vector<int32_t> pos(n), table((size_t)n * npages);
+    for (int r = 0; r < n; r++) pos[r] = (int)(rnd64() % (uint64_t)(npages * P));
+    for (size_t i = 0; i < table.size(); i++) table[i] = (int32_t)i;
+    for (size_t i = table.size() - 1; i > 0; i--) std::swap(table[i], table[rnd64() % (uint64_t)(i + 1)]);
+    const long long pf = (long long)layers * 2 * P * KVD;
+    std::vector<float> pool0((size_t)n * npages * pf, 0.0f);
+    float *dx = dev_upload(x), *dinv = dev_upload(std::vector<float>(inv, inv + 32)), *dpool = dev_upload(pool0),
+          *dpool1 = dev_upload(pool0), *dq = dev_poison((size_t)n * QD), *dq1 = dev_poison((size_t)n * QD);
+    uint16_t *dnw = dev_upload(nw), *dqw = dev_upload(qw), *dkw = dev_upload(kw), *dvw = dev_upload(vw),
+             *dqb = dev_upload(qb), *dkb = dev_upload(kb), *dvb = dev_upload(vb);
+    int32_t *dpos = dev_upload(pos), *dtab = dev_upload(table);
+    gptoss_kv kv;
+    kv.pool = dpool; kv.table = dtab; kv.max_pages = npages; kv.kvd = KVD; kv.page_floats = pf; kv.layer_off = 2LL * P * KVD;
+    const cudaError_t e = gptoss_qkv_rows(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, n, dpos, dinv, af, dq, kv, 0);
+    for (int r = 0; r < n; r++) { /* each row alone, into the second pool */
+        gptoss_kv k1 = kv;
+        k1.pool = dpool1;
+        k1.table = dtab + (size_t)r * npages;
+        CK(gptoss_qkv_decode(dx + (size_t)r * H, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos + r, dinv, af,
+                             dq1 + (size_t)r * QD, k1, 0));
+    }
+    auto q = dev_download(dq, (size_t)n * QD), q1 = dev_download(dq1, (size_t)n * QD);
+    auto pl = dev_download(dpool, pool0.size()), pl1 = dev_download(dpool1, pool0.size());
+    int written = 1; /* each row's K and V landed somewhere nonzero (the pools started at 0) */
+    for (int r = 0; r < n; r++) {
+        const size_t base = (size_t)table[(size_t)r * npages + pos[r] / P] * pf + kv.layer_off + (size_t)(pos[r] % P) * KVD;
+        double sk = 0, sv = 0;
+        for (int i = 0; i < KVD; i++) sk += fabs(pl[base + i]), sv += fabs(pl[base + (size_t)P * KVD + i]);
+        written &= sk > 0 && sv > 0;
+    }
+    char what[200];
+    snprintf(what, sizeof what, "qkv rows H=%d heads=%d/%d n=%d (%s): q, K and V of every row bit for bit gptoss_qkv_decode's alone",
+             H, nh, nkv, n, cudaGetErrorString(e));
+    check_true(what, e == cudaSuccess && written && !memcmp(q.data(), q1.data(), q.size() * 4) &&
+                         !memcmp(pl.data(), pl1.data(), pl.size() * 4));
+    if (timing && e == cudaSuccess) {
+        const double t1 = tu_time_ms([&]() {
+            for (int r = 0; r < n; r++) {
+                gptoss_kv k1 = kv;
+                k1.table = dtab + (size_t)r * npages;
+                CK(gptoss_qkv_decode(dx + (size_t)r * H, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, dpos + r, dinv,
+                                     af, dq1 + (size_t)r * QD, k1, 0));
+            }
+        }, 50);
+        const double tn = tu_time_ms([&]() {
+            CK(gptoss_qkv_rows(dx, dnw, eps, dqw, dqb, dkw, dkb, dvw, dvb, H, nh, nkv, n, dpos, dinv, af, dq, kv, 0));
+        }, 50);
+        printf("     timing qkv prologue of %d rows: %.1f us in one launch, %.1f us as %d one-token launches\n", n,
+               1000.0 * tn, 1000.0 * t1, n);
+    }
+    cudaFree(dx); cudaFree(dinv); cudaFree(dpool); cudaFree(dpool1); cudaFree(dq); cudaFree(dq1); cudaFree(dnw);
+    cudaFree(dqw); cudaFree(dkw); cudaFree(dvw); cudaFree(dqb); cudaFree(dkb); cudaFree(dvb); cudaFree(dpos); cudaFree(dtab);
+}
+
 /* The multi-block greedy argmax against the one-block kernel (same rules), and its time on 201k logits. */
 static void test_fast_greedy(int V, int timing) {
     auto l = randv(V, 2.0f);
@@ -1396,6 +1466,8 @@ int main(int argc, char **argv) {
     test_qkv_decode(64, 2, 1, 0, 0);
     test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
     test_qkv_decode(256, 4, 2, 70000, 0);
+    for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8); /* gpt-oss-20b's shape */
+    test_qkv_rows(64, 2, 1, 3, 0);
     gptoss_tc_checks(&tu_checks, &tu_failed);
     gptoss_test_batch_kernels(&tu_checks, &tu_failed); /* test_batch.cu: the batched decode-step kernels */
     gptoss_test_rows_kernels(&tu_checks, &tu_failed);  /* test_rows.cu: the batched step's one-pass linear */
