@@ -72,6 +72,13 @@ cudaError_t gptoss_linear(const float *x, int ldx, const uint16_t *W, const uint
 #define GPTOSS_GEMV1_UNROLL 8
 cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y, int accumulate,
                          cudaStream_t stream);
+/* gptoss_gemv1 for n <= GPTOSS_GEMV1_ROWS_MAX rows of x (row r at x + r ldx, ldx % 4 == 0) into rows of y (ldy): each
+ * weight load serves every row, each row bit for bit gptoss_gemv1's alone (linear.cu, session 19). n above the
+ * maximum, or n rows of K floats beyond 200 KiB: cudaErrorNotSupported; other limits as gptoss_gemv1. Sets its
+ * shared-memory opt-in at its first launch of a size (call it outside a graph capture first). */
+#define GPTOSS_GEMV1_ROWS_MAX 8
+cudaError_t gptoss_gemv1_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N, float *y,
+                              int ldy, int accumulate, cudaStream_t stream);
 
 /* gptoss_gemv1 with accumulate = 1 (o_proj into the residual, y = x_new) that also writes the router's partial
  * sums (the T = 1 default for 32 experts; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): block j of the launch writes rpart[j][e] = sum over its rows n of

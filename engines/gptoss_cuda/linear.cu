@@ -214,6 +214,98 @@ cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+/* ------------------------------------------------------------ gptoss_gemv1_rows: the same for a few rows
+ * (session 19): each block stages the n <= 8 rows of x in shared memory, each weight load serves every row, and each
+ * row's sum is gptoss_gemv1's (the same lane and chunk order, the same expression, the same shuffle, bias and residual
+ * add), so a row of a small batched step gets the bits it would get alone. Fewer loads in flight per lane as the
+ * rows grow (more arithmetic per load); the chunk order per lane does not depend on that. */
+template <int R> struct gemv1_rows_cfg { enum { UNROLL = R <= 2 ? GPTOSS_GEMV1_UNROLL : 4, MINB = R <= 4 ? 3 : 2 }; };
+
+template <int R>
+__global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
+    gemv1_rows_kernel(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N, int nrows, float *y,
+                      int ldy, int accumulate) {
+    extern __shared__ float4 xs4[]; /* row r: [2][K / 8] at 2 r (K / 8) */
+    const int K8 = K / 8, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int r = 0; r < nrows; r++) {
+        const float4 *x4 = (const float4 *)(x + (size_t)r * ldx);
+        for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(size_t)2 * r * K8 + (j & 1) * K8 + (j >> 1)] = x4[j];
+    }
+    __syncthreads();
+    constexpr int U = gemv1_rows_cfg<R>::UNROLL;
+    for (int n = blockIdx.x * GEMV1_WARPS + warp; n < N; n += gridDim.x * GEMV1_WARPS) {
+        const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) acc[r] = 0.0f;
+        for (int c0 = lane; c0 < K8; c0 += 32 * U) {
+            uint4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = c0 + 32 * u;
+                v[u] = c < K8 ? __ldcs(w4 + c) : make_uint4(0u, 0u, 0u, 0u);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int c = c0 + 32 * u;
+                if (c < K8) {
+                    float w[8];
+                    gptoss_bf16x8(v[u], w);
+#pragma unroll
+                    for (int r = 0; r < R; r++) {
+                        if (r >= nrows) break;
+                        const float4 a = xs4[(size_t)2 * r * K8 + c], d = xs4[(size_t)(2 * r + 1) * K8 + c];
+                        acc[r] += a.x * w[0] + a.y * w[1] + a.z * w[2] + a.w * w[3] + d.x * w[4] + d.y * w[5] + d.z * w[6] +
+                                  d.w * w[7];
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            if (r >= nrows) break;
+            float a = acc[r];
+            for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (lane == 0) {
+                a += b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+                float *dst = y + (size_t)r * ldy + n;
+                *dst = accumulate ? *dst + a : a;
+            }
+        }
+    }
+}
+
+template <int R>
+static cudaError_t gemv1_rows_launch(int sms, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N,
+                                     int n, float *y, int ldy, int accumulate, cudaStream_t s) {
+    const size_t smem = (size_t)R * K * sizeof(float);
+    if (smem > 200 * 1024) return cudaErrorNotSupported; /* R rows of x must fit */
+    static size_t opted; /* the largest size opted in so far */
+    if (smem > 48 * 1024 && smem > opted) {
+        const cudaError_t e = cudaFuncSetAttribute(gemv1_rows_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+        opted = smem;
+    }
+    /* one wave of resident blocks (the registers' cap and the staged rows), never more than the rows of W need */
+    const long per_sm_smem = (long)(200 * 1024) / (long)(smem + 1024);
+    const long minb = gemv1_rows_cfg<R>::MINB, per_sm = per_sm_smem < minb ? (per_sm_smem < 1 ? 1 : per_sm_smem) : minb;
+    const long need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
+    const long blocks = (long)sms * per_sm < need ? (long)sms * per_sm : need;
+    gemv1_rows_kernel<R><<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, ldx, W, b, K, N, n, y, ldy, accumulate);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_gemv1_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N, float *y,
+                              int ldy, int accumulate, cudaStream_t s) {
+    if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX) return cudaErrorNotSupported;
+    if (N <= 0) return cudaSuccess;
+    if (!gemv1_ok(x, W, K) || ldx % 4) return cudaErrorInvalidValue;
+    const int sms = gptoss_sm_count();
+    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
+    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
+    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
+}
+
 static int g_use_gemv1 = 1;
 void gptoss_linear_use_gemv1(int on) { g_use_gemv1 = on != 0; }
 

@@ -856,6 +856,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* batched steps of up to 8 rows: the attention prologue in one launch (gptoss_qkv_rows) instead of the norm,
          * cuBLAS q/k/v over 2 bf16 parts, two RoPEs and the store; 0: off */
         m->batch_qkv_rows = env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", GPTOSS_QKV_ROWS_MAX, 0, GPTOSS_QKV_ROWS_MAX);
+        /* and o_proj (gptoss_gemv1_rows) instead of the row-group GEMV, up to 4 rows: its 8-row form is slower than
+         * cuBLAS at 8 rows (H200, session 19 call 11: o_proj 0.65 -> 1.02 ms a step) and even at 5-7; 0: off */
+        m->batch_o_rows = env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

@@ -125,6 +125,8 @@ struct gptoss_model {
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
      * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, 0 = off */
     int batch_qkv_rows;
+    /* the same for o_proj: up to this many rows gptoss_gemv1_rows; LLMR_GPTOSS_BATCH_O_ROWS, 0..8 (default 4), 0 = off */
+    int batch_o_rows;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */

@@ -278,7 +278,8 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
  * tables); up to m->batch_qkv_rows rows the attention prologue is gptoss_qkv_rows (each row's bits as alone, W read
- * once), above it q/k/v (fused) go to cuBLAS; lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
+ * once), above it q/k/v (fused) go to cuBLAS; up to m->batch_o_rows rows o_proj is gptoss_gemv1_rows (the same
+ * property); lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
  * W for 2..7 rows, cuBLAS from 8); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 4) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum, below that decode2's
@@ -346,7 +347,10 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         else
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         PART_(2);
-        K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
+        if (m->fused && n <= m->batch_o_rows) /* W read once, each row bit for bit its one-token o_proj */
+            K_(gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st));
+        else
+            K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
         if (m->fused && m->moe_mma && n >= m->moe_mma_min_rows) { /* experts on tensor cores, each read once per step */
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,

@@ -76,6 +76,34 @@ static std::vector<uint16_t> randbf_uniform(size_t n, float scale) {
     for (auto &x : v) x = f2bf((float)((urand() * 2.0 - 1.0) * scale));
     return v;
 }
+/* gptoss_gemv1_rows for n rows (x rows of ldx = K + 4, y rows of ldy = N + 3): every row bit for bit gptoss_gemv1's
+ * for that row alone, into the residual (accumulate) or not; timed against n gptoss_gemv1 launches at n = 2, 4, 8. */
+static void test_gemv1_rows(int K, int N, int n, int accumulate, int timing) {
+    const int ldx = K + 4, ldy = N + 3;
+    auto x = randv((size_t)n * ldx, 1.0f);
+    auto W = randbf_uniform((size_t)N * K, 0.05f);
+    auto b = randbf(N, 0.5f);
+    auto y0 = randv((size_t)n * ldy, 1.0f);
+    float *dx = dev_upload(x), *dy = dev_upload(y0), *dy1 = dev_upload(y0);
+    uint16_t *dW = dev_upload(W), *db = dev_upload(b);
+    const cudaError_t e = gptoss_gemv1_rows(dx, ldx, dW, db, n, K, N, dy, ldy, accumulate, 0);
+    for (int r = 0; r < n; r++) CK(gptoss_gemv1(dx + (size_t)r * ldx, dW, db, K, N, dy1 + (size_t)r * ldy, accumulate, 0));
+    auto y = dev_download(dy, y0.size()), y1 = dev_download(dy1, y0.size());
+    char what[160];
+    snprintf(what, sizeof what, "gemv1 rows K=%d N=%d n=%d%s (%s): every row bit for bit gptoss_gemv1's alone", K, N, n,
+             accumulate ? " into the residual" : "", cudaGetErrorString(e));
+    check_true(what, e == cudaSuccess && !memcmp(y.data(), y1.data(), y.size() * 4));
+    if (timing && e == cudaSuccess) {
+        const double tn = tu_time_ms([&]() { CK(gptoss_gemv1_rows(dx, ldx, dW, db, n, K, N, dy, ldy, accumulate, 0)); }, 50);
+        const double t1 = tu_time_ms([&]() {
+            for (int r = 0; r < n; r++) CK(gptoss_gemv1(dx + (size_t)r * ldx, dW, db, K, N, dy1 + (size_t)r * ldy, accumulate, 0));
+        }, 50);
+        printf("     timing gemv1 of %d rows K=%d N=%d: %.1f us in one launch, %.1f us as %d launches\n", n, K, N, 1000.0 * tn,
+               1000.0 * t1, n);
+    }
+    cudaFree(dx); cudaFree(dy); cudaFree(dy1); cudaFree(dW); cudaFree(db);
+}
+
 static void test_gemv1(int K, int N, int with_bias, int accumulate) {
     auto x = randv(K, 1.0f);
     auto W = randbf_uniform((size_t)N * K, 0.05f);
@@ -1414,6 +1442,8 @@ int main(int argc, char **argv) {
     test_gemv1(4096, 2880, 1, 1); /* o_proj into the residual */
     test_gemv1(2880, 32, 1, 0);   /* router */
     test_gemv1(8, 3, 0, 0);       /* K of one chunk, N not a multiple of the warps */
+    for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8); /* o_proj */
+    test_gemv1_rows(8, 3, 3, 0, 0);
     test_gemv1(8192, 1000, 1, 1); /* the largest K it takes */
     test_gemv1(2880, 201088, 0, 0); /* lm_head */
     test_linear(1, 4096, 1000, 1, 1); /* T = 1 through gptoss_linear (gemv1) */
