@@ -368,6 +368,12 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t stream);
+/* The same for T tokens that the one-token expert kernels then take row by row (the small batched steps, session 19):
+ * token t's one-token group table at groups1 + t * gptoss_moe_groups_ints(1) (pairs 0..3 are its own slots; groups1
+ * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */
+cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                          const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                          float *w, int32_t *groups1, float *router_logits, cudaStream_t stream);
 
 /* Blocks per token of gptoss_moe_router_decode (1, the default, measured; or up to 32 through
  * LLMR_GPTOSS_ROUTER_BLOCKS, which splits the router rows over that many SMs and needs router_logits:

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
                                                                        float *wts, int32_t *groups, float *rl,
-                                                                       int32_t *counter, int pdl) {
+                                                                       int32_t *counter, int pdl, int one_tables) {
     extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[32];
     __shared__ float lg[GPTOSS_MAX_EXPERTS];
@@ -155,11 +155,14 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         if (tid == 0) counter[1 + t] = 0;
     }
     __syncthreads();
-    /* 3. Top-4 and the softmax over the 4, by warp 0 */
-    if (warp == 0) router_top4(lg, E, lane, t, ids, wts, T == 1 && RB == 1, groups);
-    /* One token in one block (every batch-1 decode step): the table is written above, and the fence, the
-     * counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
-    if (T == 1 && RB == 1) return;
+    /* 3. Top-4 and the softmax over the 4, by warp 0; one_tables: each token its own one-token table at
+     * groups + t * gptoss_moe_groups_ints(1) (for the one-token expert kernels run per row) */
+    if (warp == 0)
+        router_top4(lg, E, lane, t, ids, wts, (T == 1 || one_tables) && RB == 1,
+                    one_tables ? groups + (size_t)t * (1 + 6 * GPTOSS_TOPK) : groups);
+    /* One token in one block (every batch-1 decode step), or every token its own table: written above, and the
+     * fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
+    if ((T == 1 || one_tables) && RB == 1) return;
     /* 4. The last block to get here groups all pairs by expert (the ids of every block are visible
      * after the fence + counter); it resets the counter for the next launch (graph replays). */
     __threadfence();
@@ -199,20 +202,35 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
 static int g_router_blocks = 1;
 void gptoss_moe_router_blocks(int n) { g_router_blocks = n < 1 ? 1 : n > 32 ? 32 : n; }
 
-cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
-                                     const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
-                                     float *w, int32_t *groups, float *router_logits, int32_t *counter,
-                                     cudaStream_t s) {
+static cudaError_t router_decode_launch(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                        const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                        float *w, int32_t *groups, float *router_logits, int32_t *counter,
+                                        int one_tables, cudaStream_t s) {
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
     int RB = g_router_blocks < E ? g_router_blocks : E;
-    if (!router_logits) RB = 1; /* the split needs the scratch */
+    if (!router_logits || one_tables) RB = 1; /* the split needs the scratch; per-token tables need one block a token */
     const int pdl = T == 1 && gptoss_pdl_enabled();
     const cudaError_t e = gptoss_launch(moe_router_decode_kernel, dim3((unsigned)T, (unsigned)RB), dim3(RT_THREADS),
                                         (size_t)H * sizeof(float), s, pdl, x, norm_w, eps, router_w, router_b, T, H, E,
-                                        h_sw, ids, w, groups, router_logits, counter, pdl);
+                                        h_sw, ids, w, groups, router_logits, counter, pdl, one_tables);
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                     const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                     float *w, int32_t *groups, float *router_logits, int32_t *counter,
+                                     cudaStream_t s) {
+    return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
+                                0, s);
+}
+
+cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
+                                          const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
+                                          float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
+    return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
+                                1, s);
 }
 
 /* ------------------------------------------------------------------ router from o_proj's partial sums

@@ -282,8 +282,10 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * property); lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
  * W for 2..7 rows, cuBLAS from 8); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 4) the experts on tensor
- * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum, below that decode2's
- * fused T = 1..64 kernels (each touched expert read once per group of up to 4 of its tokens);
+ * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum; up to
+ * m->batch_moe_per_row rows each row through the batch-1 expert kernels (the dp4a ring gate_up and down, one row at
+ * a time after one router launch for all); else decode2's fused T = 1..64 kernels (each touched expert read once per
+ * group of up to 4 of its tokens);
  * LLMR_GPTOSS_FUSED=0 the per-op kernels.
  * max_pos (host): the largest of the n positions; it sizes the attention's grid (gptoss_attention_rows). */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
@@ -359,6 +361,20 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n,
                                       m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts));
             K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+            PART_(4);
+            continue;
+        }
+        if (m->fused && n <= m->batch_moe_per_row) { /* each row through the batch-1 expert kernels (the dp4a ring) */
+            K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
+                                             m->rw, m->grp, m->rl, st));
+            for (int r = 0; r < n; r++) {
+                const int32_t *g1 = m->grp + (size_t)r * gptoss_moe_groups_ints(1);
+                float *act = m->act + (size_t)r * GPTOSS_TOPK * I;
+                K_(gptoss_moe_gate_up_decode(m->hsw + (size_t)r * H, g1, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
+                                             c->swiglu_alpha, c->swiglu_limit, act, st));
+                K_(gptoss_moe_down_decode(act, g1, 1, m->rw + (size_t)r * GPTOSS_TOPK, w->dn_blocks, w->dn_scales,
+                                          w->dn_bias, E, I, H, m->x + (size_t)r * H, st));
+            }
             PART_(4);
             continue;
         }

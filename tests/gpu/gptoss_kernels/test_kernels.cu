@@ -525,6 +525,68 @@ static int md_groups_ok(const std::vector<int32_t> &grp, const std::vector<int32
     return ok;
 }
 
+/* The small batched steps' experts row by row (gptoss_moe_router_decode_rows, then the one-token gate_up and down per
+ * row): every row's residual, ids and weights bit for bit the one-token MoE block run on that row alone (router,
+ * gate_up, down with T = 1), with the dp4a ring gate_up on as the engine has it. */
+static void test_moe_rows(int T, int H, int I, int E) {
+    const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
+    const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
+    auto x = randv((size_t)T * H, 1.0f);
+    auto nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
+    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
+    for (size_t i = 0; i < gub.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&gub[i], &r, 8); }
+    for (size_t i = 0; i < dnb.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&dnb[i], &r, 8); }
+    for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
+    for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
+    float *dx = dev_upload(x), *dx1 = dev_upload(x), *dhs = dev_poison((size_t)T * H), *dw = dev_poison(P),
+          *drl = dev_poison((size_t)T * E), *dact = dev_poison((size_t)P * I);
+    uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
+    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    md_work wk = md_work_make(T + 1), w1 = md_work_make(1); /* T one-token tables: 25 T ints, more than a T-token table */
+    const int ring = gptoss_moe_decode_dp4a(1);
+    /* the batched form: one router launch, then each row's gate_up and down */
+    cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, 0);
+    for (int r = 0; r < T && e == cudaSuccess; r++) {
+        const int32_t *g1 = wk.grp + (size_t)r * GI;
+        e = gptoss_moe_gate_up_decode(dhs + (size_t)r * H, g1, 1, dgub, dgus, dgb, E, H, I, alpha, limit,
+                                      dact + (size_t)r * GPTOSS_TOPK * I, 0);
+        if (e == cudaSuccess)
+            e = gptoss_moe_down_decode(dact + (size_t)r * GPTOSS_TOPK * I, g1, 1, dw + (size_t)r * GPTOSS_TOPK, ddnb, ddns, ddb,
+                                       E, I, H, dx + (size_t)r * H, 0);
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    auto xb = dev_download(dx, (size_t)T * H), wb = dev_download(dw, P);
+    auto ib = dev_download(wk.ids, P);
+    /* each row alone through the one-token block */
+    int same = e == cudaSuccess;
+    float *hs1 = dev_poison(H), *ww1 = dev_poison(GPTOSS_TOPK), *rl1 = dev_poison(E), *act1 = dev_poison((size_t)GPTOSS_TOPK * I);
+    for (int r = 0; r < T; r++) {
+        float *xr = dx1 + (size_t)r * H;
+        CK(gptoss_moe_router_decode(xr, dnw, eps, drw, drb, 1, H, E, hs1, w1.ids, ww1, w1.grp, rl1, w1.ctr, 0));
+        CK(gptoss_moe_gate_up_decode(hs1, w1.grp, 1, dgub, dgus, dgb, E, H, I, alpha, limit, act1, 0));
+        CK(gptoss_moe_down_decode(act1, w1.grp, 1, ww1, ddnb, ddns, ddb, E, I, H, xr, 0));
+        auto i1 = dev_download(w1.ids, GPTOSS_TOPK);
+        auto wr = dev_download(ww1, GPTOSS_TOPK);
+        same &= !memcmp(i1.data(), &ib[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4) &&
+                !memcmp(wr.data(), &wb[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4);
+    }
+    auto x1 = dev_download(dx1, (size_t)T * H);
+    same &= !memcmp(x1.data(), xb.data(), x1.size() * 4);
+    gptoss_moe_decode_dp4a(0);
+    char what[200];
+    snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d (%s, dp4a ring %s): every row's residual, ids and weights bit for "
+             "bit the one-token block on it alone", T, H, I, E, cudaGetErrorString(e), ring ? "on" : "not available");
+    check_true(what, same);
+    cudaFree(dx); cudaFree(dx1); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw);
+    cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
+    cudaFree(hs1); cudaFree(ww1); cudaFree(rl1); cudaFree(act1);
+    md_work_free(&wk);
+    md_work_free(&w1);
+}
+
 /* NaN in the decode router (a corrupt checkpoint or an overflow upstream): every token still gets 4
  * distinct valid expert ids (a NaN logit never wins, as in the sampler), a NaN-free token whose one expert
  * row is NaN gets the CPU's top-4 of the others, the group table covers every pair once, and the expert
@@ -1474,6 +1536,8 @@ int main(int argc, char **argv) {
     test_host_only();
     test_router_nan(32);
     test_router_nan(40);
+    test_moe_rows(3, 2880, 2880, 32); /* the 20b's shapes */
+    test_moe_rows(2, 64, 64, 8);
     test_moe_decode(1, 64, 64, 8, 0);
     test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
     test_moe_decode(5, 256, 96, 16, 0);
