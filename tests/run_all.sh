@@ -46,8 +46,10 @@ run_gpu() {
     [ -x "$t" ] || continue
     name=gpu/$(basename "$t")
     if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-      # a binary whose --help offers --host-checks runs its checks that need no GPU here too
-      if "$t" --help 2>/dev/null | grep -q -- '--host-checks'; then
+      # a binary whose --help offers --host-checks runs its checks that need no GPU here too (the help is read
+      # whole first: `| grep -q` under pipefail failed when grep's early exit left the binary a SIGPIPE)
+      help=$("$t" --help 2>/dev/null || true)
+      if [[ "$help" == *--host-checks* ]]; then
         hlog="$log_dir/$(basename "$t").host.log"
         if timeout 120 "$t" --host-checks >"$hlog" 2>&1; then
           echo "ok   $name --host-checks: $(tail -1 "$hlog")"; passed=$((passed+1))
