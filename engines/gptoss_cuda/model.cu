@@ -860,7 +860,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * cuBLAS at 8 rows (H200, session 19 call 11: o_proj 0.65 -> 1.02 ms a step) and even at 5-7; 0: off */
         m->batch_o_rows = env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* steps of 2-3 rows (below the tensor-core experts' 4): each row on the batch-1 expert kernels; 0: off */
-        m->batch_moe_per_row = env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 3, 0, 3);
+        m->batch_moe_per_row = env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 3, 0, 8);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

@@ -128,7 +128,8 @@ struct gptoss_model {
     /* the same for o_proj: up to this many rows gptoss_gemv1_rows; LLMR_GPTOSS_BATCH_O_ROWS, 0..8 (default 4), 0 = off */
     int batch_o_rows;
     /* batched steps of up to this many rows run their experts row by row on the batch-1 kernels (the dp4a ring
-     * gate_up, down) after one router launch; LLMR_GPTOSS_BATCH_MOE_PER_ROW, 0..3, 0 = off (the fused T-token kernels) */
+     * gate_up, down) after one router launch; LLMR_GPTOSS_BATCH_MOE_PER_ROW, 0..8 (up to the tensor-core experts' rows
+     * m->moe_mma_min_rows, which take precedence), 0 = off (the fused T-token kernels) */
     int batch_moe_per_row;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
