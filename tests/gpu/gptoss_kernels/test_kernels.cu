@@ -137,14 +137,19 @@ static void test_gemv1(int K, int N, int with_bias, int accumulate) {
     cudaFree(dx); cudaFree(dy); cudaFree(dW); cudaFree(db);
 }
 
-/* ------------------------------------------------------------ RoPE */
-static void test_rope(int T, int heads, int pos0) {
+/* gpt-oss's YaRN RoPE table (head_dim 64) and attention factor, for the RoPE and prologue tests. */
+static void yarn_test_table(float inv[32], float *af) {
     gptoss_config c;
     memset(&c, 0, sizeof c);
     c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
     c.rope_original_max_position = 4096; c.rope_truncate = 0;
+    gptoss_yarn_inv_freq(&c, inv, af);
+}
+
+/* ------------------------------------------------------------ RoPE */
+static void test_rope(int T, int heads, int pos0) {
     float inv[32], af;
-    gptoss_yarn_inv_freq(&c, inv, &af);
+    yarn_test_table(inv, &af);
     const int ld = heads * 64 + 16; /* a padded row stride */
     auto x = randv((size_t)T * ld, 1.0f);
     float *dx = dev_upload(x), *dinv = dev_upload(std::vector<float>(inv, inv + 32));
@@ -227,12 +232,8 @@ static void test_attention(int T, int pos0, int nh, int nkv, int window, float s
  * keeps the graph decode path at the same parity as a one-token forward. */
 static void test_decode_at(int pos, int nh, int nkv, int window) {
     const int D = 64, kvd = nkv * D, ctx = pos + 1;
-    gptoss_config c;
-    memset(&c, 0, sizeof c);
-    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
-    c.rope_original_max_position = 4096; c.rope_truncate = 0;
     float inv[32], af;
-    gptoss_yarn_inv_freq(&c, inv, &af);
+    yarn_test_table(inv, &af);
     auto q = randv((size_t)nh * D, 1.0f), k = randv(kvd, 1.0f), v = randv(kvd, 1.0f);
     auto kc = randv((size_t)ctx * kvd, 1.0f), vc = randv((size_t)ctx * kvd, 1.0f);
     auto sinks = randbf(nh, 1.0f);
@@ -1168,12 +1169,8 @@ static void test_sampling(int V) {
 static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
     const int D = 64, QD = nh * D, KVD = nkv * D, ctx = pos + 2;
     const float eps = 1e-5f;
-    gptoss_config c;
-    memset(&c, 0, sizeof c);
-    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
-    c.rope_original_max_position = 4096; c.rope_truncate = 0;
     float inv[32], af;
-    gptoss_yarn_inv_freq(&c, inv, &af);
+    yarn_test_table(inv, &af);
     auto x = randv(H, 2.0f);
     auto nw = randbf(H, 1.0f);
     auto qw = randbf((size_t)QD * H, 0.05f), kw = randbf((size_t)KVD * H, 0.05f), vw = randbf((size_t)KVD * H, 0.05f);
@@ -1284,17 +1281,13 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
 }
 
 /* gptoss_qkv_rows for n rows, each at its own position through its own block-table row: every row's q and new K/V
- * bit for bit what gptoss_qkv_decode gives that row alone (through a one-row view of the same table); timed against
- * the batched step's cuBLAS path is left to bench/throughput. */
+ * bit for bit what gptoss_qkv_decode gives that row alone (through a one-row view of the same table); with timing,
+ * one launch against n one-token launches (the batched step's cuBLAS path is timed by bench/throughput). */
 static void test_qkv_rows(int H, int nh, int nkv, int n, int timing) {
     const int D = 64, QD = nh * D, KVD = nkv * D, P = GPTOSS_KV_PAGE, npages = 4, layers = 2;
     const float eps = 1e-5f;
-    gptoss_config c;
-    memset(&c, 0, sizeof c);
-    c.head_dim = 64; c.rope_theta = 150000; c.rope_factor = 32; c.rope_beta_fast = 32; c.rope_beta_slow = 1;
-    c.rope_original_max_position = 4096; c.rope_truncate = 0;
     float inv[32], af;
-    gptoss_yarn_inv_freq(&c, inv, &af);
+    yarn_test_table(inv, &af);
     auto x = randv((size_t)n * H, 2.0f);
     auto nw = randbf(H, 1.0f);
     auto qw = randbf((size_t)QD * H, 0.05f), kw = randbf((size_t)KVD * H, 0.05f), vw = randbf((size_t)KVD * H, 0.05f);
