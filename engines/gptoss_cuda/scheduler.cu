@@ -319,10 +319,15 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = gptoss_model_kv(m, d_tab, (int)m->max_pages, l);
         const int window = c->layer_sliding[l] ? c->sliding_window : 0;
-        if (m->fused && n <= m->batch_qkv_rows) { /* norm + q/k/v + RoPE + KV store in one launch, W read once */
-            PART_(0);
-            K_(gptoss_qkv_rows(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV, n, d_pos,
-                               m->inv_freq, m->attn_factor, m->q, kv, st));
+        /* norm + q/k/v + RoPE + KV store in one launch, W read once (refused, before any launch, where its rows of x
+         * do not fit: then the path below) */
+        const int rows_prologue = m->fused && n <= m->batch_qkv_rows;
+        if (rows_prologue) PART_(0);
+        e = rows_prologue ? gptoss_qkv_rows(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH,
+                                            NKV, n, d_pos, m->inv_freq, m->attn_factor, m->q, kv, st)
+                          : cudaErrorNotSupported;
+        if (e != cudaErrorNotSupported) {
+            K_(e);
             PART_(1);
         } else {
             K_(gptoss_rmsnorm(m->x, w->attn_norm, n, H, eps, m->h, st));
@@ -349,10 +354,11 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         else
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         PART_(2);
-        if (m->fused && n <= m->batch_o_rows) /* W read once, each row bit for bit its one-token o_proj */
-            K_(gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st));
-        else
-            K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
+        /* W read once, each row bit for bit its one-token o_proj (refused where its rows of x do not fit) */
+        e = m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
+                                             : cudaErrorNotSupported;
+        if (e != cudaErrorNotSupported) K_(e);
+        else K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
         if (m->fused && m->moe_mma && n >= m->moe_mma_min_rows) { /* experts on tensor cores, each read once per step */
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
