@@ -433,10 +433,7 @@ static int batch_moe_f16_applies(gptoss_model *m) {
         }
         float mx = 0.0f;
         for (int i = 0; i < H; i++) {
-            const uint32_t bits = (uint32_t)nw[i] << 16;
-            float v;
-            memcpy(&v, &bits, sizeof v);
-            v = fabsf(v);
+            const float v = fabsf(gptoss_bf16_to_f32(nw[i]));
             mx = v > mx || v != v ? v : mx; /* NaN: not bounded */
         }
         ok = mx == mx && sqrt((double)H) * mx < 32768.0;
