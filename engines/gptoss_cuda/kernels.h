@@ -548,7 +548,24 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
-                                        float alpha, float limit, int max_pairs, int warps, float *y, cudaStream_t stream);
+                                        float alpha, float limit, int max_pairs, int warps, const void *staged, float *y,
+                                        cudaStream_t stream);
+/* Pre-staged activations for the F16 form (the batched decode step's experts). Every CTA of a launch stages its tile's
+ * activations into shared memory, converting each value to its two fp16 parts in the mma's k order; the same rows are
+ * staged again by every row chunk (23 CTAs per tile at the 20b's shapes), and at 64 rows that staging (its index
+ * arithmetic, conversions, loads and barrier waits) was ~26% of the kernel's stall samples (ncu, session 20 call 1).
+ * gptoss_mxfp4_stage_f16 converts each of the P grouped pairs' rows once into out (P x gptoss_mxfp4_stage_f16_units(K)
+ * units of 16 bytes, zeros past K; the x, ldx, x_swz and gather of the launch that reads them), and an F16 launch
+ * given staged = out copies its tile's rows from there as they are: the same staged values, so the same bits.
+ * Only shapes where gptoss_mxfp4_mma_stream_f16_prestaged(K, max_pairs) is 1 read staged (mode 2's 8-pair tiles
+ * with all of K in shared memory, from GPTOSS_MMA_STREAM_PRE_MIN pairs); others ignore it. staged == NULL: the CTAs
+ * stage as before. H100, one 20b layer's experts: T = 64 0.331 -> 0.311 ms, T = 128 0.535 -> 0.473, T = 8 0.171 ->
+ * 0.166 (session 20 call 3). */
+cudaError_t gptoss_mxfp4_stage_f16(const float *x, int ldx, int x_swz, const int32_t *gather, int P, int K, void *out,
+                                   cudaStream_t stream);
+int gptoss_mxfp4_stage_f16_units(int K);
+int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs);
+#define GPTOSS_MMA_STREAM_PRE_MIN 64 /* pairs (16 rows): below, the two staging launches cost what they save (H100) */
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);
 void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1 or 2 forces 8- or 16-pair tiles, 0 = automatic */
 /* Tests: the occupancy mode (1: 1 CTA per SM, 2: 2 CTAs of 16 warps, 3: 3 CTAs of 8 warps, 0 = automatic:

@@ -90,6 +90,7 @@ struct gptoss_model {
     /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
      * group table and the router's block counter (0 between launches) */
     float *hsw, *att_part;
+    uint8_t *mstage; /* the F16 form's pre-staged rows: GPTOSS_MAX_BATCH x GPTOSS_TOPK pairs of gptoss_mxfp4_stage_f16_units */
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): the T = 1 router's GEMV as partial sums in o_proj's blocks
@@ -122,6 +123,10 @@ struct gptoss_model {
      * activations). Set at load only with the fp16 shifts (gu_shift / dn_shift) and where the experts' inputs are
      * bounded within fp16's range for every layer (model.cu batch_moe_f16_applies) */
     int batch_moe_f16;
+    /* 1 (default with batch_moe_f16; LLMR_GPTOSS_BATCH_MOE_PRESTAGE=0 turns it off): the F16 form's activations are
+     * converted once per launch into mstage (gptoss_mxfp4_stage_f16, kernels.h) and its CTAs copy them from there,
+     * instead of each of a tile's row chunks converting them again; the same bits */
+    int batch_moe_prestage;
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
      * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, 0 = off */
     int batch_qkv_rows;

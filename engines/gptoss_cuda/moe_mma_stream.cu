@@ -218,16 +218,33 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
     }
 }
 
+/* PRE (the F16 form's pre-staged activations, gptoss_mxfp4_stage_f16): the tile's ntok rows of staged units are
+ * copied as they are (cp.async, 16 bytes a thread, no conversion and no index division), all of K in one phase;
+ * the rows past ntok are not written, and the lanes of those columns read row ntok - 1 instead (their products
+ * land in output columns the epilogue never stores: an mma's column depends on its B column only). Reading the
+ * B units straight from the staged rows in global memory instead (through L1, no copy and no barrier) measured
+ * 1.7x slower at T = 64 (session 20 call 3). */
+static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, int units, int ntok, int stride, uint4 *xs) {
+    for (int i = 0; i < ntok; i++)
+        for (int v = threadIdx.x; v < units; v += blockDim.x)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(
+                             xs + (size_t)i * stride + v)),
+                         "l"(src + (size_t)i * units + v)
+                         : "memory");
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
- * phase, ms_shape: all of K or a multiple of the depth). */
-template <int NT, int PARTS, int OCC, bool F16>
+ * phase, ms_shape: all of K or a multiple of the depth); with PRE 16 bytes a unit and pc = all of K. */
+template <int NT, int PARTS, int OCC, bool F16, bool PRE>
 __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                             const uint8_t *scales, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                             const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int tn,
-                            int pc, float *y) {
+                            int pc, const uint4 *staged, float *y) {
     static_assert(!F16 || PARTS == 2, "the F16 form has two activation parts");
+    static_assert(!PRE || F16, "only the F16 form is pre-staged");
     extern __shared__ uint4 ms_smem[];
     constexpr int TN = 8 * NT, MS_DEPTH = ms_occ<OCC>::DEPTH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
@@ -266,8 +283,9 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     const uint2 *xl_row[NT];
 #pragma unroll
     for (int n = 0; n < NT; n++) {
-        xs_row[n] = xs + (size_t)min(8 * n + g, tn - 1) * stride + t;
-        xl_row[n] = xl + (size_t)min(8 * n + g, tn - 1) * stride + t;
+        const int row = min(8 * n + g, (PRE ? ntok : tn) - 1);
+        xs_row[n] = xs + (size_t)row * stride + t;
+        xl_row[n] = xl + (size_t)row * stride + t;
     }
     float acc[NT][4];
 #pragma unroll
@@ -276,8 +294,11 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         for (int i = 0; i < 4; i++) acc[n][i] = 0.0f;
     for (int cb = 0; cb < nsc; cb += pc) { /* phases of pc super-chunks (one phase with 8-token tiles) */
         if (cb > 0) __syncthreads(); /* every warp is done with the previous phase's staging */
-        ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4, F16>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride,
-                                                      xs, xl);
+        if constexpr (PRE) /* one phase (pc = nsc): the rows of this tile, 32 nsc units each */
+            ms_copy_staged(staged + (size_t)off * (32 * nsc), 32 * nsc, ntok, stride, xs);
+        else
+            ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4, F16>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride,
+                                                          xs, xl);
         __syncthreads();
         if (!active) continue;
         const int ce = min(cb + pc, nsc);
@@ -370,22 +391,22 @@ static ms_shape_t ms_shape(int K, int max_pairs) {
     return sh;
 }
 
-/* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC>, opting it into the large staging at its first launch
+/* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE>, opting it into the large staging at its first launch
  * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
-template <int NT, int PARTS, int OCC, bool F16>
+template <int NT, int PARTS, int OCC, bool F16, bool PRE = false>
 static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, const float *x, int ldx, int swz,
                              const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
                              const int32_t *shift, const int32_t *counts, const int32_t *offsets, int E, int K, int N,
-                             int swiglu, float alpha, float limit, int tn, int pc, float *y) {
+                             int swiglu, float alpha, float limit, int tn, int pc, const uint4 *staged, float *y) {
     static int opted;
     if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16>,
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
         if (e != cudaSuccess) return e;
         opted = 1;
     }
-    mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16><<<grid, threads, smem, stream>>>(
-        x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, y);
+    mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE><<<grid, threads, smem, stream>>>(
+        x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged, y);
     return cudaGetLastError();
 }
 
@@ -399,17 +420,66 @@ size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
     return ms_smem_of(&sh);
 }
 
+/* Whether an F16 launch of that shape copies pre-staged rows (gptoss_mxfp4_mma_stream_f16_prestaged): mode 2's 8-token
+ * tiles (the batched decode step's shape) from GPTOSS_MMA_STREAM_PRE_MIN pairs, with all of K for two CTAs an SM. Sets
+ * *smem to its staging. */
+static int ms_prestaged(const ms_shape_t *sh, int K, int max_pairs, size_t *smem) {
+    const int nsc = (K + 127) / 128;
+    const size_t bytes = (size_t)sh->tn * (size_t)ms_stride(nsc) * sizeof(uint4);
+    if (max_pairs < GPTOSS_MMA_STREAM_PRE_MIN || sh->nt != 1 || sh->occ != 2 || bytes > GPTOSS_MMA_STREAM_MAX_SMEM / 2)
+        return 0;
+    *smem = bytes;
+    return 1;
+}
+
+int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs) {
+    if (K <= 0 || max_pairs <= 0) return 0;
+    const ms_shape_t sh = ms_shape(K, max_pairs);
+    size_t smem;
+    return ms_prestaged(&sh, K, max_pairs, &smem);
+}
+
+int gptoss_mxfp4_stage_f16_units(int K) { return 32 * ((K + 127) / 128); }
+
+/* One pair's row of staged units (mma_stage_unit_f16, in ms_stage's unit order for one phase of all of K; zeros past
+ * K): out[p * units + u]. Grid (unit blocks, pairs). */
+__global__ void mxfp4_stage_f16_kernel(const float *x, int ldx, int swz, const int32_t *gather, int K, int units,
+                                       uint4 *out) {
+    const int p = blockIdx.y, u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= units) return;
+    const int k = 128 * (u >> 5) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + 4 * ((u >> 2) & 1);
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (k < K) {
+        const int src = gather ? gather[p] : p;
+        mma_stage_unit_f16(x + (size_t)src * ldx, swz, K, k, &v);
+    }
+    out[(size_t)p * units + u] = v;
+}
+
+cudaError_t gptoss_mxfp4_stage_f16(const float *x, int ldx, int x_swz, const int32_t *gather, int P, int K, void *out,
+                                   cudaStream_t stream) {
+    if (!x || !out || P <= 0 || P > 65535 || K <= 0 || K % 32 || ldx < K || (x_swz && (ldx != K || ((uintptr_t)x & 15))) ||
+        ((uintptr_t)x & 7) || ((uintptr_t)out & 15))
+        return cudaErrorInvalidValue;
+    const int units = gptoss_mxfp4_stage_f16_units(K);
+    mxfp4_stage_f16_kernel<<<dim3((unsigned)((units + 255) / 256), (unsigned)P), 256, 0, stream>>>(x, ldx, x_swz, gather, K,
+                                                                                                   units, (uint4 *)out);
+    return cudaGetLastError();
+}
+
 /* Both forms: shift == NULL the bf16 one with `parts` activation parts, else the F16 one (parts 2). */
 static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                           const uint8_t *scales, const uint16_t *b, const int32_t *shift, const int32_t *counts,
                           const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int max_pairs,
-                          int parts, int warps, float *y, cudaStream_t stream) {
+                          int parts, int warps, const void *staged, float *y, cudaStream_t stream) {
     if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
-    const ms_shape_t sh = ms_shape(K, max_pairs);
-    const size_t smem = ms_smem_of(&sh);
+    ms_shape_t sh = ms_shape(K, max_pairs);
+    size_t smem = ms_smem_of(&sh);
+    const int pre = staged && shift && ms_prestaged(&sh, K, max_pairs, &smem); /* else staged is not read */
+    if (pre) sh.pc = (K + 127) / 128;
     if (shift && (parts != 2 || (x_swz && ((uintptr_t)x & 15)))) return cudaErrorInvalidValue;
     if (smem > GPTOSS_MMA_STREAM_MAX_SMEM && parts == 3) /* K too long to stage: the pass-wise kernel */
         return gptoss_mxfp4_mma(x, ldx, x_swz, gather, blocks, scales, b, counts, offsets, E, K, N, swiglu, alpha, limit,
@@ -425,9 +495,12 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
 #define MS_LAUNCH(NT_, P_, O_, F_)                                                                                    \
     ms_launch<NT_, P_, O_, F_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, counts,   \
-                               offsets, E, K, N, swiglu, alpha, limit, tn, pc, y)
+                               offsets, E, K, N, swiglu, alpha, limit, tn, pc, NULL, y)
 #define MS_LAUNCH_OCC(NT_, P_, F_) \
     (occ == 2 ? MS_LAUNCH(NT_, P_, 2, F_) : occ == 3 ? MS_LAUNCH(NT_, P_, 3, F_) : MS_LAUNCH(NT_, P_, 1, F_))
+    if (pre)
+        return ms_launch<1, 2, 2, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,
+                                              counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y);
     if (shift) return nt == 2 ? MS_LAUNCH_OCC(2, 2, true) : MS_LAUNCH_OCC(1, 2, true);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
     return nt == 2 ? MS_LAUNCH_OCC(2, 2, false) : MS_LAUNCH_OCC(1, 2, false);
@@ -440,14 +513,15 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
                                     int max_pairs, int parts, int warps, float *y, cudaStream_t stream) {
     return ms_run(x, ldx, x_swz, gather, blocks, scales, b, NULL, counts, offsets, E, K, N, swiglu, alpha, limit, max_pairs,
-                  parts, warps, y, stream);
+                  parts, warps, NULL, y, stream);
 }
 
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
-                                        float alpha, float limit, int max_pairs, int warps, float *y, cudaStream_t stream) {
-    if (!shift) return cudaErrorInvalidValue;
+                                        float alpha, float limit, int max_pairs, int warps, const void *staged, float *y,
+                                        cudaStream_t stream) {
+    if (!shift || ((uintptr_t)staged & 15)) return cudaErrorInvalidValue;
     return ms_run(x, ldx, x_swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit,
-                  max_pairs, 2, warps, y, stream);
+                  max_pairs, 2, warps, staged, y, stream);
 }

@@ -346,18 +346,27 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         for (int t = 0; t < T; t++)
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
         float *dxs = dev_upload(xs);
-        /* tiles (0 = automatic), occupancy (0 = automatic), swizzled */
-        const int forms[7][3] = {{0, 0, 0}, {1, 0, 0}, {2, 0, 1}, {1, 2, 1}, {1, 3, 0}, {2, 1, 0}, {2, 2, 0}};
+        /* tiles (0 = automatic), occupancy (0 = automatic), swizzled, pre-staged (gptoss_mxfp4_stage_f16; read only where
+         * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored) */
+        const int forms[10][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
+                                  {2, 1, 0, 0}, {2, 2, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 1}, {1, 2, 0, 1}};
+        const int units = gptoss_mxfp4_stage_f16_units(H > I ? H : I);
+        uint8_t *dst;
+        CK(cudaMalloc((void **)&dst, (size_t)P * units * 16));
         std::vector<float> a0, d0;
-        int same = 1;
-        for (int f = 0; f < 7; f++) {
+        int same = 1, same_pre = 1;
+        for (int f = 0; f < 10; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
+            const float *xin = forms[f][2] ? dxs : dx;
+            const void *st = forms[f][3] ? dst : NULL;
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
-            CK(gptoss_mxfp4_mma_stream_f16(forms[f][2] ? dxs : dx, H, forms[f][2], r.pair_token, L->d_gub, L->d_gus,
-                                           L->d_gbias, dgsh, r.counts, r.offsets, E, H, 2 * I, 1, alpha, limit, P, 0, dact2, 0));
+            if (st) CK(gptoss_mxfp4_stage_f16(xin, H, forms[f][2], r.pair_token, P, H, dst, 0));
+            CK(gptoss_mxfp4_mma_stream_f16(xin, H, forms[f][2], r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts,
+                                           r.offsets, E, H, 2 * I, 1, alpha, limit, P, 0, st, dact2, 0));
+            if (st) CK(gptoss_mxfp4_stage_f16(dact2, I, 0, NULL, P, I, dst, 0));
             CK(gptoss_mxfp4_mma_stream_f16(dact2, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
-                                           H, 0, 0.0f, 0.0f, P, 0, ddn2, 0));
+                                           H, 0, 0.0f, 0.0f, P, 0, st, ddn2, 0));
             gptoss_mxfp4_mma_stream_force_occ(0);
             mm_stream_tiles(0);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -366,10 +375,16 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
                 a0 = a2;
                 d0 = d2;
             } else {
-                same &= !memcmp(a2.data(), a0.data(), a0.size() * 4) && !memcmp(d2.data(), d0.data(), d0.size() * 4);
+                const int eq = !memcmp(a2.data(), a0.data(), a0.size() * 4) && !memcmp(d2.data(), d0.data(), d0.size() * 4);
+                if (forms[f][3]) same_pre &= eq;
+                else same &= eq;
             }
             cudaFree(dact2); cudaFree(ddn2);
         }
+        cudaFree(dst);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: pre-staged rows (%s) give the same bits", T,
+                 gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "read" : "not read at this shape");
+        mm_check(what, same_pre, NULL);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
         mm_check_against(what, L, ids, pair_of, step, ref_act, a0, d0, wr.data(), 5e-6 * loose);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8- and 16-pair tiles, swizzled x, every occupancy mode", T);
@@ -526,15 +541,27 @@ static void time_stream(int T, const mm_layer *L) {
         CK(gptoss_mxfp4_f16_shifts(L->d_dns, E, H, I, ddsh, 0));
         auto f16 = [&]() {
             CK(gptoss_mxfp4_mma_stream_f16(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts, r.offsets,
-                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, dact, 0));
+                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, NULL, dact, 0));
             CK(gptoss_mxfp4_mma_stream_f16(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
-                                           H, 0, 0.0f, 0.0f, P, 0, ddn, 0));
+                                           H, 0, 0.0f, 0.0f, P, 0, NULL, ddn, 0));
+        };
+        uint8_t *dst;
+        CK(cudaMalloc((void **)&dst, (size_t)P * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16));
+        auto f16_pre = [&]() { /* the engine's order: stage, gate_up, stage, down */
+            CK(gptoss_mxfp4_stage_f16(dx, H, 0, r.pair_token, P, H, dst, 0));
+            CK(gptoss_mxfp4_mma_stream_f16(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts, r.offsets,
+                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, dst, dact, 0));
+            CK(gptoss_mxfp4_stage_f16(dact, I, 0, NULL, P, I, dst, 0));
+            CK(gptoss_mxfp4_mma_stream_f16(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
+                                           H, 0, 0.0f, 0.0f, P, 0, dst, ddn, 0));
         };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
-        const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), b2 = tu_time_ms(f16, reps),
-                     a2 = tu_time_ms(bf16, reps);
-        printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s)", a1, a2, b1, b2,
-               bytes / (fmin(b1, b2) * 1e-3) / 1e12);
+        const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),
+                     c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps), a2 = tu_time_ms(bf16, reps);
+        printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s)",
+               a1, a2, b1, b2, bytes / (fmin(b1, b2) * 1e-3) / 1e12, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "" : " (not read)",
+               c1, c2, bytes / (fmin(c1, c2) * 1e-3) / 1e12);
+        cudaFree(dst);
         cudaFree(dgsh);
         cudaFree(ddsh);
     }
