@@ -559,8 +559,8 @@ cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, cons
  * given staged = out copies its tile's rows from there as they are: the same staged values, so the same bits.
  * Only shapes where gptoss_mxfp4_mma_stream_f16_prestaged(K, max_pairs) is 1 read staged (mode 2's 8-pair tiles
  * with all of K in shared memory, from GPTOSS_MMA_STREAM_PRE_MIN pairs); others ignore it. staged == NULL: the CTAs
- * stage as before. H100, one 20b layer's experts: T = 64 0.331 -> 0.311 ms, T = 128 0.535 -> 0.473, T = 8 0.171 ->
- * 0.166 (session 20 call 3). */
+ * stage as before. H100, one 20b layer's experts: T = 64 0.331 -> 0.311 ms, T = 128 0.535 -> 0.473; at T = 4..8 even or
+ * slower (0.140 -> 0.143, 0.147 -> 0.150), hence the minimum (session 20 calls 2-3, docs/performance.md step 31). */
 cudaError_t gptoss_mxfp4_stage_f16(const float *x, int ldx, int x_swz, const int32_t *gather, int P, int K, void *out,
                                    cudaStream_t stream);
 int gptoss_mxfp4_stage_f16_units(int K);
