@@ -232,7 +232,7 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
     cudaError_t e;
     if (parts == GPTOSS_MOE_PARTS_F16) { /* the F16 form: set only with the streaming kernel and the fp16 shifts */
         /* pre-staged rows where that shape reads them (max_pairs is the launch's exact pair count here: 4 per row) */
-        const int pre = m->batch_moe_prestage && max_pairs <= GPTOSS_MAX_BATCH * GPTOSS_TOPK;
+        const int pre = m->batch_moe_prestage && max_pairs <= GPTOSS_MSTAGE_PAIRS;
         const void *gst = pre && gptoss_mxfp4_mma_stream_f16_prestaged(H, max_pairs) ? m->mstage : NULL;
         const void *dst = pre && gptoss_mxfp4_mma_stream_f16_prestaged(I, max_pairs) ? m->mstage : NULL;
         if (gst && (e = gptoss_mxfp4_stage_f16(x, H, swz, m->pair_token, max_pairs, H, m->mstage, m->stream)) != cudaSuccess)
@@ -273,10 +273,14 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
     cudaStream_t st = m->stream;
     cudaError_t e;
     if (fwd_mma_experts(m, T, precise)) /* tensor cores, counts read on the device: no host sync, no bf16
-                                         * scratch; the activations in as many bf16 parts as the prompt's
-                                         * other products at this T (3, fp32-level, when precise) */
+                                         * scratch; the activations in the F16 form's two fp16 parts (prompt_moe_f16:
+                                         * the 3-part level), else in as many bf16 parts as the prompt's other
+                                         * products at this T (3, fp32-level and bit for bit gptoss_mxfp4_mma, when
+                                         * precise) */
         return gptoss_moe_mma_experts(m, w, m->h, 0, P,
-                                      !precise && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2 : 3);
+                                      !precise && m->prompt_moe_f16                                       ? GPTOSS_MOE_PARTS_F16
+                                      : !precise && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2
+                                                                                                          : 3);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},

@@ -310,7 +310,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(pos, int32_t, 1);
     CARVE(blogits, float, (uint64_t)GPTOSS_MAX_BATCH * V);
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
-    CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MAX_BATCH * GPTOSS_TOPK * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
+    CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MSTAGE_PAIRS * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
     CARVE(ctr, int32_t, 1 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
@@ -898,6 +898,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
+    m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
     m->route_ring = 0;
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */

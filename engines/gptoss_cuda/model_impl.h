@@ -46,6 +46,9 @@ static inline llmr_engine_status fail(llmr_engine_status st, char *err, size_t e
 
 static inline uint64_t align256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
 
+/* pairs the F16 form's pre-staging scratch holds (m->mstage): every launch whose shape reads it (mode 2, below 1,024
+ * pairs: the batched steps and prompt chunks of up to 255 tokens); 12 MB at the 20b's sizes */
+#define GPTOSS_MSTAGE_PAIRS 1024
 #define GPTOSS_MAX_BATCH 64 /* rows of one batched decode step (more running requests wait to be admitted) */
 
 struct gen_req;
@@ -90,7 +93,7 @@ struct gptoss_model {
     /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
      * group table and the router's block counter (0 between launches) */
     float *hsw, *att_part;
-    uint8_t *mstage; /* the F16 form's pre-staged rows: GPTOSS_MAX_BATCH x GPTOSS_TOPK pairs of gptoss_mxfp4_stage_f16_units */
+    uint8_t *mstage; /* the F16 form's pre-staged rows: GPTOSS_MSTAGE_PAIRS pairs of gptoss_mxfp4_stage_f16_units */
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): the T = 1 router's GEMV as partial sums in o_proj's blocks
@@ -127,6 +130,10 @@ struct gptoss_model {
      * converted once per launch into mstage (gptoss_mxfp4_stage_f16, kernels.h) and its CTAs copy them from there,
      * instead of each of a tile's row chunks converting them again; the same bits */
     int batch_moe_prestage;
+    /* 1 (default with batch_moe_f16; LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off): prompt chunks whose experts run on the
+     * tensor-core kernel (up to moe_mma_prefill tokens) take the F16 form too (with pre-staged rows where that shape
+     * reads them), instead of 2 bf16 parts (3 below GPTOSS_TC_MIN_T tokens); a debug_precise forward keeps 3 */
+    int prompt_moe_f16;
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
      * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, 0 = off */
     int batch_qkv_rows;
