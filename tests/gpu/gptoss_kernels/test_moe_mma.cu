@@ -167,6 +167,28 @@ static void mm_run(const mm_layer *L, const mm_route *r, const float *dx, int sw
     mm_run_with(L, r, dx, swz, dact, ddn, 0, 0);
 }
 
+/* The experts' fp16 shifts of the F16 form (gate_up's into *gsh, down's into *dsh; device memory the caller frees). */
+static void mm_f16_shifts(const mm_layer *L, int32_t **gsh, int32_t **dsh) {
+    CK(cudaMalloc((void **)gsh, (size_t)L->E * 4));
+    CK(cudaMalloc((void **)dsh, (size_t)L->E * 4));
+    CK(gptoss_mxfp4_f16_shifts(L->d_gus, L->E, 2 * L->I, L->H, *gsh, 0));
+    CK(gptoss_mxfp4_f16_shifts(L->d_dns, L->E, L->H, L->I, *dsh, 0));
+}
+
+/* The F16 form's gate_up + SwiGLU into act [P, I] and down + bias into dn [P, H] at the automatic shape, in the
+ * engine's order (gptoss_moe_mma_experts): with staged (P rows of gptoss_mxfp4_stage_f16_units(max(H, I)) units) each
+ * input is first converted into it, which the shapes that read pre-staged rows copy; NULL: the CTAs stage. */
+static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, int swz, const int32_t *gsh,
+                       const int32_t *dsh, int P, void *staged, float *dact, float *ddn) {
+    const float alpha = 1.702f, limit = 7.0f;
+    if (staged) CK(gptoss_mxfp4_stage_f16(dx, L->H, swz, r->pair_token, P, L->H, staged, 0));
+    CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
+                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, staged, dact, 0));
+    if (staged) CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
+    CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets, L->E,
+                                   L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, ddn, 0));
+}
+
 /* One pair's down_proj against the CPU (double): got[n] vs b[e, n] + sum_j act[j] W_e[n, j], into the
  * error sums (wr: scratch of I doubles); the input is the GPU's own act, so down is checked on its own. */
 static void mm_down_err(const mm_layer *L, int e, const float *act, const float *got, double *wr, double *num,
@@ -338,10 +360,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
      * and in every occupancy mode */
     {
         int32_t *dgsh, *ddsh;
-        CK(cudaMalloc((void **)&dgsh, (size_t)E * 4));
-        CK(cudaMalloc((void **)&ddsh, (size_t)E * 4));
-        CK(gptoss_mxfp4_f16_shifts(L->d_gus, E, 2 * I, H, dgsh, 0));
-        CK(gptoss_mxfp4_f16_shifts(L->d_dns, E, H, I, ddsh, 0));
+        mm_f16_shifts(L, &dgsh, &ddsh);
         std::vector<float> xs(x.size());
         for (int t = 0; t < T; t++)
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
@@ -357,16 +376,9 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         int same = 1, same_pre = 1;
         for (int f = 0; f < 10; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
-            const float *xin = forms[f][2] ? dxs : dx;
-            const void *st = forms[f][3] ? dst : NULL;
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
-            if (st) CK(gptoss_mxfp4_stage_f16(xin, H, forms[f][2], r.pair_token, P, H, dst, 0));
-            CK(gptoss_mxfp4_mma_stream_f16(xin, H, forms[f][2], r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts,
-                                           r.offsets, E, H, 2 * I, 1, alpha, limit, P, 0, st, dact2, 0));
-            if (st) CK(gptoss_mxfp4_stage_f16(dact2, I, 0, NULL, P, I, dst, 0));
-            CK(gptoss_mxfp4_mma_stream_f16(dact2, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
-                                           H, 0, 0.0f, 0.0f, P, 0, st, ddn2, 0));
+            mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dst : NULL, dact2, ddn2);
             gptoss_mxfp4_mma_stream_force_occ(0);
             mm_stream_tiles(0);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -535,26 +547,11 @@ static void time_stream(int T, const mm_layer *L) {
            bytes / (t_old * 1e-3) / 1e12);
     { /* the automatic shape, bf16 with 2 parts against the F16 form, in the order A B B A (a later slot runs faster) */
         int32_t *dgsh, *ddsh;
-        CK(cudaMalloc((void **)&dgsh, (size_t)E * 4));
-        CK(cudaMalloc((void **)&ddsh, (size_t)E * 4));
-        CK(gptoss_mxfp4_f16_shifts(L->d_gus, E, 2 * I, H, dgsh, 0));
-        CK(gptoss_mxfp4_f16_shifts(L->d_dns, E, H, I, ddsh, 0));
-        auto f16 = [&]() {
-            CK(gptoss_mxfp4_mma_stream_f16(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts, r.offsets,
-                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, NULL, dact, 0));
-            CK(gptoss_mxfp4_mma_stream_f16(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
-                                           H, 0, 0.0f, 0.0f, P, 0, NULL, ddn, 0));
-        };
+        mm_f16_shifts(L, &dgsh, &ddsh);
         uint8_t *dst;
         CK(cudaMalloc((void **)&dst, (size_t)P * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16));
-        auto f16_pre = [&]() { /* the engine's order: stage, gate_up, stage, down */
-            CK(gptoss_mxfp4_stage_f16(dx, H, 0, r.pair_token, P, H, dst, 0));
-            CK(gptoss_mxfp4_mma_stream_f16(dx, H, 0, r.pair_token, L->d_gub, L->d_gus, L->d_gbias, dgsh, r.counts, r.offsets,
-                                           E, H, 2 * I, 1, 1.702f, 7.0f, P, 0, dst, dact, 0));
-            CK(gptoss_mxfp4_stage_f16(dact, I, 0, NULL, P, I, dst, 0));
-            CK(gptoss_mxfp4_mma_stream_f16(dact, I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, ddsh, r.counts, r.offsets, E, I,
-                                           H, 0, 0.0f, 0.0f, P, 0, dst, ddn, 0));
-        };
+        auto f16 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn); };
+        auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dst, dact, ddn); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
         const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),
                      c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps), a2 = tu_time_ms(bf16, reps);
