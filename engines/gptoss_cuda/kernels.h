@@ -348,7 +348,7 @@ cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);
  * must be 0 before the first launch (the router kernel leaves them 0 again). */
 #define GPTOSS_DECODE_MAX_T 64
 #define GPTOSS_DECODE_MAX_K 8192
-static inline int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK; }
+static __host__ __device__ constexpr int gptoss_moe_groups_ints(int T) { return 1 + 6 * T * GPTOSS_TOPK; }
 
 /* Position of element k of a K-vector in the chunk-swizzled layout (K % 32 == 0): float4 f of 32-value chunk c
  * at (f * K/32 + c) * 4. Host and device: the kernels that write activations swizzled and the tests use it. */

@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
      * groups + t * gptoss_moe_groups_ints(1) (for the one-token expert kernels run per row) */
     if (warp == 0)
         router_top4(lg, E, lane, t, ids, wts, (T == 1 || one_tables) && RB == 1,
-                    one_tables ? groups + (size_t)t * (1 + 6 * GPTOSS_TOPK) : groups);
+                    one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups);
     /* One token in one block (every batch-1 decode step), or every token its own table: written above, and the
      * fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
     if ((T == 1 || one_tables) && RB == 1) return;

@@ -253,7 +253,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
          * virtual warps warp + 8i (i < 4, two at a time), and warp 8 the 32 sums of squares, lane vw that of virtual
          * warp vw; then warp 0 adds them as the finish does. */
         __shared__ float red[32][33], s_lg[32], s_w[GPTOSS_TOPK], s_r;
-        __shared__ int32_t s_grp[1 + 6 * GPTOSS_TOPK], s_ids[GPTOSS_TOPK];
+        __shared__ int32_t s_grp[gptoss_moe_groups_ints(1)], s_ids[GPTOSS_TOPK];
         static_assert(MR_CONS == 8, "the routed prologue gives 4 virtual warps to each of 8 warps");
         if (warp < MR_CONS) {
 #pragma unroll
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
             for (int j = lane + 32 * MR_PBATCH; j < rt.nparts; j += 32) q += rt.rpart[(size_t)j * 33 + 32];
             red[lane][32] = q;
         }
-        if (threadIdx.x < 1 + 6 * GPTOSS_TOPK) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
+        if (threadIdx.x < gptoss_moe_groups_ints(1)) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
         __syncthreads();
         if (warp == 0) {
             float v = 0.0f, sq = 0.0f;
@@ -312,7 +312,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
             if (lane == 0) s_r = r;
         }
         __syncthreads();
-        if (blockIdx.x == 0 && threadIdx.x < 1 + 6 * GPTOSS_TOPK) { /* for down and the host, as the finish writes them */
+        if (blockIdx.x == 0 && threadIdx.x < gptoss_moe_groups_ints(1)) { /* for down and the host, as the finish writes them */
             rt.groups[threadIdx.x] = s_grp[threadIdx.x];
             if (threadIdx.x < GPTOSS_TOPK) {
                 rt.ids[threadIdx.x] = s_ids[threadIdx.x];

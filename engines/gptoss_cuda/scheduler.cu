@@ -290,7 +290,7 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
  * max_pos (host): the largest of the n positions; it sizes the attention's grid (gptoss_attention_rows). */
 static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPTOSS_CHUNK,
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
-static_assert(8 * (1 + 6 * GPTOSS_TOPK) <= 1 + 6 * GPTOSS_DECODE_MAX_T * GPTOSS_TOPK,
+static_assert(8 * gptoss_moe_groups_ints(1) <= gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T),
               "m->grp (a table for GPTOSS_DECODE_MAX_T tokens) holds the one-token tables of up to 8 rows (batch_moe_per_row)");
 
 static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
