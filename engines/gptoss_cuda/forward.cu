@@ -233,19 +233,21 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
     if (parts == GPTOSS_MOE_PARTS_F16) { /* the F16 form: set only with the streaming kernel and the fp16 shifts */
         /* pre-staged rows where that shape reads them (max_pairs is the launch's exact pair count here: 4 per row) */
         const int pre = m->batch_moe_prestage && max_pairs <= GPTOSS_MSTAGE_PAIRS;
-        const void *gst = pre && gptoss_mxfp4_mma_stream_f16_prestaged(H, max_pairs) ? m->mstage : NULL;
-        const void *dst = pre && gptoss_mxfp4_mma_stream_f16_prestaged(I, max_pairs) ? m->mstage : NULL;
-        if (gst && (e = gptoss_mxfp4_stage_f16(x, H, swz, m->pair_token, max_pairs, H, m->mstage, m->stream)) != cudaSuccess)
+        const void *gu_staged = pre && gptoss_mxfp4_mma_stream_f16_prestaged(H, max_pairs) ? m->mstage : NULL;
+        const void *dn_staged = pre && gptoss_mxfp4_mma_stream_f16_prestaged(I, max_pairs) ? m->mstage : NULL;
+        if (gu_staged &&
+            (e = gptoss_mxfp4_stage_f16(x, H, swz, m->pair_token, max_pairs, H, m->mstage, m->stream)) != cudaSuccess)
             return e;
         if ((e = gptoss_mxfp4_mma_stream_f16(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, w->gu_shift,
                                              m->counts, m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit,
-                                             max_pairs, m->moe_stream_warps, gst, m->act, m->stream)) != cudaSuccess)
+                                             max_pairs, m->moe_stream_warps, gu_staged, m->act, m->stream)) != cudaSuccess)
             return e;
-        if (dst && (e = gptoss_mxfp4_stage_f16(m->act, I, 0, NULL, max_pairs, I, m->mstage, m->stream)) != cudaSuccess)
+        if (dn_staged &&
+            (e = gptoss_mxfp4_stage_f16(m->act, I, 0, NULL, max_pairs, I, m->mstage, m->stream)) != cudaSuccess)
             return e;
         return gptoss_mxfp4_mma_stream_f16(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, w->dn_shift, m->counts,
-                                           m->offsets, E, I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, dst, m->dn,
-                                           m->stream);
+                                           m->offsets, E, I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, dn_staged,
+                                           m->dn, m->stream);
     }
     if (m->moe_mma_stream) {
         if ((e = gptoss_mxfp4_mma_stream(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,

@@ -370,15 +370,15 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         const int forms[10][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
                                   {2, 1, 0, 0}, {2, 2, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 1}, {1, 2, 0, 1}};
         const int units = gptoss_mxfp4_stage_f16_units(H > I ? H : I);
-        uint8_t *dst;
-        CK(cudaMalloc((void **)&dst, (size_t)P * units * 16));
+        uint8_t *dstage;
+        CK(cudaMalloc((void **)&dstage, (size_t)P * units * 16));
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
         for (int f = 0; f < 10; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
-            mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dst : NULL, dact2, ddn2);
+            mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dstage : NULL, dact2, ddn2);
             gptoss_mxfp4_mma_stream_force_occ(0);
             mm_stream_tiles(0);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -393,7 +393,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             }
             cudaFree(dact2); cudaFree(ddn2);
         }
-        cudaFree(dst);
+        cudaFree(dstage);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: pre-staged rows (%s) give the same bits", T,
                  gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "read" : "not read at this shape");
         mm_check(what, same_pre, NULL);
@@ -548,17 +548,17 @@ static void time_stream(int T, const mm_layer *L) {
     { /* the automatic shape, bf16 with 2 parts against the F16 form, in the order A B B A (a later slot runs faster) */
         int32_t *dgsh, *ddsh;
         mm_f16_shifts(L, &dgsh, &ddsh);
-        uint8_t *dst;
-        CK(cudaMalloc((void **)&dst, (size_t)P * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16));
+        uint8_t *dstage;
+        CK(cudaMalloc((void **)&dstage, (size_t)P * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16));
         auto f16 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn); };
-        auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dst, dact, ddn); };
+        auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
         const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),
                      c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps), a2 = tu_time_ms(bf16, reps);
         printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s)",
                a1, a2, b1, b2, bytes / (fmin(b1, b2) * 1e-3) / 1e12, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "" : " (not read)",
                c1, c2, bytes / (fmin(c1, c2) * 1e-3) / 1e12);
-        cudaFree(dst);
+        cudaFree(dstage);
         cudaFree(dgsh);
         cudaFree(ddsh);
     }
