@@ -55,6 +55,50 @@ int32_t llmr_argmax(const float *x, int n) {
     return best;
 }
 
+/* NaN as -inf, so it never ranks above a number. */
+static float lp_logit(const float *x, int i) { return x[i] == x[i] ? x[i] : -INFINITY; }
+
+/* True when (v, i) ranks after (pv, pi): value descending, then id ascending. */
+static int lp_after(float v, int i, float pv, int pi) { return v < pv || (v == pv && i > pi); }
+
+void llmr_logprobs_fill(const float *logits, int n, int32_t token, uint32_t n_top, llmr_token_logprobs *out) {
+    memset(out, 0, sizeof *out);
+    out->token = token;
+    if (n <= 0) { out->logprob = -INFINITY; return; }
+    const int32_t top = llmr_argmax(logits, n);
+    const float mx = lp_logit(logits, top);
+    double z = 0;
+    for (int i = 0; i < n && mx > -INFINITY; i++) {
+        const float l = lp_logit(logits, i);
+        z += l == mx ? 1.0 : exp((double)l - mx); /* == first: an +inf logit minus itself would be NaN */
+    }
+    /* every logit -inf: a uniform distribution over nothing; report -inf throughout */
+    const double lse = mx > -INFINITY ? (double)mx + log(z) : INFINITY;
+#define LP_OF(l) ((l) == mx && mx == INFINITY ? 0.0f : (float)((double)(l) - lse))
+    out->logprob = token >= 0 && token < n ? LP_OF(lp_logit(logits, token)) : -INFINITY;
+    uint32_t k = n_top < LLMR_MAX_TOP_LOGPROBS ? n_top : LLMR_MAX_TOP_LOGPROBS;
+    if (k > (uint32_t)n) k = (uint32_t)n;
+    /* k passes, each taking the best id that ranks after the previous pick: no scratch, no sort */
+    float pv = INFINITY;
+    int pi = -1;
+    for (uint32_t j = 0; j < k; j++) {
+        int bi = -1;
+        float bv = -INFINITY;
+        for (int i = 0; i < n; i++) {
+            const float l = lp_logit(logits, i);
+            if (j > 0 && !lp_after(l, i, pv, pi)) continue;
+            if (bi < 0 || lp_after(bv, bi, l, i)) { bv = l; bi = i; }
+        }
+        if (bi < 0) break;
+        out->top_ids[j] = bi;
+        out->top_logprobs[j] = LP_OF(bv);
+        out->n_top = j + 1;
+        pv = bv;
+        pi = bi;
+    }
+#undef LP_OF
+}
+
 static double next_uniform(llmr_sampler *s) {
     uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -39,4 +39,9 @@ void llmr_sampler_accept(llmr_sampler *s, int32_t token);
 /* Greedy argmax of x[n], ties to the lowest id (NaN never wins). */
 int32_t llmr_argmax(const float *x, int n);
 
+/* The log-probabilities of `token` under logits[n] (llmr_token_logprobs: log_softmax of the raw logits,
+ * NaN as -inf) and its n_top (capped at LLMR_MAX_TOP_LOGPROBS and n) most likely alternatives, most
+ * likely first, ties to the lower id. logits are only read. O(n * (2 + n_top)). */
+void llmr_logprobs_fill(const float *logits, int n, int32_t token, uint32_t n_top, llmr_token_logprobs *out);
+
 #endif

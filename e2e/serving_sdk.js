@@ -63,6 +63,41 @@ async function expectError(p, status, what) {
   assert(cchunks >= 2, 'completion text came in ' + cchunks + ' chunk(s): not streamed token by token');
   ok(`completions: ${JSON.stringify(comp.choices[0].text)}; streamed in ${cchunks} chunks, same text`);
 
+  // logprobs (greedy, so the chosen token is the most likely one): completions' legacy shape, streamed == not,
+  // chat's logprobs.content with top_logprobs alternatives; the probabilities listed never sum above 1.
+  const clean = (toks) => !toks.some((t) => t.includes('\uFFFD') || t.startsWith('token_id:'));
+  const lpc = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 3 });
+  const L = lpc.choices[0].logprobs;
+  assert(L && L.tokens.length === lpc.usage.completion_tokens && L.token_logprobs.length === L.tokens.length &&
+    L.top_logprobs.length === L.tokens.length && L.text_offset.length === L.tokens.length, 'completion logprobs shape: ' + JSON.stringify(L));
+  for (let i = 0; i < L.tokens.length; i++) {
+    const alts = Object.values(L.top_logprobs[i]);
+    assert(L.token_logprobs[i] <= 0 && alts.length >= 1 && alts.length <= 3, `token ${i}: ${L.token_logprobs[i]}, ${JSON.stringify(L.top_logprobs[i])}`);
+    assert(Math.abs(Math.max(...alts) - L.token_logprobs[i]) < 1e-6, `greedy token ${i} is not the most likely: ${JSON.stringify(L.top_logprobs[i])} vs ${L.token_logprobs[i]}`);
+    assert(alts.reduce((a, v) => a + Math.exp(v), 0) <= 1 + 1e-5, `token ${i}: alternatives sum above 1`);
+    assert(i === 0 || L.text_offset[i] >= L.text_offset[i - 1], 'text_offset decreases');
+  }
+  if (clean(L.tokens)) assert(L.tokens.join('') === lpc.choices[0].text, `tokens ${JSON.stringify(L.tokens)} != text ${JSON.stringify(lpc.choices[0].text)}`);
+  const sl = { tokens: [], token_logprobs: [] };
+  for await (const ch of await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 8, temperature: 0, logprobs: 3, stream: true })) {
+    const l = ch.choices.length && ch.choices[0].logprobs;
+    if (l) { sl.tokens.push(...l.tokens); sl.token_logprobs.push(...l.token_logprobs); }
+  }
+  assert(JSON.stringify(sl.tokens) === JSON.stringify(L.tokens) && JSON.stringify(sl.token_logprobs) === JSON.stringify(L.token_logprobs),
+    `streamed logprobs ${JSON.stringify(sl)} != ${JSON.stringify(L)}`);
+  const lpchat = await client.chat.completions.create({ model, messages: msgs, max_tokens: 24, temperature: 0, logprobs: true, top_logprobs: 2 });
+  const cl = lpchat.choices[0].logprobs;
+  assert(cl && Array.isArray(cl.content), 'chat logprobs shape: ' + JSON.stringify(lpchat.choices[0]));
+  for (const e of cl.content) {
+    assert(typeof e.token === 'string' && Array.isArray(e.bytes) && e.logprob <= 0 && e.top_logprobs.length === 2, 'chat entry ' + JSON.stringify(e));
+    assert(Math.abs(e.top_logprobs[0].logprob - e.logprob) < 1e-6 && e.top_logprobs[1].logprob <= e.top_logprobs[0].logprob, 'chat greedy entry ' + JSON.stringify(e));
+  }
+  const ctoks = cl.content.map((e) => e.token);
+  if (clean(ctoks)) assert(ctoks.join('') === (lpchat.choices[0].message.content || ''), `chat tokens ${JSON.stringify(ctoks)} != content ${JSON.stringify(lpchat.choices[0].message.content)}`);
+  const nolp = await client.chat.completions.create({ model, messages: msgs, max_tokens: 2, temperature: 0 });
+  assert(nolp.choices[0].logprobs === null, 'logprobs without asking: ' + JSON.stringify(nolp.choices[0].logprobs));
+  ok(`logprobs: completions ${L.tokens.length} tokens (${L.token_logprobs.map((v) => v.toFixed(3)).join(' ')}), streamed the same; chat ${cl.content.length} content tokens with 2 alternatives each`);
+
   // A tool round trip: tools offered, the assistant's call and the tool's result sent back.
   const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather of a city',
     parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
@@ -83,9 +118,13 @@ async function expectError(p, status, what) {
   assert(e.param === 'n', 'param ' + e.param);
   e = await expectError(client.chat.completions.create({ model, messages: 'hi' }), 400, 'messages string');
   assert(e.param === 'messages', 'param ' + e.param);
+  e = await expectError(client.chat.completions.create({ model, messages: msgs, top_logprobs: 2 }), 400, 'top_logprobs alone');
+  assert(e.param === 'top_logprobs' && /requires 'logprobs': true/.test(e.message), 'top_logprobs alone: ' + e.param + ' ' + e.message);
+  e = await expectError(client.completions.create({ model, prompt: 'x', logprobs: 21 }), 400, 'logprobs 21');
+  assert(e.param === 'logprobs', 'param ' + e.param);
   e = await expectError(client.chat.completions.create({ model: 'nobody/none', messages: msgs }), 404, 'unknown model');
   assert(e.code === 'model_not_found', 'code ' + e.code);
   const nokey = new OpenAI({ baseURL: base + '/v1', apiKey: 'sk-llmr-wrong', maxRetries: 0 });
   await expectError(nokey.chat.completions.create({ model, messages: msgs }), 401, 'wrong key');
-  ok('errors: 400 naming temperature / n / messages, 404 model_not_found, 401 wrong key (OpenAI shape)');
+  ok('errors: 400 naming temperature / n / messages / top_logprobs / logprobs, 404 model_not_found, 401 wrong key (OpenAI shape)');
 })().catch((e) => { console.error('FAIL: ' + (e && e.stack || e)); process.exit(1); });

@@ -29,9 +29,9 @@ sed 's/"runtimes"/"runtime"/' "$PLUGIN/manifest.json" > "$tmp/engines/typo/manif
 check "--help" 0 "usage: llmr-engines" -- "$TOOL" --help
 check "bad command" 2 "unknown command" -- "$TOOL" frobnicate
 check "list" 1 "engine testengine 1.0.0 ABI 1.0" -- "$TOOL" list --engines-dir "$tmp/engines"
-check "abi rejected" 1 'abi2/manifest.json: field "abi_version": plugin declares ABI 2.0, host speaks 1.0' -- "$TOOL" list --engines-dir "$tmp/engines"
+check "abi rejected" 1 'abi2/manifest.json: field "abi_version": plugin declares ABI 2.0, host speaks 1.1' -- "$TOOL" list --engines-dir "$tmp/engines"
 check "typo rejected" 1 'typo/manifest.json: field "runtime": unknown field' -- "$TOOL" list --engines-dir "$tmp/engines"
-check "plugin side ABI" 1 "the library refused host ABI 1.0" -- env TESTENGINE_ABI=3.0 "$TOOL" list --engines-dir "$tmp/engines"
+check "plugin side ABI" 1 "the library refused host ABI 1.1" -- env TESTENGINE_ABI=3.0 "$TOOL" list --engines-dir "$tmp/engines"
 check "missing dir" 2 "No such file" -- "$TOOL" list --engines-dir "$tmp/nope"
 rm -rf "$tmp/engines/abi2" "$tmp/engines/typo"
 check "clean list" 0 "engine testengine" -- "$TOOL" list --engines-dir "$tmp/engines"

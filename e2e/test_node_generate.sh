@@ -59,6 +59,19 @@ gen "$T/g4.jsonl" "{\"model\":\"$REPO\",\"prompt_ids\":[200006,1428,200008,13225
 [ "$(tail -1 "$T/g4.jsonl" | jq -r .type)" = done ] || fail "prompt_ids: $(tail -2 "$T/g4.jsonl")"
 ok "prompt_ids with harmony parsing: $(tail -1 "$T/g4.jsonl" | jq -c .)"
 
+# logprobs: one entry per generated token, riding in the deltas (harmony parsing: each names its channel)
+gen "$T/g5.jsonl" "{\"model\":\"$REPO\",\"prompt_ids\":[200006,1428,200008,13225,200007,200006,173781],\"max_tokens\":8,\"seed\":1,\"logprobs\":2}"
+n_lp=$(jq -s '[.[] | select(.type == "delta") | .logprobs // [] | .[]] | length' "$T/g5.jsonl")
+n_tok=$(jq -s '.[-1].usage.completion_tokens' "$T/g5.jsonl")
+if [ "$ENGINE_ID" = testengine ]; then # ABI 1.0: the request fails with the reason
+  jq -e 'select(.type == "error") | .message | test("cannot report logprobs")' "$T/g5.jsonl" >/dev/null || fail "logprobs on an ABI 1.0 engine: $(tail -1 "$T/g5.jsonl")"
+else
+  [ "$n_lp" = "$n_tok" ] || fail "logprobs: $n_lp entries for $n_tok tokens: $(cat "$T/g5.jsonl")"
+  jq -se '[.[] | select(.type == "delta") | .logprobs // [] | .[] | (.logprob <= 0 and (.top_logprobs | length) == 2 and
+          (.channel | IN("content", "reasoning", "tool", "none")))] | all' "$T/g5.jsonl" >/dev/null || fail "logprobs entries: $(cat "$T/g5.jsonl")"
+  ok "logprobs: $n_lp entries for $n_tok tokens, channels $(jq -sc '[.[] | .logprobs // [] | .[] | .channel] | unique' "$T/g5.jsonl")"
+fi
+
 # errors come as one error event
 gen "$T/e1.jsonl" '{"model":"nope/none","prompt":"x"}'
 jq -e 'select(.type == "error") | .code == "model_not_found"' "$T/e1.jsonl" >/dev/null || fail "unknown model: $(cat "$T/e1.jsonl")"

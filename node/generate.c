@@ -50,6 +50,7 @@ int llmr_gen_params_parse(json_t *body, llmr_gen_params *p, char *err, size_t es
     p->temperature = 1.0f;
     p->top_p = 1.0f;
     p->harmony = 1;
+    p->logprobs = -1;
     if (!json_is_object(body)) { snprintf(err, es, "body: expected a JSON object"); return -1; }
     const char *model = json_string_value(json_object_get(body, "model"));
     if (!model || !*model || strlen(model) >= sizeof p->model) {
@@ -118,6 +119,14 @@ int llmr_gen_params_parse(json_t *body, llmr_gen_params *p, char *err, size_t es
             if (!(p->stop[p->n_stop] = strdup(json_string_value(s)))) { snprintf(err, es, "out of memory"); goto bad; }
             p->n_stop++;
         }
+    }
+    json_t *lp = json_object_get(body, "logprobs");
+    if (lp) {
+        if (!json_is_integer(lp) || json_integer_value(lp) < 0 || json_integer_value(lp) > LLMR_MAX_TOP_LOGPROBS) {
+            snprintf(err, es, "logprobs: expected an integer in [0, %d] (alternatives per token)", LLMR_MAX_TOP_LOGPROBS);
+            goto bad;
+        }
+        p->logprobs = (int)json_integer_value(lp);
     }
     json_t *parse = json_object_get(body, "parse");
     if (parse) {
@@ -233,6 +242,10 @@ typedef struct gen {
     uint32_t reasoning_tokens;  /* tokens spent in the analysis channel (usage.reasoning_tokens) */
     int in_reasoning;           /* the last text the harmony parser gave was reasoning */
     int stopped_by_string;
+    llmr_token_logprobs lp;     /* the next token's, from on_logprobs (lp.token == -1: none) */
+    json_t *lp_out;             /* logprobs entries the next delta carries (array; NULL when none) */
+    json_t *lp_hold;            /* entries of header text: content if the parser gives that text to content,
+                                   else none once a harmony token ends the header */
 } gen;
 
 typedef struct tok_entry { char id[256]; tokenizer *tok; struct tok_entry *next; } tok_entry;
@@ -313,9 +326,79 @@ static void emit_error(gen *x, const char *code, const char *fmt, ...) {
     emit(x, json_pack("{s:s, s:s, s:s}", "type", "error", "code", code, "message", msg), 1);
 }
 
+/* Moves the held header-text entries to the outgoing ones, as channel ch. */
+static void lp_release_hold(gen *x, const char *ch) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(x->lp_hold, i, e) {
+        json_object_set_new(e, "channel", json_string(ch));
+        if (!x->lp_out) x->lp_out = json_array();
+        json_array_append(x->lp_out, e);
+    }
+    json_decref(x->lp_hold);
+    x->lp_hold = NULL;
+}
+
+/* A delta event (stolen), carrying the logprobs entries that wait; content text takes the held ones too
+ * (the parser gave header text to content). */
+static void emit_delta(gen *x, json_t *ev, int content) {
+    if (content && x->lp_hold) {
+        json_t *cur = x->lp_out;
+        x->lp_out = NULL;
+        lp_release_hold(x, "content");
+        if (cur) json_array_extend(x->lp_out, cur);
+        json_decref(cur);
+    }
+    if (ev && x->lp_out) {
+        json_object_set_new(ev, "logprobs", x->lp_out);
+        x->lp_out = NULL;
+    }
+    emit(x, ev, 0);
+}
+
 static void emit_text(gen *x, const char *field, const char *text, size_t len) {
     if (len == 0) return;
-    emit(x, json_pack("{s:s, s:s%}", "type", "delta", field, text, len), 0);
+    emit_delta(x, json_pack("{s:s, s:s%}", "type", "delta", field, text, len), !strcmp(field, "content"));
+}
+
+/* OpenAI's token fields of an id: its text (U+FFFD for bytes that are not UTF-8 on their own; ids the
+ * tokenizer does not know read "token_id:N", as vLLM writes them) and its bytes. */
+static json_t *lp_token(gen *x, int32_t id, float logprob) {
+    size_t len = 0;
+    const char *bytes = tokenizer_id_known(x->tok, id) ? tokenizer_id_to_bytes(x->tok, id, &len) : NULL;
+    char *text = NULL, buf[32];
+    size_t tlen = 0;
+    if (bytes && tokenizer_decode(x->tok, &id, 1, TOKENIZER_DECODE_LOSSY, &text, &tlen, NULL, 0) != TOKENIZER_OK) text = NULL;
+    if (!bytes) snprintf(buf, sizeof buf, "token_id:%d", (int)id);
+    json_t *b = json_array();
+    for (size_t i = 0; bytes && i < len; i++) json_array_append_new(b, json_integer((unsigned char)bytes[i]));
+    /* JSON has no -inf: OpenAI reports -9999.0 for tokens it rules out */
+    const double v = logprob > -9999.0f ? (double)logprob : -9999.0;
+    json_t *t = json_pack("{s:s%, s:f, s:o}", "token", text ? text : bytes ? "" : buf, text ? tlen : bytes ? 0 : strlen(buf),
+                          "logprob", v, "bytes", b);
+    free(text);
+    return t;
+}
+
+/* The engine's log-probabilities of the token on_token is about to receive. */
+static void on_logprobs(void *user, const llmr_token_logprobs *lp) {
+    gen *x = user;
+    x->lp = *lp;
+}
+
+/* x->lp as a node entry (channel set later), or NULL when the engine gave none for `id`. */
+static json_t *lp_entry_of(gen *x, int32_t id) {
+    if (x->lp.token != id) return NULL;
+    x->lp.token = -1;
+    json_t *e = lp_token(x, id, x->lp.logprob), *top = json_array();
+    json_object_set_new(e, "id", json_integer(id));
+    for (uint32_t i = 0; i < x->lp.n_top && i < LLMR_MAX_TOP_LOGPROBS; i++) {
+        json_t *a = lp_token(x, x->lp.top_ids[i], x->lp.top_logprobs[i]);
+        json_object_set_new(a, "id", json_integer(x->lp.top_ids[i]));
+        json_array_append_new(top, a);
+    }
+    json_object_set_new(e, "top_logprobs", top);
+    return e;
 }
 
 /* Content passes through the stop-string matcher; returns 1 when a stop string ended it. */
@@ -333,16 +416,21 @@ static int emit_harmony(gen *x, const harmony_delta *d) {
     case HARMONY_DELTA_REASONING: emit_text(x, "reasoning", d->text, d->len); return 0;
     case HARMONY_DELTA_CONTENT: return emit_content(x, d->text, d->len);
     case HARMONY_DELTA_TOOL_BEGIN:
-        emit(x, json_pack("{s:s, s:[{s:i, s:s, s:s}]}", "type", "delta", "tool_calls", "index", d->tool_index, "id",
-                          d->tool_id ? d->tool_id : "", "name", d->tool_name ? d->tool_name : ""), 0);
+        emit_delta(x, json_pack("{s:s, s:[{s:i, s:s, s:s}]}", "type", "delta", "tool_calls", "index", d->tool_index, "id",
+                                d->tool_id ? d->tool_id : "", "name", d->tool_name ? d->tool_name : ""), 0);
         return 0;
     case HARMONY_DELTA_TOOL_ARGS:
         if (d->len)
-            emit(x, json_pack("{s:s, s:[{s:i, s:s%}]}", "type", "delta", "tool_calls", "index", d->tool_index, "arguments",
-                              d->text, d->len), 0);
+            emit_delta(x, json_pack("{s:s, s:[{s:i, s:s%}]}", "type", "delta", "tool_calls", "index", d->tool_index,
+                                    "arguments", d->text, d->len), 0);
         return 0;
     default: return 0;
     }
+}
+
+/* Sends logprobs entries that no text delta carried, in a delta of their own. */
+static void flush_lp_out(gen *x) {
+    if (x->lp_out) emit_delta(x, json_pack("{s:s}", "type", "delta"), 0);
 }
 
 /* Engine callback, on the generating thread: one token as soon as it is produced. */
@@ -350,25 +438,53 @@ static int on_token(void *user, int32_t id) {
     gen *x = user;
     if (atomic_load(&x->gone)) return 1;
     x->completion_tokens++;
+    json_t *entry = x->p.logprobs >= 0 ? lp_entry_of(x, id) : NULL;
+    int rc;
     if (x->hp) {
         size_t len = 0;
         const char *bytes = tokenizer_id_to_bytes(x->tok, id, &len);
         harmony_delta d;
-        int rc = harmony_push(x->hp, (uint32_t)id, bytes ? bytes : "", bytes ? len : 0, &d);
-        if (rc < 0) return 1;
+        if (harmony_push(x->hp, (uint32_t)id, bytes ? bytes : "", bytes ? len : 0, &d) < 0) return 1;
         /* A token counts as reasoning when it produced reasoning text, or produced nothing yet while
          * the parser was inside the analysis channel (a character split across tokens). */
         if (d.kind == HARMONY_DELTA_REASONING) x->in_reasoning = 1;
         else if (d.kind == HARMONY_DELTA_CONTENT || d.kind == HARMONY_DELTA_TOOL_BEGIN || d.kind == HARMONY_DELTA_TOOL_ARGS)
             x->in_reasoning = 0;
         if (x->in_reasoning) x->reasoning_tokens++;
-        return emit_harmony(x, &d);
+        /* a token that gave no text yet (part of a character) belongs to the body it is in; harmony's own
+         * tokens and header text to none */
+        const int special = tokenizer_id_is_special(x->tok, id);
+        harmony_delta_kind k = d.kind;
+        if (k == HARMONY_DELTA_NONE && !special) k = harmony_text_kind(x->hp);
+        const char *ch = k == HARMONY_DELTA_CONTENT ? "content"
+                         : k == HARMONY_DELTA_REASONING ? "reasoning"
+                         : k == HARMONY_DELTA_TOOL_BEGIN || k == HARMONY_DELTA_TOOL_ARGS ? "tool" : "none";
+        if (entry) {
+            json_object_set_new(entry, "channel", json_string(ch));
+            if (k == HARMONY_DELTA_NONE && !special) { /* header text: held until the parser decides */
+                if (!x->lp_hold) x->lp_hold = json_array();
+                json_array_append_new(x->lp_hold, entry);
+            } else {
+                if (special) lp_release_hold(x, "none");
+                if (!x->lp_out) x->lp_out = json_array();
+                json_array_append_new(x->lp_out, entry);
+            }
+        }
+        rc = emit_harmony(x, &d);
+    } else {
+        const char *text;
+        size_t len;
+        char why[256];
+        if (entry) {
+            json_object_set_new(entry, "channel", json_string("content"));
+            x->lp_out = json_array();
+            json_array_append_new(x->lp_out, entry);
+        }
+        rc = tokenizer_decoder_push(x->dec, id, &text, &len, why, sizeof why) != TOKENIZER_OK ? 0 /* unknown id: skipped */
+                                                                                            : emit_content(x, text, len);
     }
-    const char *text;
-    size_t len;
-    char why[256];
-    if (tokenizer_decoder_push(x->dec, id, &text, &len, why, sizeof why) != TOKENIZER_OK) return 0; /* unknown id: skipped */
-    return emit_content(x, text, len);
+    flush_lp_out(x);
+    return rc;
 }
 
 /* The model's tokenizer, loaded on first use. */
@@ -494,7 +610,10 @@ static void run(gen *x) {
     pthread_mutex_unlock(&x->mu);
     if (atomic_load(&x->gone)) llmr_engine_host_cancel(s);
     llmr_generate_request rq = {.struct_size = sizeof rq, .tokens = ids, .n_tokens = n_ids, .max_tokens = x->p.max_tokens,
-                                .stop_ids = stop_ids, .n_stop_ids = n_stop_ids};
+                                .stop_ids = stop_ids, .n_stop_ids = n_stop_ids,
+                                .on_logprobs = x->p.logprobs >= 0 ? on_logprobs : NULL,
+                                .top_logprobs = x->p.logprobs >= 0 ? (uint32_t)x->p.logprobs : 0};
+    x->lp.token = -1;
     rq.sampling = (llmr_sampling_params){.struct_size = sizeof rq.sampling, .temperature = x->p.temperature,
                                          .top_k = x->p.top_k, .top_p = x->p.top_p, .min_p = x->p.min_p,
                                          .seed = x->p.has_seed ? x->p.seed : (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)x,
@@ -525,6 +644,8 @@ static void run(gen *x) {
         llmr_stopper_flush(&x->stopper, &text, &len);
         emit_text(x, "content", text, len);
     }
+    lp_release_hold(x, "none"); /* header text the parser dropped */
+    flush_lp_out(x);
     const char *finish = st == LLMR_ENGINE_TIMEOUT ? "timeout"
                          : st == LLMR_ENGINE_CANCELLED && !x->stopped_by_string ? "cancelled"
                          : x->stopped_by_string ? "stop"
@@ -555,6 +676,9 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&x->mu);
     if (!finished) emit(x, NULL, 1); /* never leave a stream open */
     harmony_destroy(x->hp);
+    json_decref(x->lp_out);
+    json_decref(x->lp_hold);
+    x->lp_out = x->lp_hold = NULL;
     tokenizer_decoder_destroy(x->dec);
     llmr_stopper_free(&x->stopper);
     release_slot(x);

@@ -1,12 +1,16 @@
 /* generate.h — the node's inference API (issue 9, node side): POST /v0/generate.
  *
  * Request (schema/node-generate.request, node token): {model, prompt | prompt_ids, max_tokens,
- * temperature, top_p, top_k, min_p, seed, frequency_penalty, presence_penalty, stop[<=4], parse}.
+ * temperature, top_p, top_k, min_p, seed, frequency_penalty, presence_penalty, stop[<=4], parse,
+ * logprobs (0..20 alternatives)}.
  * The answer is always an SSE stream (text/event-stream) of schema/node-generate.event objects, one
  * per "data:" line:
  *   {"type":"delta","content":…} / {"type":"delta","reasoning":…} / {"type":"delta","tool_calls":[…]}
  *     sent as tokens are produced (complete UTF-8 only: incremental detokenization holds back bytes
  *     of a character split across tokens);
+ *     with logprobs asked, each token's {"id","token","bytes","logprob","top_logprobs":[…],"channel"} rides
+ *     in the "logprobs" array of the delta its text produced (a delta of only logprobs when it produced
+ *     none yet); channel: content, reasoning, tool or none (harmony's own tokens);
  *   exactly one {"type":"done","finish_reason":…,"usage":{…}} or {"type":"error","code","message"}
  *     ends the stream.
  * Refused at the HTTP level: a missing or wrong token (401, and 503 before registration) and a node
@@ -57,6 +61,7 @@ typedef struct llmr_gen_params {
     int has_seed;
     char *stop[4];         size_t n_stop;       /* owned */
     int harmony;           /* parse "harmony" (default) vs "none" */
+    int logprobs;          /* alternatives per token with each token's log-probability; -1: none asked */
     char request_id[128];
 } llmr_gen_params;
 

@@ -23,6 +23,7 @@ typedef struct oa_req oa_req;
 
 #define ROUTER_MAX_TOKENS_LIMIT 1000000 /* the node's own bound (schema/node-generate.request) */
 #define ROUTER_MAX_TOKENS_DEFAULT 4096  /* when the request names none */
+#define ROUTER_MAX_TOP_LOGPROBS 20      /* alternatives per token: the node's bound (schema/node-generate.request) */
 
 /* A parsed chat template, kept per model so a request does not re-parse it (0.3-0.5 ms for gpt-oss's).
  * Entries are keyed by model id and checked against the registry's current template text, so a model
@@ -74,6 +75,9 @@ struct oa_req {
     sbuf content, reasoning;
     json_t *tools;           /* accumulated tool calls (array) */
     int tool_calls_seen;
+    int logprobs;            /* alternatives per token when the client asked for logprobs; -1: not asked */
+    json_t *lp_entries;      /* the node's entries not yet sent (streamed) or all of them (non-streamed) */
+    long long lp_offset;     /* completions: characters of the tokens reported so far (text_offset) */
     json_int_t prompt_tokens, completion_tokens, reasoning_tokens;
     char finish[32];
     struct event *probe;     /* watches for a client that leaves while nothing is written */
@@ -112,6 +116,7 @@ static void maybe_free(oa_req *o) {
     free(o->content.p);
     free(o->reasoning.p);
     json_decref(o->tools);
+    json_decref(o->lp_entries);
     free(o);
 }
 
@@ -175,10 +180,79 @@ static void send_sse(oa_req *o, json_t *obj) {
     free(t);
 }
 
-/* A streamed choice: delta (stolen) for chat, text for completions. */
+/* ---- logprobs ---------------------------------------------------------------------------------- */
+
+/* OpenAI's form of one node entry (or alternative): token, logprob, bytes. */
+static json_t *lp_openai_token(json_t *e) {
+    return json_pack("{s:O, s:O, s:O}", "token", json_object_get(e, "token"), "logprob", json_object_get(e, "logprob"),
+                     "bytes", json_object_get(e, "bytes"));
+}
+
+/* Characters (code points) of a UTF-8 string. */
+static long long utf8_chars(const char *t) {
+    long long n = 0;
+    for (; t && *t; t++) n += ((unsigned char)*t & 0xC0) != 0x80;
+    return n;
+}
+
+/* The choice's logprobs for the entries in o->lp_entries, which it takes (null when none are asked for; in a
+ * stream, null for a chunk that carries none). Chat: {"content": [{token, logprob, bytes, top_logprobs}],
+ * "refusal": null}. Completions (the legacy shape): {tokens, token_logprobs, top_logprobs: [{token:
+ * logprob}], text_offset}. */
+static json_t *lp_take(oa_req *o) {
+    json_t *in = o->lp_entries;
+    o->lp_entries = NULL;
+    if (o->logprobs < 0 || (o->stream && !json_array_size(in))) { json_decref(in); return json_null(); }
+    size_t i, k;
+    json_t *e, *a;
+    if (o->chat) {
+        json_t *content = json_array();
+        json_array_foreach(in, i, e) {
+            json_t *t = lp_openai_token(e), *top = json_array();
+            json_array_foreach(json_object_get(e, "top_logprobs"), k, a) json_array_append_new(top, lp_openai_token(a));
+            json_object_set_new(t, "top_logprobs", top);
+            json_array_append_new(content, t);
+        }
+        json_decref(in);
+        return json_pack("{s:o, s:n}", "content", content, "refusal");
+    }
+    json_t *tokens = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    json_array_foreach(in, i, e) {
+        json_array_append(tokens, json_object_get(e, "token"));
+        json_array_append(lps, json_object_get(e, "logprob"));
+        json_t *top = json_object();
+        json_array_foreach(json_object_get(e, "top_logprobs"), k, a) {
+            const char *tok = json_string_value(json_object_get(a, "token"));
+            if (tok && !json_object_get(top, tok)) json_object_set(top, tok, json_object_get(a, "logprob"));
+        }
+        json_array_append_new(tops, top);
+        json_array_append_new(offs, json_integer(o->lp_offset));
+        o->lp_offset += utf8_chars(json_string_value(json_object_get(e, "token")));
+    }
+    json_decref(in);
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops,
+                     "text_offset", offs);
+}
+
+/* Keeps a node delta's logprobs entries for the reply: chat reports the content channel's tokens only
+ * (OpenAI's logprobs.content), completions every token. */
+static void lp_collect(oa_req *o, json_t *ev) {
+    json_t *arr = json_object_get(ev, "logprobs");
+    if (o->logprobs < 0 || !json_is_array(arr)) return;
+    if (!o->lp_entries) o->lp_entries = json_array();
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        const char *ch = json_string_value(json_object_get(e, "channel"));
+        if (!json_is_object(e) || (o->chat && (!ch || strcmp(ch, "content")))) continue;
+        json_array_append(o->lp_entries, e);
+    }
+}
+
+/* A streamed choice: delta (stolen) for chat, text for completions; it carries the logprobs collected so far. */
 static void send_choice(oa_req *o, json_t *delta, const char *text, const char *finish) {
     json_t *c = chunk_base(o);
-    json_t *ch = json_pack("{s:i, s:n}", "index", 0, "logprobs");
+    json_t *ch = json_pack("{s:i, s:o}", "index", 0, "logprobs", lp_take(o));
     if (o->chat) json_object_set_new(ch, "delta", delta ? delta : json_object());
     else { json_decref(delta); json_object_set_new(ch, "text", json_string(text ? text : "")); }
     json_object_set_new(ch, "finish_reason", finish ? json_string(finish) : json_null());
@@ -257,6 +331,8 @@ static void on_delta(oa_req *o, json_t *ev) {
     const char *content = json_string_value(json_object_get(ev, "content"));
     const char *reasoning = json_string_value(json_object_get(ev, "reasoning"));
     json_t *calls = json_object_get(ev, "tool_calls");
+    lp_collect(o, ev);
+    if (!content && !reasoning && !json_is_array(calls)) return; /* logprobs alone ride with the next chunk */
     json_t *tool_delta = json_is_array(calls) && json_array_size(calls) ? merge_tools(o, calls) : NULL;
     if (!o->stream) {
         if (content) sbuf_add(&o->content, content, strlen(content));
@@ -336,10 +412,11 @@ static void on_done_event(oa_req *o, json_t *ev) {
             json_array_foreach(o->tools, i, t) json_object_del(t, "index");
             json_object_set(msg, "tool_calls", o->tools);
         }
-        choice = json_pack("{s:i, s:o, s:n, s:s}", "index", 0, "message", msg, "logprobs", "finish_reason", finish);
+        choice = json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs", lp_take(o), "finish_reason",
+                           finish);
     } else {
-        choice = json_pack("{s:i, s:s, s:n, s:s}", "index", 0, "text", o->content.p ? o->content.p : "", "logprobs",
-                           "finish_reason", finish);
+        choice = json_pack("{s:i, s:s, s:o, s:s}", "index", 0, "text", o->content.p ? o->content.p : "", "logprobs",
+                           lp_take(o), "finish_reason", finish);
     }
     json_t *body = json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", o->id, "object",
                              o->chat ? "chat.completion" : "text_completion", "created", (json_int_t)o->created, "model",
@@ -381,6 +458,9 @@ static void failover(oa_req *o, int status, const char *code, const char *msg) {
         json_decref(o->tools);
         o->tools = NULL;
         o->tool_calls_seen = 0;
+        json_decref(o->lp_entries);
+        o->lp_entries = NULL;
+        o->lp_offset = 0;
         int r = router_balancer_acquire(o->a->bal, o->model_id, o->failed_node, 1, &o->node, on_slot, o, &o->wait);
         if (r == ROUTER_BAL_QUEUED) {
             log_warn("%s %s: node %s failed before the first byte (%s); waiting for another node", o->route, o->id,
@@ -702,6 +782,29 @@ static int render_chat(oa_req *o, json_t *b, json_t *nb, vctx *v) {
     return 0;
 }
 
+/* logprobs: chat takes logprobs (a boolean) and top_logprobs (0..20, only with logprobs true), completions
+ * logprobs (0..20 alternatives; OpenAI allows up to 5). The node gets the count of alternatives. */
+static int check_logprobs(json_t *b, json_t *nb, oa_req *o, vctx *v) {
+    json_t *lp = json_object_get(b, "logprobs"), *top = json_object_get(b, "top_logprobs");
+    o->logprobs = -1;
+    if (o->chat) {
+        if (lp && !json_is_null(lp) && !json_is_boolean(lp)) return bad(v, "logprobs", "'logprobs' must be a boolean");
+        if (top && !json_is_null(top)) {
+            if (!json_is_integer(top) || json_integer_value(top) < 0 || json_integer_value(top) > ROUTER_MAX_TOP_LOGPROBS)
+                return bad(v, "top_logprobs", "'top_logprobs' must be an integer between 0 and %d", ROUTER_MAX_TOP_LOGPROBS);
+            if (!json_is_true(lp)) return bad(v, "top_logprobs", "'top_logprobs' requires 'logprobs': true");
+        }
+        if (json_is_true(lp)) o->logprobs = top && !json_is_null(top) ? (int)json_integer_value(top) : 0;
+    } else if (lp && !json_is_null(lp)) {
+        if (!json_is_integer(lp) || json_integer_value(lp) < 0 || json_integer_value(lp) > ROUTER_MAX_TOP_LOGPROBS)
+            return bad(v, "logprobs", "'logprobs' must be an integer between 0 and %d (alternatives per token)",
+                       ROUTER_MAX_TOP_LOGPROBS);
+        o->logprobs = (int)json_integer_value(lp);
+    }
+    if (o->logprobs >= 0) json_object_set_new(nb, "logprobs", json_integer(o->logprobs));
+    return 0;
+}
+
 static int check_completion(json_t *b, json_t *nb, vctx *v) {
     json_t *p = json_object_get(b, "prompt");
     if (!p) return bad(v, "prompt", "'prompt' is required");
@@ -759,6 +862,7 @@ static void handle(llmr_http_request *req, router_openai *a, int chat) {
     a->live = o;
     vctx v = {"", ""};
     int rc = check_common(b, nb, o, &v);
+    if (!rc) rc = check_logprobs(b, nb, o, &v);
     if (!rc) rc = chat ? check_chat(b, &v) : check_completion(b, nb, &v);
     if (!rc && chat) rc = render_chat(o, b, nb, &v);
     json_decref(b);

@@ -295,6 +295,12 @@ int harmony_push(harmony_parser *p, uint32_t id, const char *piece, size_t len, 
     }
 }
 
+harmony_delta_kind harmony_text_kind(const harmony_parser *p) {
+    if (p->state == ST_HEADER) return HARMONY_DELTA_NONE;
+    if (p->state != ST_BODY) return HARMONY_DELTA_CONTENT;
+    return p->kind == K_REASONING ? HARMONY_DELTA_REASONING : p->kind == K_TOOL ? HARMONY_DELTA_TOOL_ARGS : HARMONY_DELTA_CONTENT;
+}
+
 int harmony_finish(harmony_parser *p, int hit_length, harmony_delta *d) {
     harmony_delta dummy;
     if (!d) d = &dummy;

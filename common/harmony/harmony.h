@@ -86,6 +86,10 @@ int harmony_push(harmony_parser *p, uint32_t id, const char *piece, size_t len, 
  * when calls were made, else "stop". Returns 0, or -1 on out of memory. */
 int harmony_finish(harmony_parser *p, int hit_length, harmony_delta *d);
 
+/* Where the text of the next plain token goes: REASONING, CONTENT or TOOL_ARGS inside a message body
+ * (CONTENT outside any message, as harmony_push treats stray text), NONE inside a header. */
+harmony_delta_kind harmony_text_kind(const harmony_parser *p);
+
 /* "stop", "tool_calls", "length", or NULL while unknown. */
 const char *harmony_finish_reason(const harmony_parser *p);
 

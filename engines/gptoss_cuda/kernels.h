@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "llmr_engine.h" /* llmr_token_logprobs */
+
 #define GPTOSS_HEAD_DIM 64
 #define GPTOSS_TOPK 4
 #define GPTOSS_MAX_EXPERTS 256
@@ -305,6 +307,18 @@ typedef struct gptoss_sample_row {
 size_t gptoss_sample_rows_work(int B, int V);
 cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out,
                                cudaStream_t stream);
+
+/* Log-probabilities of the tokens just sampled (OpenAI `logprobs`; llmr_engine.h llmr_token_logprobs): block b
+ * takes rows[b] (skipped when its logits are NULL): log_softmax of its raw logits (NaN as -inf; the sampling
+ * kernels never write them), the log-probability of tok[b] and the n_top most likely ids (value descending, ties
+ * to the lower id, n_top <= LLMR_MAX_TOP_LOGPROBS) into out[b]. rows, tok and out are device arrays. One
+ * 1024-thread block a row: three passes over V plus one 1/1024 slice per alternative. */
+typedef struct gptoss_logprob_row {
+    const float *logits;
+    int n_top;
+} gptoss_logprob_row;
+cudaError_t gptoss_logprobs_rows(const gptoss_logprob_row *rows, int B, int V, const int32_t *tok,
+                                 llmr_token_logprobs *out, cudaStream_t stream);
 
 /* counts[token] += 1 (penalty bookkeeping, stays on the device). */
 cudaError_t gptoss_count_token(int32_t *counts, const int32_t *token, cudaStream_t stream);

@@ -190,6 +190,8 @@ struct gptoss_model {
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
     gptoss_sample_row *srow_host, *srow_dev; /* its per-row parameters: pinned staging, device copy */
     float *srow_work;         /* its work area, gptoss_sample_rows_work(GPTOSS_MAX_BATCH, vocab) floats */
+    gptoss_logprob_row *lprow_host, *lprow_dev; /* logprobs of a step's rows (gptoss_logprobs_rows): pinned staging, */
+    llmr_token_logprobs *lp_host, *lp_dev;      /* device copy; results on the device, pinned host copy */
     struct sched_stats *ss;   /* the engine thread's time accounting (scheduler.cu) */
     pthread_t sched;
     int sched_started, stopping;

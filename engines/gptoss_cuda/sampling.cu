@@ -275,3 +275,80 @@ cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, floa
     rows_count_kernel<<<(unsigned)((B + 127) / 128), 128, 0, s>>>(rows, B, out);
     return cudaGetLastError();
 }
+
+/* ---- log-probabilities of the sampled tokens (kernels.h gptoss_logprobs_rows) */
+
+static __device__ __forceinline__ float lp_logit(const float *x, int i) {
+    const float l = x[i];
+    return l == l ? l : -INFINITY; /* NaN ranks below every number */
+}
+
+/* log p of a logit l, given the row's max mx and log-sum-exp lse (an +inf max takes all the mass). */
+static __device__ __forceinline__ float lp_of(float l, float mx, float lse) {
+    if (mx == INFINITY) return l == INFINITY ? 0.0f : -INFINITY;
+    return l - lse;
+}
+
+/* This thread's best (v, i) among ids tid, tid + n, ... that rank after (pv, pi) (value descending, then
+ * id ascending); (-inf, -1) when none. */
+static __device__ void lp_local_after(const float *x, int V, float pv, int pi, float &bv, int &bi) {
+    bv = -INFINITY;
+    bi = -1;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        const float l = lp_logit(x, i);
+        if (l > pv || (l == pv && i <= pi)) continue; /* ranks before or is the previous pick */
+        arg_merge(bv, bi, l, i);
+    }
+}
+
+__global__ void __launch_bounds__(SMP_THREADS) logprobs_rows_kernel(const gptoss_logprob_row *rows, int V,
+                                                                    const int32_t *tok, llmr_token_logprobs *out) {
+    __shared__ float sv[32], red[33];
+    __shared__ int si[32];
+    const gptoss_logprob_row r = rows[blockIdx.x];
+    if (!r.logits) return; /* uniform per block */
+    llmr_token_logprobs *o = out + blockIdx.x;
+    /* the max (and its id: the first alternative) */
+    float bv = -INFINITY;
+    int bi = -1;
+    for (int i = threadIdx.x; i < V; i += blockDim.x) arg_merge(bv, bi, lp_logit(r.logits, i), i);
+    block_argmax(bv, bi, sv, si);
+    const float mx = bv;
+    float z = 0.0f;
+    if (mx > -INFINITY && mx < INFINITY)
+        for (int i = threadIdx.x; i < V; i += blockDim.x) z += expf(lp_logit(r.logits, i) - mx);
+    z = block_sum(z, red);
+    const float lse = mx > -INFINITY ? mx + logf(z) : INFINITY; /* all -inf: every log p is -inf */
+    const int n_top = min(min(r.n_top, LLMR_MAX_TOP_LOGPROBS), V);
+    if (threadIdx.x == 0) {
+        const int t = tok[blockIdx.x];
+        o->token = t;
+        o->logprob = t >= 0 && t < V ? lp_of(lp_logit(r.logits, t), mx, lse) : -INFINITY;
+        o->n_top = (uint32_t)max(n_top, 0);
+    }
+    /* alternatives: each round's winner ranks after the previous one; only the thread that owned it looks
+     * for its next candidate, the others' candidates already rank after it */
+    float cv;
+    int ci;
+    lp_local_after(r.logits, V, INFINITY, -1, cv, ci);
+    for (int j = 0; j < n_top; j++) {
+        __syncthreads(); /* sv / si of the previous round are read */
+        float wv = cv;
+        int wi = ci;
+        block_argmax(wv, wi, sv, si);
+        if (wi < 0) break; /* uniform: every thread sees the same winner */
+        if (threadIdx.x == 0) {
+            o->top_ids[j] = wi;
+            o->top_logprobs[j] = lp_of(wv, mx, lse);
+        }
+        if (ci == wi) lp_local_after(r.logits, V, wv, wi, cv, ci);
+    }
+}
+
+cudaError_t gptoss_logprobs_rows(const gptoss_logprob_row *rows, int B, int V, const int32_t *tok,
+                                 llmr_token_logprobs *out, cudaStream_t s) {
+    if (B <= 0) return cudaSuccess;
+    if (V <= 0 || !rows || !tok || !out) return cudaErrorInvalidValue;
+    logprobs_rows_kernel<<<(unsigned)B, SMP_THREADS, 0, s>>>(rows, V, tok, out);
+    return cudaGetLastError();
+}

@@ -41,8 +41,10 @@ typedef struct gen_req {
     int penalties, finishing; /* finishing: its last token is being evaluated; then it ends */
     llmr_finish_reason finish_pending;
     const float *logits; /* this row's next distribution: s->logits or a row of m->blogits */
+    int lp_top;          /* alternatives per token when the caller wants logprobs; -1 off */
     /* shared with the caller, under m->q_mu */
     int32_t *toks;
+    llmr_token_logprobs *lps; /* [cap] with toks, when lp_top >= 0 */
     uint32_t cap, n_emitted, n_acked;
     int cb_stop, done;
     pthread_cond_t cv;
@@ -436,6 +438,27 @@ static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int
     return e;
 }
 
+/* Queues the log-probabilities of the tokens just sampled into m->tok, for the rows that asked (none: nothing
+ * is launched); they reach m->lp_host with the tokens' own copy. The pinned staging is rewritten only after the
+ * previous step's token wait, as the sampling rows' is. */
+static cudaError_t sched_logprobs(gptoss_model *m, int B) {
+    int any = 0;
+    for (int b = 0; b < B; b++) {
+        const gen_req *r = m->rows[b];
+        m->lprow_host[b].logits = r->lp_top >= 0 ? r->logits : NULL;
+        m->lprow_host[b].n_top = r->lp_top;
+        any |= r->lp_top >= 0;
+    }
+    if (!any) return cudaSuccess;
+    cudaError_t e = cudaMemcpyAsync(m->lprow_dev, m->lprow_host, (size_t)B * sizeof(gptoss_logprob_row),
+                                    cudaMemcpyHostToDevice, m->stream);
+    if (e == cudaSuccess) e = gptoss_logprobs_rows(m->lprow_dev, B, m->cfg.vocab_size, m->tok, m->lp_dev, m->stream);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(m->lp_host, m->lp_dev, (size_t)B * sizeof(llmr_token_logprobs), cudaMemcpyDeviceToHost,
+                            m->stream);
+    return e;
+}
+
 /* Ends rows that are done before sampling; returns how many rows remain to sample (compacted first in
  * m->rows). Finished rows whose last distribution sits in m->blogits get it copied to their session
  * (a next turn with no new tokens samples from s->logits). */
@@ -517,6 +540,7 @@ static void sched_decode(gptoss_model *m) {
             if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
         }
     }
+    if (e == cudaSuccess) e = sched_logprobs(m, B);
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(m->tok_host, m->tok, (size_t)B * sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream);
     if (e == cudaSuccess) e = cudaEventRecord(m->tok_ev, m->stream);
@@ -547,6 +571,7 @@ static void sched_decode(gptoss_model *m) {
             r->finish_pending = LLMR_FINISH_LENGTH;
             continue;
         }
+        if (r->lps) r->lps[r->n_emitted] = m->lp_host[b];
         r->toks[r->n_emitted++] = tok;
         r->res.n_generated++;
         handed++;
@@ -667,6 +692,15 @@ static void sched_free_sampling(gptoss_model *m) {
     m->srow_work = NULL;
 }
 
+static void sched_free_logprobs(gptoss_model *m) {
+    cudaFreeHost(m->lprow_host);
+    cudaFree(m->lprow_dev);
+    cudaFreeHost(m->lp_host);
+    cudaFree(m->lp_dev);
+    m->lprow_host = m->lprow_dev = NULL;
+    m->lp_host = m->lp_dev = NULL;
+}
+
 /* The integer in `name` when it is one in lo..hi; dflt when unset, or (with a note) when it is not. */
 static int sched_env(const char *name, int dflt, int lo, int hi) {
     const char *v = getenv(name);
@@ -731,6 +765,13 @@ int gptoss_sched_start(gptoss_model *m) {
             m->batch_sample = 0;
         }
     }
+    if (cudaMallocHost((void **)&m->lprow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_logprob_row)) != cudaSuccess ||
+        cudaMalloc((void **)&m->lprow_dev, GPTOSS_MAX_BATCH * sizeof(gptoss_logprob_row)) != cudaSuccess ||
+        cudaMallocHost((void **)&m->lp_host, GPTOSS_MAX_BATCH * sizeof(llmr_token_logprobs)) != cudaSuccess ||
+        cudaMalloc((void **)&m->lp_dev, GPTOSS_MAX_BATCH * sizeof(llmr_token_logprobs)) != cudaSuccess) {
+        sched_free_logprobs(m);
+        return -1;
+    }
     m->ss = ss_create();
     if (pthread_create(&m->sched, NULL, sched_main, m)) return -1;
     m->sched_started = 1;
@@ -756,6 +797,7 @@ void gptoss_sched_stop(gptoss_model *m) {
     m->batt_part = NULL;
     m->batt_ctr = NULL;
     sched_free_sampling(m);
+    sched_free_logprobs(m);
 }
 
 /* ---------------------------------------------------------------- generate */
@@ -780,14 +822,20 @@ llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generat
     r.s = s;
     r.in = req;
     r.logits_out = LLMR_HAS_FIELD(req, llmr_generate_request, logits_out) ? req->logits_out : NULL;
+    const llmr_logprobs_cb lp_cb = LLMR_HAS_FIELD(req, llmr_generate_request, top_logprobs) ? req->on_logprobs : NULL;
+    r.lp_top = lp_cb ? (int)req->top_logprobs : -1;
     __atomic_store_n(&s->cancel, 0, __ATOMIC_RELEASE);
     llmr_engine_status st = generate_check(s, req, r.logits_out, err, es);
+    if (st == LLMR_ENGINE_OK && lp_cb && req->top_logprobs > LLMR_MAX_TOP_LOGPROBS)
+        st = fail(LLMR_ENGINE_UNSUPPORTED, err, es, "top_logprobs %u exceeds %d", req->top_logprobs, LLMR_MAX_TOP_LOGPROBS);
     r.res.n_prompt = (uint32_t)req->n_tokens;
     /* At most one token per free position after the prompt (each handed-out token is evaluated). */
     const uint64_t room = (uint64_t)s->max_ctx - s->n_ctx - req->n_tokens;
     r.cap = (uint32_t)(req->max_tokens < room ? req->max_tokens : room);
     if (st == LLMR_ENGINE_OK && r.cap && !(r.toks = (int32_t *)malloc((size_t)r.cap * sizeof(int32_t))))
         st = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory for %u generated tokens", r.cap);
+    if (st == LLMR_ENGINE_OK && r.cap && lp_cb && !(r.lps = (llmr_token_logprobs *)malloc((size_t)r.cap * sizeof *r.lps)))
+        st = fail(LLMR_ENGINE_OOM_RAM, err, es, "out of host memory for the logprobs of %u generated tokens", r.cap);
     if (st != LLMR_ENGINE_OK) {
         r.res.n_context = s->n_ctx;
         goto out;
@@ -817,8 +865,10 @@ llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generat
         const int done = r.done;
         pthread_mutex_unlock(&m->q_mu);
         int stop = 0;
-        for (uint32_t i = from; i < to; i++)
-            if (cb && !stop && cb(user, r.toks[i])) stop = 1;
+        for (uint32_t i = from; i < to && !stop; i++) {
+            if (lp_cb) lp_cb(user, &r.lps[i]);
+            if (cb && cb(user, r.toks[i])) stop = 1;
+        }
         pthread_mutex_lock(&m->q_mu);
         if (stop) r.cb_stop = 1;
         r.n_acked = to;
@@ -832,6 +882,7 @@ llmr_engine_status gptoss_session_generate(gptoss_session *s, const llmr_generat
     if (r.cb_stop && st == LLMR_ENGINE_OK) r.res.finish = LLMR_FINISH_STOP;
 out:
     free(r.toks);
+    free(r.lps);
     if (res_out) {
         uint32_t sz = res_out->struct_size && res_out->struct_size < sizeof r.res ? res_out->struct_size : (uint32_t)sizeof r.res;
         r.res.struct_size = sz;

@@ -6,7 +6,7 @@
  *    fp32 in RAM, so a checkpoint too large for RAM fails with OOM_RAM before anything is allocated;
  *  - each session owns its KV cache, grown on demand up to its max_context;
  *  - generate evaluates req->tokens one by one, then samples with common/sampling.h (the ABI's
- *    semantics), one on_token call per token. Generated tokens belong to the session: the last one is
+ *    semantics), one on_token call per token (and on_logprobs before it, when asked). Generated tokens belong to the session: the last one is
  *    evaluated at the start of the next generate (so a session that is destroyed never pays for it),
  *    and n_context counts it;
  *  - cancel is a flag checked between tokens; stats are atomics.
@@ -206,6 +206,12 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
     float *logits_out = LLMR_HAS_FIELD(req, llmr_generate_request, logits_out) ? req->logits_out : NULL;
     size_t n_tok = req->tokens ? req->n_tokens : 0;
     uint32_t max_tokens = req->max_tokens;
+    const llmr_logprobs_cb on_lp = LLMR_HAS_FIELD(req, llmr_generate_request, top_logprobs) ? req->on_logprobs : NULL;
+    if (on_lp && req->top_logprobs > LLMR_MAX_TOP_LOGPROBS) {
+        st = llmr_errf_status(LLMR_ENGINE_UNSUPPORTED, err, es, "top_logprobs %u exceeds %d", req->top_logprobs,
+                              LLMR_MAX_TOP_LOGPROBS);
+        goto out;
+    }
 
     /* check the whole input before touching the session */
     for (size_t i = 0; i < n_tok; i++)
@@ -246,6 +252,11 @@ static llmr_engine_status ref_generate(llmr_engine_session *s, const llmr_genera
         s->pending = tok;
         r.n_generated++;
         atomic_fetch_add(&s->model->tokens_generated, 1);
+        if (on_lp) { /* from the raw logits: scratch holds the sampler's processed copy */
+            llmr_token_logprobs lp;
+            llmr_logprobs_fill(s->logits, V, tok, req->top_logprobs, &lp);
+            on_lp(user, &lp);
+        }
         int stop_cb = on_token ? on_token(user, tok) != 0 : 0;
         if (is_stop(req, tok) || stop_cb) { r.finish = LLMR_FINISH_STOP; break; }
         if (g + 1 >= max_tokens) { r.finish = LLMR_FINISH_LENGTH; break; }

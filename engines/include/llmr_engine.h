@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define LLMR_ENGINE_ABI_MAJOR 1
-#define LLMR_ENGINE_ABI_MINOR 0
+#define LLMR_ENGINE_ABI_MINOR 1 /* 1.1: llmr_generate_request.on_logprobs / top_logprobs */
 #define LLMR_ENGINE_ABI_VERSION ((uint32_t)((LLMR_ENGINE_ABI_MAJOR << 16) | LLMR_ENGINE_ABI_MINOR))
 #define LLMR_ENGINE_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define LLMR_ENGINE_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -147,6 +147,23 @@ typedef enum llmr_finish_reason {
  * (finish STOP). Runs on the generating thread; must not call back into the engine for this session. */
 typedef int (*llmr_token_cb)(void *user, int32_t token);
 
+/* Log-probabilities of one generated token (ABI 1.1), for OpenAI's `logprobs`. They are the model's
+ * own distribution: log_softmax of the raw logits the token was drawn from, before penalties,
+ * temperature, top_k, top_p and min_p (what a caller can compare between runs and engines; NaN logits
+ * count as -inf). Alternatives are the most likely ids, most likely first, ties to the lower id. */
+#define LLMR_MAX_TOP_LOGPROBS 20
+typedef struct llmr_token_logprobs {
+    int32_t token;                            /* the generated token (the one on_token receives next) */
+    float logprob;                            /* its log-probability (<= 0; -inf when its logit is) */
+    uint32_t n_top;                           /* alternatives below: the request's top_logprobs, capped by the vocab */
+    int32_t top_ids[LLMR_MAX_TOP_LOGPROBS];
+    float top_logprobs[LLMR_MAX_TOP_LOGPROBS];
+} llmr_token_logprobs;
+
+/* Called right before on_token with that token's log-probabilities; same thread, same user. `lp` is
+ * borrowed for the call. */
+typedef void (*llmr_logprobs_cb)(void *user, const llmr_token_logprobs *lp);
+
 typedef struct llmr_generate_request {
     uint32_t struct_size;
     const int32_t *tokens;        /* tokens to append to the session before generating (the prompt,
@@ -158,6 +175,9 @@ typedef struct llmr_generate_request {
     llmr_sampling_params sampling;
     float *logits_out;            /* optional: receives the logits (vocab floats) after `tokens` are
                                      evaluated, i.e. the distribution of the first generated token */
+    /* ABI 1.1 (an engine of 1.0 never reads them: the host refuses such requests for it) */
+    llmr_logprobs_cb on_logprobs; /* optional: each generated token's log-probabilities, before its on_token */
+    uint32_t top_logprobs;        /* alternatives reported with each, 0..LLMR_MAX_TOP_LOGPROBS (more: UNSUPPORTED) */
 } llmr_generate_request;
 
 typedef struct llmr_generate_result {

@@ -87,6 +87,7 @@ struct llmr_host_session {
     atomic_int generating, cancel_req, timed_out;
     atomic_ullong last_progress_ns;
     llmr_token_cb cb;
+    llmr_logprobs_cb lp_cb;
     void *user;
     uint32_t tokens;          /* this generate */
     char engine_id[65], engine_version[65]; /* copies: the instance may be gone after a timeout */
@@ -997,11 +998,18 @@ static int on_token_trampoline(void *user, int32_t token) {
     return s->cb ? s->cb(s->user, token) : 0;
 }
 
+/* Forwards a token's log-probabilities to the caller (the engine calls it with the trampoline's user). */
+static void on_logprobs_trampoline(void *user, const llmr_token_logprobs *lp) {
+    llmr_host_session *s = user;
+    if (s->lp_cb) s->lp_cb(s->user, lp);
+}
+
 llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_generate_request *req,
                                              llmr_token_cb on_token, void *user, llmr_generate_result *result_out,
                                              char *err, size_t err_size) {
     if (err && err_size) err[0] = 0;
     if (!s || !req) { llmr_errf(err, err_size, "invalid arguments"); return LLMR_ENGINE_INTERNAL; }
+    const int want_lp = LLMR_HAS_FIELD(req, llmr_generate_request, top_logprobs) && req->on_logprobs;
     int idle = 0;
     if (!atomic_compare_exchange_strong(&s->generating, &idle, 1)) {
         llmr_errf(err, err_size, "session busy: another generate is running on it");
@@ -1013,7 +1021,20 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
         llmr_errf(err, err_size, "session was closed by the stall watchdog; create a new one");
         return LLMR_ENGINE_TIMEOUT;
     }
+    if (want_lp && LLMR_ENGINE_ABI_MINOR_OF(s->inst->pl->api->abi_version) < 1) {
+        char a[16];
+        llmr_errf(err, err_size, "engine %s speaks ABI %s, which cannot report logprobs (ABI 1.1 and later can)",
+                  s->inst->pl->m->id, abi_str(s->inst->pl->api->abi_version, a, sizeof a));
+        atomic_store(&s->generating, 0);
+        return LLMR_ENGINE_UNSUPPORTED;
+    }
+    if (want_lp && req->top_logprobs > LLMR_MAX_TOP_LOGPROBS) {
+        llmr_errf(err, err_size, "top_logprobs %u exceeds %d", req->top_logprobs, LLMR_MAX_TOP_LOGPROBS);
+        atomic_store(&s->generating, 0);
+        return LLMR_ENGINE_UNSUPPORTED;
+    }
     s->cb = on_token;
+    s->lp_cb = want_lp ? req->on_logprobs : NULL;
     s->user = user;
     s->tokens = 0;
     atomic_store(&s->cancel_req, 0);
@@ -1030,6 +1051,13 @@ llmr_engine_status llmr_engine_host_generate(llmr_host_session *s, const llmr_ge
     llmr_generate_result res = {sizeof res, LLMR_FINISH_NONE, 0, 0, 0};
     char eerr[1024] = "";
     instance *in = s->inst;
+    /* the engine's callbacks get this session as user; a copy of the request routes on_logprobs through it */
+    llmr_generate_request rq;
+    if (want_lp) {
+        memcpy(&rq, req, sizeof rq);
+        rq.on_logprobs = on_logprobs_trampoline;
+        req = &rq;
+    }
     llmr_engine_status st = in->pl->api->generate(s->es, req, on_token_trampoline, s, &res, eerr, sizeof eerr);
 
     pthread_mutex_lock(&h->wd_mu);

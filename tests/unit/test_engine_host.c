@@ -99,7 +99,7 @@ START_TEST(scan_loads_the_test_plugin) {
     ck_assert_str_eq(p[0].id, "testengine");
     ck_assert_str_eq(p[0].version, "1.0.0");
     ck_assert_int_eq(p[0].active, 1);
-    ck_assert_uint_eq(p[0].abi_version, LLMR_ENGINE_ABI_VERSION);
+    ck_assert_uint_eq(p[0].abi_version, (uint32_t)LLMR_ENGINE_ABI_MAJOR << 16); /* the test engine speaks x.0 */
     free(p);
     ck_assert_uint_eq(llmr_engine_host_rejections(f.h, 0, NULL, 0), 0);
     fx_close(&f);
@@ -165,7 +165,7 @@ START_TEST(malformed_plugins_are_refused_with_the_field_named) {
     char *log = fx_capture_end();
     expect_rejection(&f, "badjson", "invalid JSON", log);
     expect_rejection(&f, "unknownfield", "field \"versoin\": unknown field", log);
-    expect_rejection(&f, "abi2", "field \"abi_version\": plugin declares ABI 2.0, host speaks 1.0", log);
+    expect_rejection(&f, "abi2", "field \"abi_version\": plugin declares ABI 2.0, host speaks 1.1", log);
     expect_rejection(&f, "nolib", "field \"library\"", log);
     expect_rejection(&f, "notelf", "field \"library\": dlopen", log);
     expect_rejection(&f, "nosymbol", "does not export llmr_engine_get_api", log);
@@ -189,9 +189,9 @@ END_TEST
 
 /* ABI checks both ways, driven by the test plugin's environment switches. */
 static const struct { const char *env, *val, *env2, *val2, *want; } abi_cases[] = {
-    {"TESTENGINE_ABI", "2.0", NULL, NULL, "the library refused host ABI 1.0"},          /* plugin-side */
-    {"TESTENGINE_ABI", "2.0", "TESTENGINE_ABI_LIE", "1", "the library reports ABI 2.0, host speaks 1.0"}, /* host-side */
-    {"TESTENGINE_ABI", "0.9", "TESTENGINE_ABI_LIE", "1", "the library reports ABI 0.9, host speaks 1.0"},
+    {"TESTENGINE_ABI", "2.0", NULL, NULL, "the library refused host ABI 1.1"},          /* plugin-side */
+    {"TESTENGINE_ABI", "2.0", "TESTENGINE_ABI_LIE", "1", "the library reports ABI 2.0, host speaks 1.1"}, /* host-side */
+    {"TESTENGINE_ABI", "0.9", "TESTENGINE_ABI_LIE", "1", "the library reports ABI 0.9, host speaks 1.1"},
     {"TESTENGINE_STRUCT_SIZE", "16", NULL, NULL, "function table is 16 bytes"},
     {"TESTENGINE_ID", "other", NULL, NULL, "field \"id\": manifest says \"testengine\", the library reports \"other\""},
 };
@@ -246,6 +246,12 @@ START_TEST(missing_engines_dir_is_an_error) {
 END_TEST
 
 /* --- models and generation ------------------------------------------------------------------- */
+
+static void no_logprobs_cb(void *user, const llmr_token_logprobs *lp) {
+    (void)user;
+    (void)lp;
+    ck_abort_msg("a 1.0 engine was handed on_logprobs");
+}
 
 START_TEST(load_and_stream_tokens) {
     fixture f;
@@ -309,6 +315,13 @@ START_TEST(load_and_stream_tokens) {
     r = request(&bad, 1, 1);
     ck_assert_int_eq(llmr_engine_host_generate(s, &r, NULL, NULL, NULL, err, sizeof err), LLMR_ENGINE_UNSUPPORTED);
     ck_assert_msg(strstr(err, "outside the vocabulary"), "%s", err);
+    /* logprobs need ABI 1.1: the host refuses them for this 1.0 engine, naming why */
+    r = request(prompt, 3, 1);
+    r.on_logprobs = no_logprobs_cb;
+    ck_assert_int_eq(llmr_engine_host_generate(s, &r, NULL, NULL, NULL, err, sizeof err), LLMR_ENGINE_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "engine testengine speaks ABI 1.0, which cannot report logprobs"), "%s", err);
+    r.on_logprobs = NULL; /* the session is still usable */
+    ck_assert_msg(llmr_engine_host_generate(s, &r, NULL, NULL, NULL, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
     llmr_engine_host_session_destroy(s);
     /* unload: the model is forgotten */
     ck_assert_int_eq(llmr_engine_host_unload(f.h, "m1", err, sizeof err), LLMR_ENGINE_OK);

@@ -71,13 +71,26 @@ static llmr_engine_session *session(llmr_engine_model *m, uint32_t ctx) {
     return s;
 }
 
-typedef struct collected { int32_t tok[512]; int n; int stop_at; } collected;
+typedef struct collected {
+    int32_t tok[512];
+    int n;
+    int stop_at;
+    llmr_token_logprobs lp[16]; /* on_logprobs of the first 16 tokens */
+    int n_lp, lp_order_ok;      /* lp_order_ok: each came right before its on_token */
+} collected;
 
 static int collect(void *user, int32_t t) {
     collected *c = user;
     if (c->n < 512) c->tok[c->n] = t;
+    if (c->n_lp != c->n + 1 || (c->n < 16 && c->lp[c->n].token != t)) c->lp_order_ok = 0;
     c->n++;
     return c->stop_at > 0 && c->n >= c->stop_at;
+}
+
+static void collect_lp(void *user, const llmr_token_logprobs *lp) {
+    collected *c = user;
+    if (c->n_lp < 16) c->lp[c->n_lp] = *lp;
+    c->n_lp++;
 }
 
 static llmr_engine_status gen(llmr_engine_session *s, const int32_t *toks, size_t n, uint32_t max, float temp, uint64_t seed,
@@ -319,6 +332,34 @@ START_TEST(through_the_engine_host) {
     ck_assert_msg(llmr_engine_host_generate(s, &q, collect, &c, &r, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
     ck_assert_int_eq(c.n, 4);
     for (int i = 0; i < 4; i++) ck_assert_int_eq(c.tok[i], greedy_ref(&o, i));
+    llmr_engine_host_session_destroy(s);
+
+    /* logprobs through the host (ABI 1.1): one call right before each token's on_token; greedy picks the most
+     * likely id; the gap between the two most likely equals transformers' top-2 logit margin (a difference
+     * of logits survives log_softmax unchanged) */
+    ck_assert_msg(llmr_engine_host_session_create(h, "test/tiny", NULL, &s, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    q.on_logprobs = collect_lp;
+    q.top_logprobs = 3;
+    collected l = {.lp_order_ok = 1};
+    ck_assert_msg(llmr_engine_host_generate(s, &q, collect, &l, &r, err, sizeof err) == LLMR_ENGINE_OK, "%s", err);
+    ck_assert_int_eq(l.n, 4);
+    ck_assert_int_eq(l.n_lp, 4);
+    ck_assert(l.lp_order_ok);
+    json_t *margins = json_object_get(json_object_get(o.fx, "greedy"), "top2_margin");
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(l.tok[i], greedy_ref(&o, i));
+        ck_assert_uint_eq(l.lp[i].n_top, 3);
+        ck_assert_int_eq(l.lp[i].top_ids[0], l.tok[i]);
+        ck_assert_float_eq(l.lp[i].top_logprobs[0], l.lp[i].logprob);
+        ck_assert(l.lp[i].logprob <= 0 && l.lp[i].top_logprobs[2] <= l.lp[i].top_logprobs[1]);
+        const double m = json_real_value(json_array_get(margins, (size_t)i));
+        ck_assert_msg(fabs((l.lp[i].top_logprobs[0] - l.lp[i].top_logprobs[1]) - m) <= 1e-3 * (1 + m),
+                      "token %d: top-2 gap %.6f, transformers' margin %.6f", i,
+                      l.lp[i].top_logprobs[0] - l.lp[i].top_logprobs[1], m);
+    }
+    q.top_logprobs = LLMR_MAX_TOP_LOGPROBS + 1;
+    ck_assert_int_eq(llmr_engine_host_generate(s, &q, collect, &l, &r, err, sizeof err), LLMR_ENGINE_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "top_logprobs 21 exceeds 20"), "%s", err);
     llmr_engine_host_session_destroy(s);
     llmr_engine_host_destroy(h);
     json_decref(o.fx);

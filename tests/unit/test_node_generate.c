@@ -21,11 +21,12 @@ START_TEST(test_params_defaults_and_fields) {
     ck_assert_str_eq(p.model, "a/b");
     ck_assert_str_eq(p.prompt, "hi");
     ck_assert_uint_eq(p.max_tokens, 256);
-    ck_assert(p.temperature == 1.0f && p.top_p == 1.0f && p.harmony == 1 && !p.has_seed);
+    ck_assert(p.temperature == 1.0f && p.top_p == 1.0f && p.harmony == 1 && !p.has_seed && p.logprobs == -1);
     llmr_gen_params_free(&p);
     ck_assert_int_eq(parse("{\"model\":\"a/b\",\"prompt_ids\":[1,2,3],\"max_tokens\":5,\"temperature\":0,\"top_p\":0.5,"
                            "\"top_k\":40,\"min_p\":0.1,\"seed\":-3,\"frequency_penalty\":-2,\"presence_penalty\":2,"
-                           "\"stop\":[\"a\",\"bc\"],\"parse\":\"none\",\"request_id\":\"r1\"}", &p, err, sizeof err), 0);
+                           "\"stop\":[\"a\",\"bc\"],\"parse\":\"none\",\"request_id\":\"r1\",\"logprobs\":20}", &p, err, sizeof err), 0);
+    ck_assert_int_eq(p.logprobs, 20);
     ck_assert_uint_eq(p.n_prompt_ids, 3);
     ck_assert_int_eq(p.prompt_ids[2], 3);
     ck_assert_uint_eq(p.max_tokens, 5);
@@ -62,6 +63,8 @@ START_TEST(test_params_refused) {
     bad("{\"model\":\"a\",\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop");
     bad("{\"model\":\"a\",\"prompt\":\"x\",\"stop\":[\"\"]}", "stop[0]");
     bad("{\"model\":\"a\",\"prompt\":\"x\",\"parse\":\"xml\"}", "parse");
+    bad("{\"model\":\"a\",\"prompt\":\"x\",\"logprobs\":21}", "logprobs: expected an integer in [0, 20]");
+    bad("{\"model\":\"a\",\"prompt\":\"x\",\"logprobs\":true}", "logprobs");
     llmr_gen_params p;
     char err[64];
     ck_assert_int_eq(llmr_gen_params_parse(NULL, &p, err, sizeof err), -1);

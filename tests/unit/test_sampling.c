@@ -155,6 +155,53 @@ START_TEST(infinite_logits) {
 }
 END_TEST
 
+/* llmr_logprobs_fill: log_softmax of the raw logits (in double here, from the definition), the most likely
+ * alternatives in order with ties to the lower id, NaN as -inf, the count capped by the vocab and by 20. */
+START_TEST(logprobs_fill) {
+    const float x[6] = {1.0f, 3.0f, NAN, 3.0f, -INFINITY, 0.5f};
+    double z = 0;
+    for (int i = 0; i < 6; i++)
+        if (x[i] == x[i]) z += exp((double)x[i] - 3.0);
+    const double lse = 3.0 + log(z);
+    llmr_token_logprobs lp;
+    llmr_logprobs_fill(x, 6, 0, 5, &lp);
+    ck_assert_int_eq(lp.token, 0);
+    ck_assert_double_eq_tol(lp.logprob, 1.0 - lse, 1e-6);
+    ck_assert_uint_eq(lp.n_top, 5);
+    const int want[5] = {1, 3, 0, 5, 2}; /* the tie 1 / 3 by id, then 1.0, 0.5, then NaN and -inf tie (as -inf) */
+    for (int i = 0; i < 5; i++) ck_assert_int_eq(lp.top_ids[i], want[i]);
+    ck_assert_double_eq_tol(lp.top_logprobs[0], 3.0 - lse, 1e-6);
+    ck_assert_float_eq(lp.top_logprobs[0], lp.top_logprobs[1]);
+    ck_assert(isinf(lp.top_logprobs[4]) && lp.top_logprobs[4] < 0);
+    /* the chosen token may be one the alternatives do not list; the NaN one is -inf */
+    llmr_logprobs_fill(x, 6, 2, 0, &lp);
+    ck_assert_uint_eq(lp.n_top, 0);
+    ck_assert(isinf(lp.logprob) && lp.logprob < 0);
+    llmr_logprobs_fill(x, 6, 3, 50, &lp);
+    ck_assert_uint_eq(lp.n_top, 6); /* capped by the vocab */
+    ck_assert_int_eq(lp.top_ids[5], 4);
+    /* probabilities sum to 1 over a large random vocab; capped at 20 alternatives */
+    enum { V = 5000 };
+    static float big[V];
+    uint64_t r = 42;
+    for (int i = 0; i < V; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        big[i] = (float)((r >> 40) % 2000) / 100.0f - 10.0f;
+    }
+    double sum = 0;
+    for (int t = 0; t < V; t++) {
+        llmr_logprobs_fill(big, V, t, t == 7 ? 100 : 0, &lp);
+        sum += exp(lp.logprob);
+        if (t == 7) {
+            ck_assert_uint_eq(lp.n_top, LLMR_MAX_TOP_LOGPROBS);
+            for (int i = 1; i < LLMR_MAX_TOP_LOGPROBS; i++) ck_assert(lp.top_logprobs[i] <= lp.top_logprobs[i - 1]);
+            ck_assert_int_eq(lp.top_ids[0], llmr_argmax(big, V));
+        }
+    }
+    ck_assert_double_eq_tol(sum, 1.0, 1e-4);
+}
+END_TEST
+
 static Suite *sampling_suite(void) {
     Suite *s = suite_create("sampling");
     TCase *tc = tcase_create("core");
@@ -165,6 +212,7 @@ static Suite *sampling_suite(void) {
     tcase_add_test(tc, seed_determinism_full_vocab);
     tcase_add_test(tc, short_struct_size);
     tcase_add_test(tc, infinite_logits);
+    tcase_add_test(tc, logprobs_fill);
     suite_add_tcase(s, tc);
     return s;
 }

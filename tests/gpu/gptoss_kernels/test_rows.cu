@@ -8,7 +8,8 @@
  *    1, 2, 4 and 8 heads per KV head; each row alone = the batched row bit for bit; timed against
  *    gptoss_attention_at at 2, 8, 32 and 64 rows of the 20b's heads, contexts 128..2,000;
  *  - gptoss_sample_rows (sampling.cu), every row of a step in three launches, against one gptoss_sample
- *    (+ gptoss_count_token) per row: the same tokens and counts, greedy and sampled, ties and NaN.
+ *    (+ gptoss_count_token) per row: the same tokens and counts, greedy and sampled, ties and NaN;
+ *  - gptoss_logprobs_rows (sampling.cu) against llmr_logprobs_fill (common/sampling.c, the CPU engine's).
  * Linked into the gptoss_kernels binary; main() in test_kernels.cu calls gptoss_test_rows_kernels(). */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,9 @@
 
 #include "engines/gptoss_cuda/attention_rows.cu"
 #include "engines/gptoss_cuda/linear_rows.cu"
+extern "C" {
+#include "common/sampling.h"
+}
 
 #define TU_SEED 0x7065a1ull
 #include "tests/gpu/gptoss_kernels/test_util.h"
@@ -334,6 +338,72 @@ static void test_sample_rows(int B, int V) {
     cudaFree(dl); cudaFree(c1); cudaFree(c2); cudaFree(o1); cudaFree(o2); cudaFree(w1); cudaFree(w2); cudaFree(drows);
 }
 
+/* gptoss_logprobs_rows against common/sampling.c's llmr_logprobs_fill (the CPU engine's, in double): the same
+ * alternatives in the same order (ties to the lower id, NaN as -inf: both compare the raw floats), log-probabilities
+ * within 1e-4; rows without logits left as they were. */
+static void test_logprobs_rows(int B, int V) {
+    std::vector<float> logits((size_t)B * V);
+    for (auto &v : logits) v = rrand() * 6.0f;
+    std::vector<gptoss_logprob_row> rows(B);
+    std::vector<int32_t> tok(B);
+    const int tops[6] = {-1, 0, 1, 5, 20, 3};
+    float *dl;
+    int32_t *dt;
+    gptoss_logprob_row *drows;
+    llmr_token_logprobs *dout;
+    CK(cudaMalloc((void **)&dl, logits.size() * 4));
+    CK(cudaMalloc((void **)&dt, (size_t)B * 4));
+    CK(cudaMalloc((void **)&drows, (size_t)B * sizeof(gptoss_logprob_row)));
+    CK(cudaMalloc((void **)&dout, (size_t)B * sizeof(llmr_token_logprobs)));
+    CK(cudaMemset(dout, 0xA5, (size_t)B * sizeof(llmr_token_logprobs)));
+    for (int b = 0; b < B; b++) {
+        float *l = &logits[(size_t)b * V];
+        l[(b * 7919) % V] = 30.0f; /* a tie at the top */
+        l[(b * 104729 + 13) % V] = 30.0f;
+        if (b % 3 == 1) l[5] = NAN;
+        if (b % 4 == 2) l[7] = -INFINITY;
+        if (b % 5 == 3) for (int i = 0; i < V; i += 2) l[i] = -1.0f; /* many ties below the top */
+        tok[b] = b % 7 == 4 ? 5 : (int32_t)((b * 2654435761u) % (uint32_t)V);
+        rows[b].n_top = tops[b % 6];
+        rows[b].logits = rows[b].n_top < 0 ? NULL : dl + (size_t)b * V;
+    }
+    CK(cudaMemcpy(dl, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dt, tok.data(), (size_t)B * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(drows, rows.data(), (size_t)B * sizeof(gptoss_logprob_row), cudaMemcpyHostToDevice));
+    CK(gptoss_logprobs_rows(drows, B, V, dt, dout, 0));
+    std::vector<llmr_token_logprobs> got(B);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(got.data(), dout, (size_t)B * sizeof(llmr_token_logprobs), cudaMemcpyDeviceToHost));
+    int ok = 1;
+    double worst = 0;
+    for (int b = 0; b < B && ok; b++) {
+        llmr_token_logprobs want;
+        if (rows[b].n_top < 0) {
+            memset(&want, 0xA5, sizeof want);
+            ok = !memcmp(&want, &got[b], sizeof want);
+            continue;
+        }
+        llmr_logprobs_fill(&logits[(size_t)b * V], V, tok[b], (uint32_t)rows[b].n_top, &want);
+        ok = got[b].token == want.token && got[b].n_top == want.n_top;
+        const auto close = [&](float g, float w) {
+            if (isinf(w)) return g == w;
+            worst = std::max(worst, (double)fabsf(g - w));
+            return fabsf(g - w) <= 1e-4f;
+        };
+        ok = ok && close(got[b].logprob, want.logprob);
+        for (uint32_t i = 0; ok && i < want.n_top; i++)
+            ok = got[b].top_ids[i] == want.top_ids[i] && close(got[b].top_logprobs[i], want.top_logprobs[i]);
+        if (!ok) fprintf(stderr, "logprobs row %d (n_top %d, token %d): GPU %d %.6f top0 %d, CPU %d %.6f top0 %d\n", b,
+                         rows[b].n_top, tok[b], got[b].token, got[b].logprob, got[b].top_ids[0], want.token, want.logprob,
+                         want.top_ids[0]);
+    }
+    char what[200];
+    snprintf(what, sizeof what, "logprobs_rows B=%d V=%d (0..20 alternatives, ties, NaN, -inf, skipped rows) = llmr_logprobs_fill, "
+             "worst |d logprob| %.2e", B, V, worst);
+    check_true(what, ok);
+    cudaFree(dl); cudaFree(dt); cudaFree(drows); cudaFree(dout);
+}
+
 void gptoss_test_rows_kernels(int *checks, int *failed) {
     test_rows(2, 64, 8, 64, 8, 1, 0, 0);
     test_rows(3, 2880, 517, 2884, 520, 1, 1, 0); /* strides wider than K / N, N % 4 != 0 */
@@ -359,6 +429,9 @@ void gptoss_test_rows_kernels(int *checks, int *failed) {
     test_sample_rows(2, 1000);
     test_sample_rows(13, 1000);
     test_sample_rows(64, 201088); /* the 64-stream step */
+    test_logprobs_rows(6, 1000);
+    test_logprobs_rows(13, 3000);
+    test_logprobs_rows(64, 201088);
     test_attention_rows(1, 8, 2, 0, 5);       /* one row, one key */
     test_attention_rows(3, 64, 8, 0, 300);
     test_attention_rows(7, 64, 8, 128, 400);  /* sliding window */

@@ -305,7 +305,7 @@ static llmr_engine_api g_api = {
 };
 
 LLMR_ENGINE_EXPORT const llmr_engine_api *llmr_engine_get_api(uint32_t host_abi_version) {
-    uint32_t mine = LLMR_ENGINE_ABI_VERSION;
+    uint32_t mine = (uint32_t)LLMR_ENGINE_ABI_MAJOR << 16; /* x.0: it implements no minor's additions (no logprobs) */
     const char *abi = getenv("TESTENGINE_ABI");
     unsigned a, b;
     if (abi && sscanf(abi, "%u.%u", &a, &b) == 2) mine = (a << 16) | (b & 0xffffu);
