@@ -898,9 +898,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
-    /* off by default: with it on the 20b serving check's request 2 leaves its lone text at a known near-tie token
-     * (docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=1 turns it on */
-    m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 0, 0, 1);
+    /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
+     * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
+    m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
     m->route_ring = 0;
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */
