@@ -545,7 +545,7 @@ cudaError_t gptoss_mxfp4_mma(const float *x, int ldx, int x_swz, const int32_t *
  * e.g. 4 x the rows of a decode step); it sizes the grid, the tiles and the staging (shared memory, see
  * _smem). warps: 1..16 per CTA, 0 = by max_pairs. When the staging would need more than
  * GPTOSS_MMA_STREAM_MAX_SMEM bytes it runs gptoss_mxfp4_mma instead (parts 3) or returns
- * cudaErrorInvalidValue (parts 2). LLMR_GPTOSS_MOE_STREAM_TILES=1|2 forces 8- or 16-pair tiles and
+ * cudaErrorInvalidValue (parts 2). LLMR_GPTOSS_MOE_STREAM_TILES=1|2|4 forces 8-, 16- or 32-pair tiles and
  * LLMR_GPTOSS_MOE_STREAM_OCC=1|2|3 an occupancy mode (for comparisons). */
 #define GPTOSS_MMA_STREAM_MAX_SMEM (227 * 1024)
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
@@ -581,7 +581,10 @@ int gptoss_mxfp4_stage_f16_units(int K);
 int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs);
 #define GPTOSS_MMA_STREAM_PRE_MIN 64 /* pairs (16 rows): below, the two staging launches cost what they save (H100) */
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);
-void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1 or 2 forces 8- or 16-pair tiles, 0 = automatic */
+void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1, 2 or 4 forces 8-, 16- or 32-pair tiles (4: the F16
+                                                   * form in mode 1 only, else 2), 0 = automatic */
+/* From this many pairs the F16 form takes 32-pair tiles in mode 1 (prompt chunks; 16 below). */
+#define GPTOSS_MMA_STREAM_NT4_MIN 1024
 /* Tests: the occupancy mode (1: 1 CTA per SM, 2: 2 CTAs of 16 warps, 3: 3 CTAs of 8 warps, 0 = automatic:
  * 2 below 1,024 pairs, else 1; the same bits in every mode), and the super-chunks per staging phase in
  * modes 2-3 (a multiple of 4; 0 = automatic). The engine reads LLMR_GPTOSS_MOE_STREAM_OCC. */

@@ -355,7 +355,9 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
  *  - mode 2 with 8-token tiles below 1,024 pairs: T = 8 / 32 / 64 / 128 rows 0.169 / 0.272 / 0.336 / 0.544
  *    against mode 1's best 0.196 / 0.301 / 0.409 / 0.576 (its 64 registers hold no 16-token tile: spills);
  *  - mode 1 with 16-token tiles from 1,024 pairs (prompt chunks of 256+ tokens): each weight decoded once
- *    per 16 of its expert's tokens; 2 parts at T = 256 / 512 0.889 / 1.635 against mode 2's 0.910 / 1.678.
+ *    per 16 of its expert's tokens; 2 parts at T = 256 / 512 0.889 / 1.635 against mode 2's 0.910 / 1.678;
+ *  - the F16 form in mode 1 with 32-token tiles from GPTOSS_MMA_STREAM_NT4_MIN pairs: each weight decoded once per
+ *    32 tokens, 4 n8 tiles of products per decode (session 21; docs/performance.md, step 38).
  * Forced by LLMR_GPTOSS_MOE_STREAM_TILES=1|2 and LLMR_GPTOSS_MOE_STREAM_OCC=1|2|3 (comparisons), or by the
  * tests' hooks. */
 typedef struct {
@@ -368,7 +370,7 @@ typedef struct {
 static int ms_force_tiles = -1; /* -1: read LLMR_GPTOSS_MOE_STREAM_TILES at the first launch; 0: automatic */
 static int ms_force_occ = -1;   /* -1: read LLMR_GPTOSS_MOE_STREAM_OCC at the first launch; 0: automatic */
 static int ms_force_phase;      /* tests: super-chunks per phase in modes 2-3 (0: MS_OCC_PHASE / nt) */
-void gptoss_mxfp4_mma_stream_force_tiles(int nt) { ms_force_tiles = nt == 1 || nt == 2 ? nt : 0; }
+void gptoss_mxfp4_mma_stream_force_tiles(int nt) { ms_force_tiles = nt == 1 || nt == 2 || nt == 4 ? nt : 0; }
 void gptoss_mxfp4_mma_stream_force_occ(int occ) { ms_force_occ = occ >= 1 && occ <= 3 ? occ : 0; }
 void gptoss_mxfp4_mma_stream_force_phase(int pc) { ms_force_phase = pc > 0 && pc % 4 == 0 ? pc : 0; }
 
@@ -377,12 +379,17 @@ static int ms_env_digit(const char *name, char lo, char hi) {
     return v && v[0] >= lo && v[0] <= hi && !v[1] ? v[0] - '0' : 0;
 }
 
-static ms_shape_t ms_shape(int K, int max_pairs) {
-    if (ms_force_tiles < 0) ms_force_tiles = ms_env_digit("LLMR_GPTOSS_MOE_STREAM_TILES", '1', '2');
+static ms_shape_t ms_shape(int K, int max_pairs, int f16) {
+    if (ms_force_tiles < 0) {
+        ms_force_tiles = ms_env_digit("LLMR_GPTOSS_MOE_STREAM_TILES", '1', '4');
+        if (ms_force_tiles == 3) ms_force_tiles = 0;
+    }
     if (ms_force_occ < 0) ms_force_occ = ms_env_digit("LLMR_GPTOSS_MOE_STREAM_OCC", '1', '3');
     ms_shape_t sh;
     sh.occ = ms_force_occ ? ms_force_occ : max_pairs >= 1024 ? 1 : 2;
-    sh.nt = ms_force_tiles ? ms_force_tiles : sh.occ == 1 && max_pairs >= 256 ? 2 : 1;
+    sh.nt = ms_force_tiles ? ms_force_tiles
+            : sh.occ == 1 && max_pairs >= 256 ? (f16 && max_pairs >= GPTOSS_MMA_STREAM_NT4_MIN ? 4 : 2) : 1;
+    if (sh.nt == 4 && (!f16 || sh.occ != 1)) sh.nt = 2; /* 32-pair tiles: the F16 form in mode 1 only */
     sh.tn = max_pairs < 8 * sh.nt ? max_pairs : 8 * sh.nt;
     if (sh.tn < 1) sh.tn = 1;
     const int nsc = (K + 127) / 128;
@@ -410,14 +417,14 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     return cudaGetLastError();
 }
 
-/* Dynamic shared memory of a launch of that shape: its staging. */
-static size_t ms_smem_of(const ms_shape_t *sh) {
-    return (size_t)sh->tn * (size_t)ms_stride(sh->pc) * (sizeof(uint4) + sizeof(uint2));
+/* Dynamic shared memory of a launch of that shape: its staging (the F16 form's units have no lo part). */
+static size_t ms_smem_of(const ms_shape_t *sh, int f16) {
+    return (size_t)sh->tn * (size_t)ms_stride(sh->pc) * (sizeof(uint4) + (f16 ? 0 : sizeof(uint2)));
 }
 
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs) {
-    const ms_shape_t sh = ms_shape(K, max_pairs);
-    return ms_smem_of(&sh);
+    const ms_shape_t sh = ms_shape(K, max_pairs, 0);
+    return ms_smem_of(&sh, 0);
 }
 
 /* Whether an F16 launch of that shape copies pre-staged rows (gptoss_mxfp4_mma_stream_f16_prestaged): mode 2's 8-token
@@ -434,7 +441,7 @@ static int ms_prestaged(const ms_shape_t *sh, int K, int max_pairs, size_t *smem
 
 int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs) {
     if (K <= 0 || max_pairs <= 0) return 0;
-    const ms_shape_t sh = ms_shape(K, max_pairs);
+    const ms_shape_t sh = ms_shape(K, max_pairs, 1);
     size_t smem;
     return ms_prestaged(&sh, K, max_pairs, &smem);
 }
@@ -476,8 +483,8 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
-    ms_shape_t sh = ms_shape(K, max_pairs);
-    size_t smem = ms_smem_of(&sh);
+    ms_shape_t sh = ms_shape(K, max_pairs, shift != NULL);
+    size_t smem = ms_smem_of(&sh, shift != NULL);
     const int pre = staged && shift && ms_prestaged(&sh, K, max_pairs, &smem); /* else staged is not read */
     if (pre) sh.pc = (K + 127) / 128;
     if (shift && (parts != 2 || (x_swz && ((uintptr_t)x & 15)))) return cudaErrorInvalidValue;
@@ -501,7 +508,7 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
     if (pre)
         return ms_launch<1, 2, 2, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,
                                               counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y);
-    if (shift) return nt == 2 ? MS_LAUNCH_OCC(2, 2, true) : MS_LAUNCH_OCC(1, 2, true);
+    if (shift) return nt == 4 ? MS_LAUNCH(4, 2, 1, true) : nt == 2 ? MS_LAUNCH_OCC(2, 2, true) : MS_LAUNCH_OCC(1, 2, true);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
     return nt == 2 ? MS_LAUNCH_OCC(2, 2, false) : MS_LAUNCH_OCC(1, 2, false);
 #undef MS_LAUNCH_OCC

@@ -356,8 +356,8 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         }
     }
     /* the F16 form (the batched decode step's default): against the CPU (act from x; dn from the GPU's own act),
-     * 22-bit activations, so near the 3-part level; the same bits with 8- and 16-pair tiles, swizzled activations
-     * and in every occupancy mode */
+     * 22-bit activations, so near the 3-part level; the same bits with 8-, 16- and 32-pair tiles, swizzled
+     * activations and in every occupancy mode */
     {
         int32_t *dgsh, *ddsh;
         mm_f16_shifts(L, &dgsh, &ddsh);
@@ -367,14 +367,15 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         float *dxs = dev_upload(xs);
         /* tiles (0 = automatic), occupancy (0 = automatic), swizzled, pre-staged (gptoss_mxfp4_stage_f16; read only where
          * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored) */
-        const int forms[10][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
-                                  {2, 1, 0, 0}, {2, 2, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 1}, {1, 2, 0, 1}};
+        const int forms[12][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
+                                  {2, 1, 0, 0}, {2, 2, 0, 0}, {4, 1, 0, 0}, {4, 1, 1, 0}, {0, 0, 0, 1},
+                                  {0, 0, 1, 1}, {1, 2, 0, 1}};
         const int units = gptoss_mxfp4_stage_f16_units(H > I ? H : I);
         uint8_t *dstage;
         CK(cudaMalloc((void **)&dstage, (size_t)P * units * 16));
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
-        for (int f = 0; f < 10; f++) {
+        for (int f = 0; f < 12; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
@@ -399,7 +400,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         mm_check(what, same_pre, NULL);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
         mm_check_against(what, L, ids, pair_of, step, ref_act, a0, d0, wr.data(), 5e-6 * loose);
-        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8- and 16-pair tiles, swizzled x, every occupancy mode", T);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8-, 16- and 32-pair tiles, swizzled x, every occupancy mode", T);
         mm_check(what, same, NULL);
         cudaFree(dxs); cudaFree(dgsh); cudaFree(ddsh);
     }
@@ -558,6 +559,19 @@ static void time_stream(int T, const mm_layer *L) {
         printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s)",
                a1, a2, b1, b2, bytes / (fmin(b1, b2) * 1e-3) / 1e12, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "" : " (not read)",
                c1, c2, bytes / (fmin(c1, c2) * 1e-3) / 1e12);
+        /* the F16 form in mode 1 with 16- against 32-pair tiles (prompt chunks), A B B A */
+        auto f16_tiles = [&](int nt) {
+            return [&, nt]() {
+                mm_stream_tiles(nt);
+                gptoss_mxfp4_mma_stream_force_occ(1);
+                mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn);
+                gptoss_mxfp4_mma_stream_force_occ(0);
+                mm_stream_tiles(0);
+            };
+        };
+        const double t2a = tu_time_ms(f16_tiles(2), reps), t4a = tu_time_ms(f16_tiles(4), reps),
+                     t4b = tu_time_ms(f16_tiles(4), reps), t2b = tu_time_ms(f16_tiles(2), reps);
+        printf("; F16 occ1 tiles 2 %.3f / %.3f ms, tiles 4 %.3f / %.3f ms", t2a, t2b, t4a, t4b);
         cudaFree(dstage);
         cudaFree(dgsh);
         cudaFree(ddsh);
