@@ -94,6 +94,18 @@ async function expectError(p, status, what) {
   }
   const ctoks = cl.content.map((e) => e.token);
   if (clean(ctoks)) assert(ctoks.join('') === (lpchat.choices[0].message.content || ''), `chat tokens ${JSON.stringify(ctoks)} != content ${JSON.stringify(lpchat.choices[0].message.content)}`);
+  // streamed chat: the content tokens' entries come with the chunks that carry their text, the same as not streamed
+  const sc = { text: '', toks: [] };
+  for await (const ch of await client.chat.completions.create({ model, messages: msgs, max_tokens: 24, temperature: 0, logprobs: true,
+    top_logprobs: 2, stream: true })) {
+    if (!ch.choices.length) continue;
+    const c = ch.choices[0];
+    sc.text += c.delta.content || '';
+    if (c.logprobs && c.logprobs.content) sc.toks.push(...c.logprobs.content.map((e) => e.token));
+    if (c.delta.role) assert(!c.logprobs, 'the role chunk carries logprobs: ' + JSON.stringify(c.logprobs));
+  }
+  assert(sc.text === (lpchat.choices[0].message.content || '') && JSON.stringify(sc.toks) === JSON.stringify(ctoks),
+    `streamed chat logprobs ${JSON.stringify(sc)} != ${JSON.stringify(ctoks)}`);
   const nolp = await client.chat.completions.create({ model, messages: msgs, max_tokens: 2, temperature: 0 });
   assert(nolp.choices[0].logprobs === null, 'logprobs without asking: ' + JSON.stringify(nolp.choices[0].logprobs));
   ok(`logprobs: completions ${L.tokens.length} tokens (${L.token_logprobs.map((v) => v.toFixed(3)).join(' ')}), streamed the same; chat ${cl.content.length} content tokens with 2 alternatives each`);

@@ -266,7 +266,12 @@ static void start_stream(oa_req *o) {
     llmr_http_add_header(o->req, "X-Request-Id", o->id);
     llmr_http_stream_start(o->req, 200, "text/event-stream");
     router_metrics_ttft(o->a->metrics, o->route, now_s() - o->t0);
-    if (o->chat) send_choice(o, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, NULL);
+    if (o->chat) { /* the role chunk carries no logprobs: those collected so far belong to the chunk that follows */
+        json_t *keep = o->lp_entries;
+        o->lp_entries = NULL;
+        send_choice(o, json_pack("{s:s, s:s}", "role", "assistant", "content", ""), NULL, NULL);
+        o->lp_entries = keep;
+    }
 }
 
 /* The tool call of index idx in the accumulated list (created). */
