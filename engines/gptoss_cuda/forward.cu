@@ -316,16 +316,37 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
  * last one in s->logits. Reads as the model.h overview says. */
 llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int T, debug_out *dbg, char *err,
                                   size_t es) {
-    gptoss_model *m = s->m;
+    const gptoss_segment seg = {s, tokens, T};
+    return gptoss_forward_segments(&seg, 1, dbg, err, es);
+}
+
+/* The forward over the segments' tokens as rows of one pass (see model_impl.h): row `off` of segment i is its first
+ * token. Everything but RoPE, the KV store and attention runs over all T rows at once; those three run per segment,
+ * each at its session's positions and through its own KV pages, as a lone forward of that segment would. */
+llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg, debug_out *dbg, char *err, size_t es) {
+    gptoss_model *m = segs[0].s->m;
     const gptoss_config *c = &m->cfg;
     cudaStream_t st = m->stream;
     const int H = c->hidden_size, NH = c->num_heads, NKV = c->num_kv_heads, D = c->head_dim;
     const int QD = NH * D, KVD = NKV * D, E = c->num_experts, V = c->vocab_size;
-    const int pos0 = (int)s->n_ctx;
+    const int pos0 = (int)segs[0].s->n_ctx; /* the prefill profile's label */
     char what[96];
-    llmr_engine_status pr = gptoss_ensure_pages(s, (uint64_t)pos0 + (uint64_t)T, err, es);
-    if (pr != LLMR_ENGINE_OK) return pr;
-    CUDA_TRY(cudaMemcpyAsync(m->tok, tokens, (size_t)T * sizeof(int32_t), cudaMemcpyHostToDevice, st), "token upload");
+    if (nseg < 1 || nseg > GPTOSS_MAX_SEGMENTS || (dbg && nseg != 1))
+        return fail(LLMR_ENGINE_INTERNAL, err, es, "forward of %d segments (1..%d, one with a debug output)", nseg,
+                    GPTOSS_MAX_SEGMENTS);
+    int off[GPTOSS_MAX_SEGMENTS + 1];
+    off[0] = 0;
+    for (int i = 0; i < nseg; i++) {
+        llmr_engine_status pr = gptoss_ensure_pages(segs[i].s, (uint64_t)segs[i].s->n_ctx + (uint64_t)segs[i].T, err, es);
+        if (pr != LLMR_ENGINE_OK) return pr;
+        off[i + 1] = off[i] + segs[i].T;
+    }
+    const int T = off[nseg];
+    if (T > m->chunk) return fail(LLMR_ENGINE_INTERNAL, err, es, "forward of %d rows (at most %d)", T, m->chunk);
+    for (int i = 0; i < nseg; i++)
+        CUDA_TRY(cudaMemcpyAsync(m->tok + off[i], segs[i].tokens, (size_t)segs[i].T * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                 st),
+                 "token upload");
     CUDA_TRY(gptoss_embed(m->embed, m->tok, T, H, m->x, st), "embedding");
     if (dbg && dbg->hidden) {
         llmr_engine_status r = copy_rows(dbg->hidden + dbg->row0 * H, m->x, (size_t)T * H * sizeof(float), st, err, es);
@@ -347,7 +368,6 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
     PF_MARK(0);
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
-        const gptoss_kv kv = gptoss_layer_kv(s, l);
         snprintf(what, sizeof what, "layer %d attention", l);
         CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
         if (dense) { /* one stacked split of h for q, k and v (tc.h "Stacked dense linears") */
@@ -365,17 +385,22 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
                 FWD_TRY(fwd_linear(m, m->h, H, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
             }
         }
-        CUDA_TRY(gptoss_rope(m->q, QD, T, NH, pos0, m->inv_freq, m->attn_factor, st), what);
-        CUDA_TRY(gptoss_rope(m->kn, KVD, T, NKV, pos0, m->inv_freq, m->attn_factor, st), what);
-        CUDA_TRY(gptoss_kv_store_range(m->kn, m->vn, T, pos0, kv, st), what);
-        PF_MARK(6 * l + 1);
         const int window = c->layer_sliding[l] ? c->sliding_window : 0;
-        if (m->tc_attn && T >= GPTOSS_TC_MIN_T)
-            CUDA_TRY(gptoss_attention_tc(m->q, kv, w->sinks, T, pos0, NH, NKV, window, m->o, m->atc_kvs,
-                                         GPTOSS_ATC_KVS_KEYS, st),
-                     what);
-        else
-            CUDA_TRY(gptoss_attention(m->q, kv, w->sinks, T, pos0, NH, NKV, window, m->o, st), what);
+        for (int i = 0; i < nseg; i++) { /* each segment at its own positions, through its own pages */
+            const gptoss_kv kv = gptoss_layer_kv(segs[i].s, l);
+            const int Ti = segs[i].T, p0 = (int)segs[i].s->n_ctx;
+            float *q = m->q + (size_t)off[i] * QD, *kn = m->kn + (size_t)off[i] * KVD, *vn = m->vn + (size_t)off[i] * KVD;
+            CUDA_TRY(gptoss_rope(q, QD, Ti, NH, p0, m->inv_freq, m->attn_factor, st), what);
+            CUDA_TRY(gptoss_rope(kn, KVD, Ti, NKV, p0, m->inv_freq, m->attn_factor, st), what);
+            CUDA_TRY(gptoss_kv_store_range(kn, vn, Ti, p0, kv, st), what);
+            if (i == nseg - 1) PF_MARK(6 * l + 1);
+            if (m->tc_attn && Ti >= GPTOSS_TC_MIN_T)
+                CUDA_TRY(gptoss_attention_tc(q, kv, w->sinks, Ti, p0, NH, NKV, window, m->o + (size_t)off[i] * QD, m->atc_kvs,
+                                             GPTOSS_ATC_KVS_KEYS, st),
+                         what);
+            else
+                CUDA_TRY(gptoss_attention(q, kv, w->sinks, Ti, p0, NH, NKV, window, m->o + (size_t)off[i] * QD, st), what);
+        }
         PF_MARK(6 * l + 2);
         if (dense) {
             FWD_TRY(gptoss_tc_split_stacked(m->o, QD, NULL, T, QD, m->tc.splits, m->tc.xs, st), what);
@@ -413,7 +438,8 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
             if (r != LLMR_ENGINE_OK) return r;
         }
     }
-    /* Final norm and unembedding: every row for the debug path, else only the last row. */
+    /* Final norm and unembedding: every row for the debug path, else only each segment's last row. */
+    gptoss_session *s = segs[0].s;
     if (dbg && dbg->logits) {
         CUDA_TRY(gptoss_rmsnorm(m->x, m->norm, T, H, c->rms_norm_eps, m->h, st), "final norm");
         CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, T, H, V, dbg->logits_dev, V, 0, st), "lm_head");
@@ -423,14 +449,19 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
         CUDA_TRY(cudaMemcpyAsync(s->logits, dbg->logits_dev + (size_t)(T - 1) * V, (size_t)V * sizeof(float),
                                  cudaMemcpyDeviceToDevice, st), "logits copy");
     } else {
-        CUDA_TRY(gptoss_rmsnorm(m->x + (size_t)(T - 1) * H, m->norm, 1, H, c->rms_norm_eps, m->h, st), "final norm");
-        CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, s->logits, V, 0, st), "lm_head");
+        for (int i = 0; i < nseg; i++) {
+            CUDA_TRY(gptoss_rmsnorm(m->x + (size_t)(off[i + 1] - 1) * H, m->norm, 1, H, c->rms_norm_eps, m->h, st),
+                     "final norm");
+            CUDA_TRY(gptoss_linear(m->h, H, m->lm_head, NULL, 1, H, V, segs[i].s->logits, V, 0, st), "lm_head");
+        }
     }
     CUDA_TRY(cudaStreamSynchronize(st), "forward pass");
 #undef PF_MARK
     if (pf) prefill_profile_report(m, T, pos0);
-    s->n_ctx += (uint32_t)T;
-    s->have_logits = 1;
+    for (int i = 0; i < nseg; i++) {
+        segs[i].s->n_ctx += (uint32_t)segs[i].T;
+        segs[i].s->have_logits = 1;
+    }
     return LLMR_ENGINE_OK;
 }
 

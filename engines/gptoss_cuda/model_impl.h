@@ -188,6 +188,7 @@ struct gptoss_model {
     float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
+    int prefill_pack;         /* whole prompts on the cuBLAS path prefilled together (LLMR_GPTOSS_PREFILL_PACK=0: off) */
     gptoss_sample_row *srow_host, *srow_dev; /* its per-row parameters: pinned staging, device copy */
     float *srow_work;         /* its work area, gptoss_sample_rows_work(GPTOSS_MAX_BATCH, vocab) floats */
     gptoss_logprob_row *lprow_host, *lprow_dev; /* logprobs of a step's rows (gptoss_logprobs_rows): pinned staging, */
@@ -267,6 +268,18 @@ void gptoss_prefill_profile_create(gptoss_model *m); /* LLMR_GPTOSS_PREFILL_PROF
 void gptoss_prefill_profile_free(gptoss_model *m);
 /* Evaluates T (<= m->chunk) tokens at the session's end; the distribution lands in s->logits. */
 llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int T, debug_out *dbg, char *err, size_t es);
+/* The same for several sessions' prompt chunks as the rows of one pass (packed prefill): each segment's tokens at its
+ * session's end, at most m->chunk rows in all, the sessions distinct. The linears and the experts run over all rows
+ * at once, so expert weights are read once for the group; RoPE, the KV store and attention run per segment. Each
+ * segment's rows take the same kernels as a lone forward of it where the rows' count picks no other path (the
+ * scheduler packs only chunks whose experts would take the cuBLAS path alone too). dbg: only with one segment. */
+#define GPTOSS_MAX_SEGMENTS 16
+typedef struct gptoss_segment {
+    gptoss_session *s;
+    const int32_t *tokens;
+    int T;
+} gptoss_segment;
+llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg, debug_out *dbg, char *err, size_t es);
 /* n tokens in chunks of m->chunk. */
 llmr_engine_status gptoss_eval_tokens(gptoss_session *s, const int32_t *tokens, size_t n, debug_out *dbg, char *err,
                                       size_t es);

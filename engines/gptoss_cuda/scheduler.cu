@@ -189,6 +189,78 @@ static void fail_all(gptoss_model *m, llmr_engine_status st, const char *msg) {
     m->n_rows = 0;
 }
 
+/* A prefilled request joins the running rows (its distribution ready, its penalty counts cleared), or ends when it
+ * only evaluated its tokens. The request is off the prefill list. */
+static void sched_prefill_done(gptoss_model *m, gen_req *r) {
+    gptoss_session *s = r->s;
+    char err[512] = "";
+    const int V = m->cfg.vocab_size;
+    cudaError_t e = cudaSuccess;
+    if (r->logits_out) e = cudaMemcpyAsync(r->logits_out, s->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, m->stream);
+    if (e == cudaSuccess && r->penalties) e = cudaMemsetAsync(s->counts, 0, (size_t)V * sizeof(int32_t), m->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess) {
+        snprintf(err, sizeof err, "CUDA error after prefill: %s", cudaGetErrorString(e));
+        req_done(m, r, LLMR_ENGINE_INTERNAL, LLMR_FINISH_LENGTH, err);
+        return;
+    }
+    r->logits = s->logits;
+    if (r->in->max_tokens == 0) { req_done(m, r, LLMR_ENGINE_OK, LLMR_FINISH_LENGTH, NULL); return; }
+    m->rows[m->n_rows++] = r;
+}
+
+/* Whether r's whole prompt may go into a packed prefill: not started, not cancelled, longer than the chunks whose
+ * experts take the tensor-core kernel (so alone it takes the same cuBLAS path as in a group) and at most `room`. */
+static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room) {
+    const size_t n = r->in->n_tokens;
+    return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n > (size_t)m->moe_mma_prefill && n <= room;
+}
+
+/* Packed prefill (m->prefill_pack): when the first admitted request's whole prompt is packable, later admitted ones
+ * that are too join it, up to the slice's token budget and GPTOSS_MAX_SEGMENTS, and all go through one forward
+ * (gptoss_forward_segments): their expert weights are read once for the group instead of once per prompt, which for
+ * prompts on the cuBLAS path (fp16 expert cache) is most of a prompt's cost. Returns 1 when it ran a group of two or
+ * more (each request then off the list, running or answered), 0 when nothing was packed. */
+static int sched_prefill_packed(gptoss_model *m, size_t cap) {
+    gen_req *r = m->pf_head;
+    if (!m->prefill_pack || !sched_packable(m, r, cap)) return 0;
+    gen_req *grp[GPTOSS_MAX_SEGMENTS];
+    gptoss_segment seg[GPTOSS_MAX_SEGMENTS];
+    size_t used = 0;
+    int k = 0;
+    for (gen_req *q = r; q && k < GPTOSS_MAX_SEGMENTS && m->n_rows + k < GPTOSS_MAX_BATCH; q = q->next)
+        if (sched_packable(m, q, cap - used)) {
+            grp[k] = q;
+            seg[k] = (gptoss_segment){q->s, q->in->tokens, (int)q->in->n_tokens};
+            used += q->in->n_tokens;
+            k++;
+        }
+    if (k < 2) return 0;
+    char err[512] = "";
+    const int ea = ss_mark(m);
+    const llmr_engine_status st = gptoss_forward_segments(seg, k, NULL, err, sizeof err);
+    if (st == LLMR_ENGINE_OK && m->ss) {
+        ss_add(m, ea, ss_mark(m), &m->ss->s.prefill_ms);
+        m->ss->s.prefill_slices++;
+        m->ss->s.prefill_tokens += (uint64_t)used;
+    }
+    /* off the list, in list order */
+    for (int i = 0; i < k; i++) {
+        gen_req **pp = &m->pf_head, *prev = NULL;
+        while (*pp != grp[i]) { prev = *pp; pp = &(*pp)->next; }
+        *pp = grp[i]->next;
+        if (m->pf_tail == grp[i]) m->pf_tail = prev;
+        grp[i]->next = NULL;
+        m->n_pf--;
+    }
+    for (int i = 0; i < k; i++) {
+        if (st != LLMR_ENGINE_OK) { req_done(m, grp[i], st, LLMR_FINISH_LENGTH, err); continue; }
+        grp[i]->prefilled = grp[i]->in->n_tokens;
+        sched_prefill_done(m, grp[i]);
+    }
+    return 1;
+}
+
 /* Prefill work for the first admitted request; moves it to the running rows when its prompt is in. */
 static void sched_prefill(gptoss_model *m) {
     gen_req *r = m->pf_head;
@@ -197,6 +269,10 @@ static void sched_prefill(gptoss_model *m) {
     char err[512] = "";
     const size_t n = r->in->n_tokens;
     llmr_engine_status st = LLMR_ENGINE_OK;
+    {   /* whole prompts together where they fit one slice */
+        const size_t cap = m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
+        if (sched_prefill_packed(m, cap < GPTOSS_DENSE_STACKED_MIN_T ? cap : GPTOSS_DENSE_STACKED_MIN_T - 1)) return;
+    }
     do { /* one chunk when rows are decoding, else the whole prompt */
         if (cancelled(s)) { st = fail(LLMR_ENGINE_CANCELLED, err, sizeof err, "cancelled during prefill"); break; }
         if (r->prefilled >= n) break;
@@ -222,19 +298,7 @@ static void sched_prefill(gptoss_model *m) {
     m->n_pf--;
     r->next = NULL;
     if (st != LLMR_ENGINE_OK) { req_done(m, r, st, LLMR_FINISH_LENGTH, err); return; }
-    const int V = m->cfg.vocab_size;
-    cudaError_t e = cudaSuccess;
-    if (r->logits_out) e = cudaMemcpyAsync(r->logits_out, s->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost, m->stream);
-    if (e == cudaSuccess && r->penalties) e = cudaMemsetAsync(s->counts, 0, (size_t)V * sizeof(int32_t), m->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
-    if (e != cudaSuccess) {
-        snprintf(err, sizeof err, "CUDA error after prefill: %s", cudaGetErrorString(e));
-        req_done(m, r, LLMR_ENGINE_INTERNAL, LLMR_FINISH_LENGTH, err);
-        return;
-    }
-    r->logits = s->logits;
-    if (r->in->max_tokens == 0) { req_done(m, r, LLMR_ENGINE_OK, LLMR_FINISH_LENGTH, NULL); return; }
-    m->rows[m->n_rows++] = r;
+    sched_prefill_done(m, r);
 }
 
 /* A linear over the n rows of a batched step, reading W as few times as it can:
@@ -754,6 +818,7 @@ int gptoss_sched_start(gptoss_model *m) {
         }
     }
     m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
+    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 1); /* packed prefill (sched_prefill_packed); 0: off */
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
         if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
