@@ -15,7 +15,9 @@
  *    environment before a load: the old row-group linears (LLMR_GPTOSS_BATCH_LINEAR=0), the other two
  *    attention kernels (LLMR_GPTOSS_BATCH_ATTN=0/1), the cuBLAS linears from 2 rows (LLMR_GPTOSS_BATCH_TC_MIN=2:
  *    the path of steps of >= 32 rows, which 8 requests never reach otherwise), one sampling launch per row
- *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3).
+ *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3), and packed
+ *    prefill (the crossover to the cuBLAS experts at 64 tokens, LLMR_GPTOSS_MOE_MMA_PREFILL=64, so the tiny model's
+ *    prompts of 100..300 tokens are grouped: fewer prefill slices than prompts).
  *   gptoss_batching [--engine SO] [--mkmodel BIN]
  * Without a GPU it prints why and exits 0 (skipped). Exit 1 on any failure. */
 #include <dlfcn.h>
@@ -632,6 +634,25 @@ int main(int argc, char **argv) {
         test_alone_vs_batched(m, 1);
         api->unload(m);
         unsetenv(variants[v][0]);
+    }
+    {   /* Packed prefill (on by default) groups prompts whose experts take the cuBLAS path even alone; the tiny model
+         * has no expert cache, so its crossover (640 tokens) keeps every prompt here below it. With the crossover
+         * at 64 the prompts of 100..300 tokens (1,010 together) are grouped in the batched runs: the same tokens
+         * as alone (both runs on the same paths), and fewer prefill slices than prompts. */
+        printf("     with LLMR_GPTOSS_MOE_MMA_PREFILL=64 (packed prefill):\n");
+        setenv("LLMR_GPTOSS_MOE_MMA_PREFILL", "64", 1);
+        gptoss_cuda_sched_stats_fn sstats = (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL);
+        if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
+        gptoss_cuda_sched_stats st = {0};
+        if (sstats) sstats(m, &st, 1);
+        test_alone_vs_batched(m, 0);
+        test_alone_vs_batched(m, 1);
+        if (sstats) sstats(m, &st, 0);
+        check(sstats && st.prefill_slices > 0 && st.prefill_slices < 4 * NREQ,
+              "packed prefill: %llu prefill slices for %d prompts (alone and batched, greedy and sampled)",
+              (unsigned long long)st.prefill_slices, 4 * NREQ);
+        api->unload(m);
+        unsetenv("LLMR_GPTOSS_MOE_MMA_PREFILL");
     }
     test_pool(dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
