@@ -239,6 +239,9 @@ static int sched_prefill_packed(gptoss_model *m, size_t cap) {
     char err[512] = "";
     const int ea = ss_mark(m);
     const llmr_engine_status st = gptoss_forward_segments(seg, k, NULL, err, sizeof err);
+    /* Too few KV pages for the whole group (checked before any launch): each goes alone, where only the one that
+     * cannot get its pages fails, as without packing. */
+    if (st == LLMR_ENGINE_OOM_VRAM) return 0;
     if (st == LLMR_ENGINE_OK && m->ss) {
         ss_add(m, ea, ss_mark(m), &m->ss->s.prefill_ms);
         m->ss->s.prefill_slices++;
