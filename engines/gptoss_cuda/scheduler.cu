@@ -189,6 +189,13 @@ static void fail_all(gptoss_model *m, llmr_engine_status st, const char *msg) {
     m->n_rows = 0;
 }
 
+/* Prompt tokens one prefill slice may take. While rows decode, a prompt goes in slices of m->interleave tokens
+ * (GPTOSS_INTERLEAVE_CHUNK unless LLMR_GPTOSS_INTERLEAVE says otherwise) so their next tokens wait for one slice
+ * (tens of ms) rather than a whole chunk; alone, it takes the full chunk. */
+static size_t sched_slice_cap(const gptoss_model *m) {
+    return m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
+}
+
 /* A prefilled request joins the running rows (its distribution ready, its penalty counts cleared), or ends when it
  * only evaluated its tokens. The request is off the prefill list. */
 static void sched_prefill_done(gptoss_model *m, gen_req *r) {
@@ -273,16 +280,13 @@ static void sched_prefill(gptoss_model *m) {
     const size_t n = r->in->n_tokens;
     llmr_engine_status st = LLMR_ENGINE_OK;
     {   /* whole prompts together where they fit one slice */
-        const size_t cap = m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
+        const size_t cap = sched_slice_cap(m);
         if (sched_prefill_packed(m, cap < GPTOSS_DENSE_STACKED_MIN_T ? cap : GPTOSS_DENSE_STACKED_MIN_T - 1)) return;
     }
     do { /* one chunk when rows are decoding, else the whole prompt */
         if (cancelled(s)) { st = fail(LLMR_ENGINE_CANCELLED, err, sizeof err, "cancelled during prefill"); break; }
         if (r->prefilled >= n) break;
-        /* While rows decode, a prompt goes in slices of m->interleave tokens (GPTOSS_INTERLEAVE_CHUNK unless
-         * LLMR_GPTOSS_INTERLEAVE says otherwise) so their next tokens wait for one slice (tens of ms) rather
-         * than a whole chunk; alone, it takes the full chunk. */
-        const size_t cap = m->n_rows ? (size_t)(m->chunk < m->interleave ? m->chunk : m->interleave) : (size_t)m->chunk;
+        const size_t cap = sched_slice_cap(m);
         const int T = (int)(n - r->prefilled < cap ? n - r->prefilled : cap);
         const int ea = ss_mark(m);
         st = gptoss_forward(s, r->in->tokens + r->prefilled, T, NULL, err, sizeof err);
