@@ -326,14 +326,19 @@ static void emit_error(gen *x, const char *code, const char *fmt, ...) {
     emit(x, json_pack("{s:s, s:s, s:s}", "type", "error", "code", code, "message", msg), 1);
 }
 
+/* Queues entry (a new reference, taken) for the next delta. */
+static void lp_queue(gen *x, json_t *entry) {
+    if (!x->lp_out) x->lp_out = json_array();
+    json_array_append_new(x->lp_out, entry);
+}
+
 /* Moves the held header-text entries to the outgoing ones, as channel ch. */
 static void lp_release_hold(gen *x, const char *ch) {
     size_t i;
     json_t *e;
     json_array_foreach(x->lp_hold, i, e) {
         json_object_set_new(e, "channel", json_string(ch));
-        if (!x->lp_out) x->lp_out = json_array();
-        json_array_append(x->lp_out, e);
+        lp_queue(x, json_incref(e));
     }
     json_decref(x->lp_hold);
     x->lp_hold = NULL;
@@ -466,8 +471,7 @@ static int on_token(void *user, int32_t id) {
                 json_array_append_new(x->lp_hold, entry);
             } else {
                 if (special) lp_release_hold(x, "none");
-                if (!x->lp_out) x->lp_out = json_array();
-                json_array_append_new(x->lp_out, entry);
+                lp_queue(x, entry);
             }
         }
         rc = emit_harmony(x, &d);
@@ -477,8 +481,7 @@ static int on_token(void *user, int32_t id) {
         char why[256];
         if (entry) {
             json_object_set_new(entry, "channel", json_string("content"));
-            x->lp_out = json_array();
-            json_array_append_new(x->lp_out, entry);
+            lp_queue(x, entry);
         }
         rc = tokenizer_decoder_push(x->dec, id, &text, &len, why, sizeof why) != TOKENIZER_OK ? 0 /* unknown id: skipped */
                                                                                             : emit_content(x, text, len);
