@@ -789,19 +789,23 @@ static int render_chat(oa_req *o, json_t *b, json_t *nb, vctx *v) {
 
 /* logprobs: chat takes logprobs (a boolean) and top_logprobs (0..20, only with logprobs true), completions
  * logprobs (0..20 alternatives; OpenAI allows up to 5). The node gets the count of alternatives. */
+static int lp_count_ok(const json_t *x) {
+    return json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= ROUTER_MAX_TOP_LOGPROBS;
+}
+
 static int check_logprobs(json_t *b, json_t *nb, oa_req *o, vctx *v) {
     json_t *lp = json_object_get(b, "logprobs"), *top = json_object_get(b, "top_logprobs");
     o->logprobs = -1;
     if (o->chat) {
         if (lp && !json_is_null(lp) && !json_is_boolean(lp)) return bad(v, "logprobs", "'logprobs' must be a boolean");
         if (top && !json_is_null(top)) {
-            if (!json_is_integer(top) || json_integer_value(top) < 0 || json_integer_value(top) > ROUTER_MAX_TOP_LOGPROBS)
+            if (!lp_count_ok(top))
                 return bad(v, "top_logprobs", "'top_logprobs' must be an integer between 0 and %d", ROUTER_MAX_TOP_LOGPROBS);
             if (!json_is_true(lp)) return bad(v, "top_logprobs", "'top_logprobs' requires 'logprobs': true");
         }
         if (json_is_true(lp)) o->logprobs = top && !json_is_null(top) ? (int)json_integer_value(top) : 0;
     } else if (lp && !json_is_null(lp)) {
-        if (!json_is_integer(lp) || json_integer_value(lp) < 0 || json_integer_value(lp) > ROUTER_MAX_TOP_LOGPROBS)
+        if (!lp_count_ok(lp))
             return bad(v, "logprobs", "'logprobs' must be an integer between 0 and %d (alternatives per token)",
                        ROUTER_MAX_TOP_LOGPROBS);
         o->logprobs = (int)json_integer_value(lp);
