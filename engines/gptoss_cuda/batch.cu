@@ -1,6 +1,8 @@
 /* batch.cu — kernels of the batched decode step (continuous batching) that the single-sequence
- * launchers do not cover: RoPE with one position per row (see kernels.h). */
+ * launchers do not cover: RoPE with one position per row, and the row kernels around the tensor-core q/k/v
+ * (see kernels.h). */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tc.h"
 
 /* One thread per (row, head, i < 32); the angle is formed exactly as rope_kernel does (rope.cu), so a
  * row gives the bits a one-token gptoss_rope at the same position gives. */
@@ -25,5 +27,114 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
     const long n = (long)B * n_heads * (GPTOSS_HEAD_DIM / 2);
     if (n <= 0 || !pos) return cudaErrorInvalidValue;
     rope_rows_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, ld, B, n_heads, pos, inv_freq, af);
+    return cudaGetLastError();
+}
+
+/* ---- the row kernels around the batched step's tensor-core q/k/v (kernels.h gptoss_rows_norm_split,
+ * gptoss_rows_qkv_finish), with the same expressions in the same order per value as the kernels they replace
+ * (moe_combine_kernel, rmsnorm_kernel, tc_split_kernel; tc_reduce_segs_kernel, rope_rows_kernel, kv_store_kernel).
+ * The norm and split give their bits (checked); the finish differs by the compiler's FMA contraction of the rotation
+ * (q ~3e-8 relative, checked to 1e-6, as rope_rows against rope). */
+
+#define RNS_THREADS 256
+#define RNS_PER_THREAD 16 /* values of a row each thread keeps in registers */
+static_assert(RNS_THREADS * RNS_PER_THREAD == GPTOSS_ROWS_NORM_MAX_H, "a row's values fit the block's registers");
+
+/* One block per row t: the MoE's weighted sum added to x (when y), the row's sum of squares, then h = (x r) w and
+ * its bf16 parts. */
+__global__ void __launch_bounds__(RNS_THREADS)
+    rows_norm_split_kernel(const float *y, const float *cw, const int32_t *pair_of, float *x, const uint16_t *nw, int H,
+                           float eps, int rows, int splits, float *h, uint16_t *xs) {
+    __shared__ float part[32];
+    const int t = blockIdx.x;
+    float *xr = x + (size_t)t * H;
+    float xv[RNS_PER_THREAD];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < RNS_PER_THREAD; j++) {
+        const int i = threadIdx.x + j * RNS_THREADS;
+        xv[j] = 0.0f;
+        if (i >= H) continue;
+        float v = xr[i];
+        if (y) { /* moe_combine_kernel's sum */
+            const float *w4 = cw + (size_t)t * GPTOSS_TOPK;
+            const int32_t *p4 = pair_of + (size_t)t * GPTOSS_TOPK;
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < GPTOSS_TOPK; k++) s += w4[k] * y[(size_t)p4[k] * H + i];
+            v += s;
+            xr[i] = v;
+        }
+        xv[j] = v;
+        ss += v * v;
+    }
+    const float r = rsqrtf(gptoss_block_sum(ss, part) / (float)H + eps);
+#pragma unroll
+    for (int j = 0; j < RNS_PER_THREAD; j++) {
+        const int i = threadIdx.x + j * RNS_THREADS;
+        if (i >= H) continue;
+        const float hv = (xv[j] * r) * gptoss_bf16_to_f32(nw[i]);
+        h[(size_t)t * H + i] = hv;
+        float v = hv;
+        for (int s = 0; s < splits; s++) { /* tc_split_kernel's parts */
+            const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);
+            xs[((size_t)s * rows + t) * H + i] = b;
+            v -= gptoss_bf16_to_f32(b);
+        }
+    }
+}
+
+cudaError_t gptoss_rows_norm_split(const float *y, const float *w, const int32_t *pair_of, float *x, const uint16_t *norm_w,
+                                   int B, int H, float eps, int splits, float *h, uint16_t *xs, cudaStream_t s) {
+    if (B <= 0 || H <= 0 || H > GPTOSS_ROWS_NORM_MAX_H || splits < 1 || splits > 3 || !x || !norm_w || !h || !xs ||
+        (y && (!w || !pair_of)))
+        return cudaErrorInvalidValue;
+    rows_norm_split_kernel<<<B, RNS_THREADS, 0, s>>>(y, w, pair_of, x, norm_w, H, eps, B, splits, h, xs);
+    return cudaGetLastError();
+}
+
+/* tc_reduce_segs_kernel's sum of column col of row t's parts, plus the bias. */
+static __device__ __forceinline__ float rqf_value(const float *ys, int ld, int rows, int splits, const uint16_t *b, int t,
+                                                  int col) {
+    float v = ys[(size_t)t * ld + col];
+    for (int s = 1; s < splits; s++) v += ys[((size_t)s * rows + t) * ld + col];
+    if (b) v += gptoss_bf16_to_f32(b[col]);
+    return v;
+}
+
+/* Grid (items / 256, rows): item j of row t is a RoPE pair of a query head (j < NH 32), of a key head (then written to
+ * the cache), or a value feature. */
+__global__ void rows_qkv_finish_kernel(const float *ys, int ld, int rows, int splits, const uint16_t *b, int NH, int NKV,
+                                       const int32_t *pos, const float *inv_freq, float af, float *q, const gptoss_kv kv) {
+    const int half = GPTOSS_HEAD_DIM / 2, QD = NH * GPTOSS_HEAD_DIM, KVD = NKV * GPTOSS_HEAD_DIM;
+    const int t = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x;
+    const int nq = NH * half, nk = NKV * half;
+    if (j >= nq + nk + KVD) return;
+    const int p = pos[t];
+    if (j >= nq + nk) { /* a value feature */
+        const int f = j - nq - nk;
+        gptoss_kv_v(kv, t, p)[f] = rqf_value(ys, ld, rows, splits, b, t, QD + KVD + f);
+        return;
+    }
+    const bool is_q = j < nq;
+    const int jj = is_q ? j : j - nq, i = jj % half, col = (is_q ? 0 : QD) + (jj / half) * GPTOSS_HEAD_DIM + i;
+    const float x1 = rqf_value(ys, ld, rows, splits, b, t, col), x2 = rqf_value(ys, ld, rows, splits, b, t, col + half);
+    /* rope_rows_kernel's rotation */
+    const float ang = (float)p * inv_freq[i];
+    const float c = cosf(ang) * af, sn = sinf(ang) * af;
+    float *v = is_q ? q + (size_t)t * QD + (col - i) : gptoss_kv_k(kv, t, p) + (col - QD - i);
+    v[i] = x1 * c - x2 * sn;
+    v[i + half] = x2 * c + x1 * sn;
+}
+
+cudaError_t gptoss_rows_qkv_finish(const float *ys, int ld, int B, int splits, const uint16_t *b, int n_heads, int n_kv,
+                                   const int32_t *pos, const float *inv_freq, float attn_factor, float *q, gptoss_kv kv,
+                                   cudaStream_t s) {
+    const int items = (n_heads + n_kv) * (GPTOSS_HEAD_DIM / 2) + n_kv * GPTOSS_HEAD_DIM;
+    if (B <= 0 || B > 65535 || splits < 1 || splits > 3 || !ys || !pos || !q || ld < (n_heads + 2 * n_kv) * GPTOSS_HEAD_DIM ||
+        kv.kvd != n_kv * GPTOSS_HEAD_DIM || !kv.pool || !kv.table)
+        return cudaErrorInvalidValue;
+    rows_qkv_finish_kernel<<<dim3((unsigned)((items + 255) / 256), (unsigned)B), 256, 0, s>>>(
+        ys, ld, B, splits, b, n_heads, n_kv, pos, inv_freq, attn_factor, q, kv);
     return cudaGetLastError();
 }

@@ -33,6 +33,24 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
 }
 
 #ifdef __CUDACC__
+/* The sum of v over a block of up to 1,024 threads (a multiple of 32), for every thread: warp xor-shuffles, then
+ * warp 0 over the warps' sums in red[32] (shared). One fixed order, so every kernel that sums this way (rmsnorm_kernel,
+ * rows_norm_split_kernel) gets the same bits. Contains two __syncthreads: call it from every thread. */
+static __device__ __forceinline__ float gptoss_block_sum(float v, float *red) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        float w = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+        if (threadIdx.x == 0) red[0] = w;
+    }
+    __syncthreads();
+    return red[0];
+}
+#endif
+
+#ifdef __CUDACC__
 /* gpt-oss's clamped SwiGLU of one gate / up pair: every kernel that computes it calls this, so the prompt
  * and step paths give the same bits for the same inputs. */
 static __device__ __forceinline__ float gptoss_swiglu_value(float g, float u, float alpha, float limit) {
@@ -346,6 +364,22 @@ cudaError_t gptoss_attention_at(const float *q, gptoss_kv kv, const uint16_t *si
  * step, where every row is its own sequence. Same math as gptoss_rope at each row's position. */
 cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t *pos, const float *inv_freq,
                              float attn_factor, cudaStream_t stream);
+
+/* The batched step's rows around its tensor-core q/k/v (tc.h gptoss_tc_gemm_split), in two launches instead of seven
+ * (docs/performance.md, step 41): gptoss_rows_norm_split ends a layer's MoE block (y != NULL: x[b] += sum_k w[b, k]
+ * y[pair_of[b, k]], as gptoss_moe_combine) and starts the next layer's attention: h = rmsnorm(x) * norm_w (as
+ * gptoss_rmsnorm, into h [B, H]) and its `splits` bf16 parts into xs (part s of row b at xs[(s B + b) H], as
+ * gptoss_tc_split). y == NULL: the norm and the split alone (the first layer). H <= GPTOSS_ROWS_NORM_MAX_H.
+ * gptoss_rows_qkv_finish takes that GEMM's parts ys [splits B, ld] (columns q | k | v, QD + 2 KVD <= ld): each value
+ * their sum plus the bias b (as the tensor-core reduce), RoPE on q and k at pos[b] (as gptoss_rope_rows), q into
+ * q [B, QD], k and v into the cache at pos[b] of table row b (as gptoss_kv_store). The norm and split have the bits of
+ * the kernels they replace; the finish their values up to the FMA contraction of the rotation (~3e-8 relative). */
+#define GPTOSS_ROWS_NORM_MAX_H 4096
+cudaError_t gptoss_rows_norm_split(const float *y, const float *w, const int32_t *pair_of, float *x, const uint16_t *norm_w,
+                                   int B, int H, float eps, int splits, float *h, uint16_t *xs, cudaStream_t stream);
+cudaError_t gptoss_rows_qkv_finish(const float *ys, int ld, int B, int splits, const uint16_t *b, int n_heads, int n_kv,
+                                   const int32_t *pos, const float *inv_freq, float attn_factor, float *q, gptoss_kv kv,
+                                   cudaStream_t stream);
 
 /* *dst = v, ordered on the stream (sets the step's position before a graph replay). */
 cudaError_t gptoss_set_i32(int32_t *dst, int32_t v, cudaStream_t stream);

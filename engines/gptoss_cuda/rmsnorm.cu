@@ -20,16 +20,7 @@ __global__ void rmsnorm_kernel(const float *x, const uint16_t *w, int H, float e
     float *yr = y + (size_t)blockIdx.x * H;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < H; i += blockDim.x) ss += xr[i] * xr[i];
-    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = ss;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        float v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;
-        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-        if (threadIdx.x == 0) part[0] = v;
-    }
-    __syncthreads();
-    const float r = rsqrtf(part[0] / (float)H + eps);
+    const float r = rsqrtf(gptoss_block_sum(ss, part) / (float)H + eps);
     for (int i = threadIdx.x; i < H; i += blockDim.x) yr[i] = (xr[i] * r) * gptoss_bf16_to_f32(w[i]);
 }
 

@@ -347,6 +347,15 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
     return cudaSuccess;
 }
 
+/* gptoss_tc_gemm_split with the batched steps' split count (the prefill's stays its own). */
+static cudaError_t tc_gemm_split(gptoss_model *m, const uint16_t *W, int K, int N, int n) {
+    const int s0 = m->tc.splits;
+    m->tc.splits = m->batch_tc_splits;
+    const cudaError_t e = gptoss_tc_gemm_split(&m->tc, W, K, N, n);
+    m->tc.splits = s0;
+    return e;
+}
+
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
@@ -389,6 +398,16 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             ev = ev2_;                              \
         }                                           \
     } while (0)
+    /* The row kernels around the tensor-core q/k/v (m->batch_fuse): where every layer's q/k/v takes that path and its
+     * scratch holds the step, the MoE block's combine also norms x for the next layer and splits it for the GEMM
+     * (gptoss_rows_norm_split), and one launch sums the GEMM's parts, rotates q and k and stores k and v
+     * (gptoss_rows_qkv_finish): 2 launches instead of 7 a layer, the same values (kernels.h). presplit: m->tc.xs holds the split of
+     * the norm that comes next (m->h that norm). */
+    const int S = m->batch_tc_splits, QKV = QD + 2 * KVD;
+    const int fuse = m->batch_fuse && !(m->fused && n <= m->batch_qkv_rows) && m->use_tc && m->batch_tc &&
+                     n >= m->batch_tc_min_qkv && m->qkv_fused && H <= GPTOSS_ROWS_NORM_MAX_H &&
+                     (size_t)S * n * H <= m->tc.xs_elems && (size_t)S * n * QKV <= m->tc.ys_elems;
+    int presplit = 0;
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
@@ -396,12 +415,20 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         const int window = c->layer_sliding[l] ? c->sliding_window : 0;
         /* norm + q/k/v + RoPE + KV store in one launch, W read once (refused, before any launch, where its rows of x
          * do not fit: then the path below) */
-        const int rows_prologue = m->fused && n <= m->batch_qkv_rows;
+        const int rows_prologue = !fuse && m->fused && n <= m->batch_qkv_rows;
         if (rows_prologue) PART_(0);
         e = rows_prologue ? gptoss_qkv_rows(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH,
                                             NKV, n, d_pos, m->inv_freq, m->attn_factor, m->q, kv, st)
                           : cudaErrorNotSupported;
-        if (e != cudaErrorNotSupported) {
+        if (fuse) { /* the norm and split came with the previous layer's combine, or come here (the first layer) */
+            if (!presplit)
+                K_(gptoss_rows_norm_split(NULL, NULL, NULL, m->x, w->attn_norm, n, H, eps, S, m->h, m->tc.xs, st));
+            PART_(0);
+            K_(tc_gemm_split(m, w->q_w, H, QKV, n));
+            K_(gptoss_rows_qkv_finish(m->tc.ys, QKV, n, S, w->q_b, NH, NKV, d_pos, m->inv_freq, m->attn_factor, m->q, kv,
+                                      st));
+            PART_(1);
+        } else if (e != cudaErrorNotSupported) {
             K_(e);
             PART_(1);
         } else {
@@ -441,10 +468,17 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
             K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n,
                                       m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts));
-            K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+            if (fuse) { /* the combine, then the next norm (the final one after the last layer) and its split */
+                const uint16_t *nw = l + 1 < c->num_layers ? m->layers[l + 1].attn_norm : m->norm;
+                K_(gptoss_rows_norm_split(m->dn, m->rw, m->pair_of, m->x, nw, n, H, eps, S, m->h, m->tc.xs, st));
+                presplit = 1;
+            } else {
+                K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
+            }
             PART_(4);
             continue;
         }
+        presplit = 0; /* the paths below leave x un-normed */
         if (m->fused && n <= m->batch_moe_per_row) { /* each row through the batch-1 expert kernels (the dp4a ring) */
             K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                              m->rw, m->grp, m->rl, st));
@@ -480,8 +514,19 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         K_(gptoss_moe_combine(m->dn, m->rw, m->pair_of, n, H, m->x, st));
         PART_(4);
     }
-    K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
-    K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, m->batch_tc_min_qkv));
+    cudaError_t head = cudaErrorInvalidValue; /* lm_head from the split the last combine left */
+    if (presplit) { /* m->h is the final norm and m->tc.xs its split: the GEMM and the reduce (refused, before any
+                     * launch, where the scratch is too small for the vocabulary: then linear_groups from m->h) */
+        const int s0 = m->tc.splits;
+        m->tc.splits = S;
+        head = gptoss_tc_linear(&m->tc, NULL, H, m->lm_head, NULL, n, H, V, logits, V, 0);
+        m->tc.splits = s0;
+    } else {
+        K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
+    }
+    if (head == cudaErrorInvalidValue)
+        K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, m->batch_tc_min_qkv));
+    else K_(head);
     PART_(5);
 #undef PART_
 #undef K_

@@ -519,7 +519,8 @@ cudaError_t gptoss_tc_join(gptoss_tc *tc, int ns, cudaError_t r) {
     return r;
 }
 
-/* split, GEMM and one reduce launch writing the segments: the dense linears' common body */
+/* split (none with x NULL: tc->xs holds it), GEMM and one reduce launch writing the segments: the dense linears'
+ * common body */
 static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                               int K, int N, const gptoss_tc_segs *segs, int accumulate) {
     const int S = tc->splits;
@@ -527,12 +528,19 @@ static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint
     if (K % 8 || (size_t)S * T * K > tc->xs_elems || (size_t)S * T * N > tc->ys_elems) return cudaErrorInvalidValue;
     int nmax = 0;
     for (int g = 0; g < segs->count; g++) nmax = segs->n[g] > nmax ? segs->n[g] : nmax;
-    cudaError_t e = gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream);
+    cudaError_t e = x ? gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream) : cudaSuccess;
     if (e == cudaSuccess) e = gemm_rows(tc, W, K, N, S * T, tc->xs, tc->ys);
     if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)T, (unsigned)segs->count, (unsigned)((nmax + TC_REDUCE_COLS - 1) / TC_REDUCE_COLS));
     tc_reduce_segs_kernel<<<grid, 256, 0, tc->stream>>>(tc->ys, N, T, S, b, *segs, accumulate);
     return cudaGetLastError();
+}
+
+cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, const uint16_t *W, int K, int N, int T) {
+    if (T <= 0) return cudaSuccess;
+    if (K % 8 || N <= 0 || (size_t)tc->splits * T * K > tc->xs_elems || (size_t)tc->splits * T * N > tc->ys_elems)
+        return cudaErrorInvalidValue;
+    return gemm_rows(tc, W, K, N, tc->splits * T, tc->xs, tc->ys);
 }
 
 cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,

@@ -108,7 +108,8 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
 void gptoss_tc_destroy(gptoss_tc *tc);
 
 /* y[t, n] (+)= sum_k x[t, k] * W[n, k] + b[n], as gptoss_linear (kernels.h), on tensor cores.
- * Needs S*T*K <= xs_elems and S*T*N <= ys_elems (else cudaErrorInvalidValue), K % 8 == 0. */
+ * Needs S*T*K <= xs_elems and S*T*N <= ys_elems (else cudaErrorInvalidValue), K % 8 == 0.
+ * x == NULL: tc->xs already holds the S parts of the T rows (gptoss_rows_norm_split); only the GEMM and the reduce. */
 cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                              int K, int N, float *y, int ldy, int accumulate);
 
@@ -124,6 +125,11 @@ typedef struct gptoss_tc_segs {
 } gptoss_tc_segs;
 cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                                   int K, const gptoss_tc_segs *segs);
+
+/* The GEMM alone over rows already split into tc->xs (S = tc->splits parts of T rows): tc->ys [S T, N] = part rows
+ * times W [N, K]^T, for a caller that sums the parts itself (gptoss_rows_qkv_finish). cudaErrorInvalidValue (before
+ * any launch) where the scratch is too small. */
+cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, const uint16_t *W, int K, int N, int T);
 
 /* Reads the expert counts (device, from gptoss_moe_route) into tc->counts_host; waits for them. */
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);

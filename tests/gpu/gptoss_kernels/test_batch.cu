@@ -3,7 +3,7 @@
  * position through its own block table, must give what B separate one-row launches give (bit for bit
  * for K/V store and attention: the same kernel; to 1e-6 for RoPE: the same math in another kernel).
  * Covers gptoss_rope_rows (batch.cu) and gptoss_kv_store / gptoss_attention_at with B > 1 (kv_cache.cu,
- * attention.cu). Linked into the gptoss_kernels binary; main() in test_kernels.cu calls
+ * attention.cu), and the fused row kernels of batch.cu against the launches they replace (bit for bit). Linked into the gptoss_kernels binary; main() in test_kernels.cu calls
  * gptoss_test_batch_kernels(). */
 #include <math.h>
 #include <stdio.h>
@@ -45,6 +45,22 @@ static void yarn(float *inv, float *af) {
     gptoss_yarn_inv_freq(&c, inv, af);
 }
 
+/* A shuffled page pool of 2 layers (layer 1 used) for rows at positions pos, each with its own table row of
+ * *max_pages shuffled pages: the table ids, the random pool, and gptoss_kv's page_floats / layer_off. */
+static void pool_make(const std::vector<int32_t> &pos, int kvd, int *max_pages, std::vector<int32_t> *ids,
+                      std::vector<float> *pool, long long *pf, long long *loff) {
+    const int P = GPTOSS_KV_PAGE;
+    *max_pages = 0;
+    for (int32_t p : pos) *max_pages = std::max(*max_pages, p / P + 1);
+    const int npages = (int)pos.size() * *max_pages;
+    ids->resize(npages);
+    for (int i = 0; i < npages; i++) (*ids)[i] = i;
+    for (int i = npages - 1; i > 0; i--) std::swap((*ids)[i], (*ids)[brand_index(i + 1)]);
+    *pf = 2LL * 2 * P * kvd;
+    *loff = 2LL * P * kvd;
+    *pool = brandv((size_t)npages * *pf);
+}
+
 /* B rows at their own positions = B one-row gptoss_rope launches. */
 static void test_rope_rows(int B, int heads) {
     const int D = GPTOSS_HEAD_DIM, ld = heads * D;
@@ -73,19 +89,14 @@ static void test_rope_rows(int B, int heads) {
 /* B sequences in one shuffled page pool (2 layers, layer 1 used), each with its own block table row:
  * the batched K/V store and attention = B one-row launches through that row's table. */
 static void test_rows_kv_attention(int B, int nh, int nkv, int window) {
-    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D, P = GPTOSS_KV_PAGE;
+    const int D = GPTOSS_HEAD_DIM, kvd = nkv * D;
     std::vector<int32_t> pos(B);
-    int max_pages = 0;
-    for (int b = 0; b < B; b++) {
-        pos[b] = (int32_t)(5 + b * 61 + (b % 2) * 100); /* some past the window, some not */
-        max_pages = std::max(max_pages, pos[b] / P + 1);
-    }
-    const int npages = B * max_pages;
-    std::vector<int32_t> ids(npages);
-    for (int i = 0; i < npages; i++) ids[i] = i;
-    for (int i = npages - 1; i > 0; i--) std::swap(ids[i], ids[brand_index(i + 1)]);
-    const long long pf = 2LL * 2 * P * kvd, loff = 2LL * P * kvd;
-    auto pool = brandv((size_t)npages * pf); /* every earlier key random; the stored row overwrites pos */
+    for (int b = 0; b < B; b++) pos[b] = (int32_t)(5 + b * 61 + (b % 2) * 100); /* some past the window, some not */
+    int max_pages;
+    std::vector<int32_t> ids;
+    std::vector<float> pool; /* every earlier key random; the stored row overwrites pos */
+    long long pf, loff;
+    pool_make(pos, kvd, &max_pages, &ids, &pool, &pf, &loff);
     auto q = brandv((size_t)B * nh * D), k = brandv((size_t)B * kvd), v = brandv((size_t)B * kvd);
     std::vector<uint16_t> sinks(nh);
     for (int h = 0; h < nh; h++) { float f = brand(); uint32_t u; memcpy(&u, &f, 4); sinks[h] = (uint16_t)(u >> 16); }
@@ -120,6 +131,94 @@ static void test_rows_kv_attention(int B, int nh, int nkv, int window) {
     cudaFree(dtab); cudaFree(dpos); cudaFree(ds);
 }
 
+static uint16_t bbf16(void) { /* a random bf16 in (-1, 1) */
+    float f = brand();
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)(u >> 16);
+}
+
+template <typename T> static int bits_equal(const T *d1, const T *d2, size_t n) {
+    auto a = dev_download(d1, n), b = dev_download(d2, n);
+    return !memcmp(a.data(), b.data(), n * sizeof(T));
+}
+
+/* gptoss_rows_norm_split = gptoss_moe_combine (when combine), gptoss_rmsnorm, gptoss_tc_split: x, h and the parts bit for
+ * bit. */
+static void test_rows_norm_split(int B, int H, int S, int combine) {
+    const float eps = 1e-5f;
+    auto x = brandv((size_t)B * H), dn = brandv((size_t)4 * B * H), rw = brandv((size_t)4 * B);
+    std::vector<int32_t> pof(4 * B);
+    for (int i = 0; i < 4 * B; i++) pof[i] = i;
+    for (int i = 4 * B - 1; i > 0; i--) std::swap(pof[i], pof[brand_index(i + 1)]);
+    std::vector<uint16_t> nw(H);
+    for (auto &v : nw) v = bbf16();
+    float *x1 = dev_upload(x), *x2 = dev_upload(x), *ddn = dev_upload(dn), *drw = dev_upload(rw);
+    float *h1 = dev_upload(std::vector<float>((size_t)B * H, NAN)), *h2 = dev_upload(std::vector<float>((size_t)B * H, NAN));
+    int32_t *dpof = dev_upload(pof);
+    uint16_t *dnw = dev_upload(nw), *xs1 = dev_upload(std::vector<uint16_t>((size_t)S * B * H, 0xFFFF)),
+             *xs2 = dev_upload(std::vector<uint16_t>((size_t)S * B * H, 0x7FFF));
+    if (combine) CK(gptoss_moe_combine(ddn, drw, dpof, B, H, x1, 0));
+    CK(gptoss_rmsnorm(x1, dnw, B, H, eps, h1, 0));
+    CK(gptoss_tc_split(h1, H, NULL, NULL, NULL, 0, B, H, S, xs1, 0));
+    CK(gptoss_rows_norm_split(combine ? ddn : NULL, drw, dpof, x2, dnw, B, H, eps, S, h2, xs2, 0));
+    char what[200];
+    snprintf(what, sizeof what, "rows_norm_split B=%d H=%d parts %d%s = %srmsnorm + split: x, h and parts bit for bit", B, H,
+             S, combine ? " with the combine" : "", combine ? "moe_combine + " : "");
+    check_true(what, bits_equal(x1, x2, (size_t)B * H) && bits_equal(h1, h2, (size_t)B * H) &&
+                     bits_equal(xs1, xs2, (size_t)S * B * H));
+    cudaFree(x1); cudaFree(x2); cudaFree(ddn); cudaFree(drw); cudaFree(h1); cudaFree(h2); cudaFree(dpof); cudaFree(dnw);
+    cudaFree(xs1); cudaFree(xs2);
+}
+
+/* gptoss_rows_qkv_finish = the parts' reduce (gptoss_tc_reduce, the same sums as the segments' reduce), gptoss_rope_rows
+ * on q and k, gptoss_kv_store: q and the whole page pool bit for bit. */
+static void test_rows_qkv_finish(int B, int nh, int nkv, int S) {
+    const int D = GPTOSS_HEAD_DIM, QD = nh * D, kvd = nkv * D, QKV = QD + 2 * kvd;
+    float inv[32], af;
+    yarn(inv, &af);
+    std::vector<int32_t> pos(B);
+    for (int b = 0; b < B; b++) pos[b] = (int32_t)((b * 2749 + 7) % 3001);
+    int max_pages;
+    std::vector<int32_t> ids;
+    std::vector<float> pool;
+    long long pf, loff;
+    pool_make(pos, kvd, &max_pages, &ids, &pool, &pf, &loff);
+    auto ys = brandv((size_t)S * B * QKV);
+    std::vector<uint16_t> bias(QKV);
+    for (auto &v : bias) v = bbf16();
+    float *dys = dev_upload(ys), *pool1 = dev_upload(pool), *pool2 = dev_upload(pool), *dinv = dev_upload(std::vector<float>(inv, inv + 32));
+    float *y = dev_upload(std::vector<float>((size_t)B * QKV, NAN)), *q1 = dev_upload(std::vector<float>((size_t)B * QD, NAN));
+    float *q2 = dev_upload(std::vector<float>((size_t)B * QD, NAN)), *kn = dev_upload(std::vector<float>((size_t)B * kvd, NAN));
+    float *vn = dev_upload(std::vector<float>((size_t)B * kvd, NAN));
+    int32_t *dtab = dev_upload(ids), *dpos = dev_upload(pos);
+    uint16_t *db = dev_upload(bias);
+    gptoss_kv kv;
+    kv.table = dtab; kv.max_pages = max_pages; kv.kvd = kvd; kv.page_floats = pf; kv.layer_off = loff;
+    CK(gptoss_tc_reduce(dys, NULL, NULL, 0, B, QKV, S, db, y, QKV, 0, 0));
+    CK(cudaMemcpy2D(q1, QD * 4, y, QKV * 4, QD * 4, B, cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpy2D(kn, kvd * 4, y + QD, QKV * 4, kvd * 4, B, cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpy2D(vn, kvd * 4, y + QD + kvd, QKV * 4, kvd * 4, B, cudaMemcpyDeviceToDevice));
+    CK(gptoss_rope_rows(q1, QD, B, nh, dpos, dinv, af, 0));
+    CK(gptoss_rope_rows(kn, kvd, B, nkv, dpos, dinv, af, 0));
+    kv.pool = pool1;
+    CK(gptoss_kv_store(kn, vn, B, dpos, kv, 0));
+    kv.pool = pool2;
+    CK(gptoss_rows_qkv_finish(dys, QKV, B, S, db, nh, nkv, dpos, dinv, af, q2, kv, 0));
+    /* The same arithmetic in two kernels: equal up to the compiler's FMA contraction in the rotation (as rope_rows
+     * against rope above), so judged at 1e-6 relative and reported when bit for bit. */
+    auto qa = dev_download(q1, (size_t)B * QD), qb = dev_download(q2, (size_t)B * QD);
+    auto pa = dev_download(pool1, pool.size()), pb = dev_download(pool2, pool.size());
+    const double rq = rel_l2(qb, qa), rp = rel_l2(pb, pa);
+    const int same = !memcmp(qa.data(), qb.data(), qa.size() * 4) && !memcmp(pa.data(), pb.data(), pa.size() * 4);
+    char what[240];
+    snprintf(what, sizeof what, "rows_qkv_finish B=%d heads %d/%d parts %d = reduce + 2 rope_rows + kv_store: q rel %.1e, cache rel %.1e%s",
+             B, nh, nkv, S, rq, rp, same ? " (bit for bit)" : "");
+    check_true(what, rq <= 1e-6 && rp <= 1e-6);
+    cudaFree(dys); cudaFree(pool1); cudaFree(pool2); cudaFree(dinv); cudaFree(y); cudaFree(q1); cudaFree(q2); cudaFree(kn);
+    cudaFree(vn); cudaFree(dtab); cudaFree(dpos); cudaFree(db);
+}
+
 /* Called by main() in test_kernels.cu; adds its counts there. */
 void gptoss_test_batch_kernels(int *checks, int *failed) {
     test_rope_rows(1, 64);
@@ -128,6 +227,13 @@ void gptoss_test_batch_kernels(int *checks, int *failed) {
     test_rows_kv_attention(2, 8, 2, 0);
     test_rows_kv_attention(5, 64, 8, 128);
     test_rows_kv_attention(8, 64, 8, 0);
+    test_rows_norm_split(9, 2880, 2, 1);
+    test_rows_norm_split(64, 2880, 2, 1);
+    test_rows_norm_split(37, 2880, 3, 0);
+    test_rows_norm_split(5, 64, 2, 1);
+    test_rows_qkv_finish(9, 64, 8, 2);
+    test_rows_qkv_finish(64, 64, 8, 2);
+    test_rows_qkv_finish(37, 8, 2, 3);
     *checks += tu_checks;
     *failed += tu_failed;
 }

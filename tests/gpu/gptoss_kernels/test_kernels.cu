@@ -1432,9 +1432,9 @@ void gptoss_stream_size_timing(void);                    /* test_tma_ring.cu: --
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --moe-mma-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
+        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --moe-mma-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
-               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace.\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
@@ -1472,6 +1472,12 @@ int main(int argc, char **argv) {
         test_router_split();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--batch-checks")) { /* only the batched decode step's row kernels (test_batch.cu) */
+        int checks = 0, failed = 0;
+        gptoss_test_batch_kernels(&checks, &failed);
+        printf("%d checks, %d failed\n", checks, failed);
+        return failed != 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--moe-mma-checks")) { /* only the tensor-core expert kernels, checked and timed */
         int checks = 0, failed = 0;
