@@ -25,6 +25,7 @@
  * a 64-row step, 64 streams +15% out tok/s. Still latency-bound (ncu: DRAM 49% of peak, issue 64%):
  * each block loads its chunk, then computes; only other resident blocks overlap the two. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/tc.h"
 
 #define ARW_C 64        /* keys per chunk */
 #define ARW_THREADS 256 /* 8 warps */
@@ -44,7 +45,8 @@ static inline __device__ void arw_cp16(void *dst, const void *src) {
 template <int G, int MINB>
 __global__ void __launch_bounds__(ARW_THREADS, MINB)
     attention_rows_kernel(const float *q, const gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int n_heads,
-                          int n_kv, int window, float *out, float *part, int32_t *counters) {
+                          int n_kv, int window, float *out, float *part, int32_t *counters, int rows, int parts,
+                          uint16_t *xs) {
     constexpr int D = GPTOSS_HEAD_DIM;
     constexpr int HS = G < 4 ? G : 4;      /* score phase: head slots per key (threads 64 * HS busy) */
     constexpr int HQ = G < 4 ? G : 4;      /* P V phase: heads per thread */
@@ -183,7 +185,10 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
         if (ns == 1) { /* the only split: finish here with the sink */
             const float sink = gptoss_bf16_to_f32(sinks[h]), M = fmaxf(sM[hh], sink);
             const float fm = expf(sM[hh] - M);
-            out[((size_t)row * n_heads + h) * D + o % D] = a * fm / (sL[hh] * fm + expf(sink - M));
+            const float v = a * fm / (sL[hh] * fm + expf(sink - M));
+            out[((size_t)row * n_heads + h) * D + o % D] = v;
+            if (xs) /* o_proj's parts (gptoss_attention_rows_split) */
+                gptoss_tc_split_value(v, xs + ((size_t)row * n_heads + h) * D + o % D, (size_t)rows * n_heads * D, parts);
         } else {
             float *slot = part + (((size_t)row * n_heads + h) * ARW_SPLITS + s) * GPTOSS_ATTN_SLOT;
             slot[2 + o % D] = a;
@@ -201,8 +206,14 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
     if (t == 0) counters[row * n_kv + g] = 0;
     for (int hh = warp; hh < G; hh += ARW_THREADS / 32) {
         const int h = g * G + hh;
+        float *oh = out + ((size_t)row * n_heads + h) * D;
         gptoss_attn_merge_splits(part + ((size_t)row * n_heads + h) * ARW_SPLITS * GPTOSS_ATTN_SLOT, ns,
-                                 gptoss_bf16_to_f32(sinks[h]), lane, out + ((size_t)row * n_heads + h) * D);
+                                 gptoss_bf16_to_f32(sinks[h]), lane, oh);
+        if (xs) { /* o_proj's parts of the head the warp just wrote */
+            __syncwarp();
+            for (int d = lane; d < D; d += 32)
+                gptoss_tc_split_value(oh[d], xs + ((size_t)row * n_heads + h) * D + d, (size_t)rows * n_heads * D, parts);
+        }
     }
 }
 
@@ -216,12 +227,13 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
 
 template <int MINB>
 static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, const uint16_t *sinks, const int32_t *pos,
-                       int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters, cudaStream_t s) {
+                       int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters, int rows, int parts,
+                       uint16_t *xs, cudaStream_t s) {
     switch (G) {
-    case 1: attention_rows_kernel<1, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    case 2: attention_rows_kernel<2, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    case 4: attention_rows_kernel<4, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
-    default: attention_rows_kernel<8, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters); break;
+    case 1: attention_rows_kernel<1, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
+    case 2: attention_rows_kernel<2, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
+    case 4: attention_rows_kernel<4, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
+    default: attention_rows_kernel<8, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
     }
 }
 
@@ -229,7 +241,7 @@ static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, co
  * gptoss_attention_rows; the tests time both). */
 static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos,
                                  int B, int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
-                                 int32_t *counters, cudaStream_t s) {
+                                 int32_t *counters, int parts, uint16_t *xs, cudaStream_t s) {
     if (B <= 0) return cudaSuccess;
     if (n_kv <= 0 || n_heads <= 0 || n_heads % n_kv || max_pos < 0 || !q || !sinks || !pos || !out || !part ||
         !counters || !kv.pool || !kv.table || kv.max_pages <= 0 || kv.kvd != n_kv * GPTOSS_HEAD_DIM)
@@ -240,13 +252,21 @@ static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const u
     const int splits = arw_chunks(keys) < ARW_SPLITS ? arw_chunks(keys) : ARW_SPLITS;
     const dim3 grid((unsigned)(B * n_kv), (unsigned)splits);
     if (minb == 0) minb = grid.x * grid.y >= ARW_MINB5_BLOCKS ? 5 : 4;
-    if (minb == 4) arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
-    else arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, s);
+    if (xs && (parts < 1 || parts > 3)) return cudaErrorInvalidValue;
+    if (minb == 4) arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, B, parts, xs, s);
+    else arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, B, parts, xs, s);
     return cudaGetLastError();
 }
 
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
                                   int32_t *counters, cudaStream_t s) {
-    return arw_attention(0, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, s);
+    return arw_attention(0, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, 0, NULL, s);
+}
+
+cudaError_t gptoss_attention_rows_split(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                        int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
+                                        int32_t *counters, int splits, uint16_t *xs, cudaStream_t s) {
+    if (!xs) return cudaErrorInvalidValue;
+    return arw_attention(0, q, kv, sinks, pos, B, max_pos, n_heads, n_kv, window, out, part, counters, splits, xs, s);
 }

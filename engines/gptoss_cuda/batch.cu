@@ -75,12 +75,7 @@ __global__ void __launch_bounds__(RNS_THREADS)
         if (i >= H) continue;
         const float hv = (xv[j] * r) * gptoss_bf16_to_f32(nw[i]);
         h[(size_t)t * H + i] = hv;
-        float v = hv;
-        for (int s = 0; s < splits; s++) { /* tc_split_kernel's parts */
-            const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);
-            xs[((size_t)s * rows + t) * H + i] = b;
-            v -= gptoss_bf16_to_f32(b);
-        }
+        gptoss_tc_split_value(hv, xs + (size_t)t * H + i, (size_t)rows * H, splits); /* tc_split_kernel's parts */
     }
 }
 

@@ -550,6 +550,12 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
                                   int32_t *counters, cudaStream_t stream);
+/* The same, also writing each output value's `splits` bf16 parts for o_proj's tensor-core GEMM (part s of row b at
+ * xs[(s B + b) n_heads 64], as gptoss_tc_split; tc.h gptoss_tc_linear with x NULL reads them): the batched step's
+ * split of the attention output without its own launch (docs/performance.md, step 43). */
+cudaError_t gptoss_attention_rows_split(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
+                                        int max_pos, int n_heads, int n_kv, int window, float *out, float *part,
+                                        int32_t *counters, int splits, uint16_t *xs, cudaStream_t stream);
 
 /* ---- MXFP4 experts on tensor cores (moe_mma.cu): one kernel for any number of tokens per expert.
  * For expert e and each grouped pair p in [offsets[e], offsets[e] + counts[e]) (counts and offsets on

@@ -182,9 +182,10 @@ struct gptoss_model {
     int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
-    int batch_fuse;           /* 1 (default): steps whose q/k/v go to cuBLAS run the row kernels around it (kernels.h
-                               * gptoss_rows_norm_split, gptoss_rows_qkv_finish; the same values); 0 (LLMR_GPTOSS_BATCH_FUSE=0):
-                               * combine, norm, split, reduce, two RoPEs and the KV store as their own launches */
+    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 2 (default) = 1, and o_proj's split written by the attention
+                               * (gptoss_attention_rows_split); 1: steps whose q/k/v go to cuBLAS run the row kernels
+                               * around it (kernels.h gptoss_rows_norm_split, gptoss_rows_qkv_finish; the same values);
+                               * 0: combine, norm, split, reduce, two RoPEs and the KV store as their own launches */
     int interleave;           /* prompt tokens per slice while rows decode (LLMR_GPTOSS_INTERLEAVE) */
     int prefill_burst;        /* prefill slices per scheduler iteration while rows decode (LLMR_GPTOSS_PREFILL_BURST) */
     int batch_attn;           /* batched steps' attention (LLMR_GPTOSS_BATCH_ATTN): 0 _at, 1 decode-split, 2 rows (default) */

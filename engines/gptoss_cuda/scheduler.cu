@@ -356,6 +356,16 @@ static cudaError_t tc_gemm_split(gptoss_model *m, const uint16_t *W, int K, int 
     return e;
 }
 
+/* gptoss_tc_linear over the n rows already split into m->tc.xs, with the batched steps' split count. */
+static cudaError_t tc_linear_presplit(gptoss_model *m, const uint16_t *W, const uint16_t *b, int K, int N, int n, float *y,
+                                      int accumulate) {
+    const int s0 = m->tc.splits;
+    m->tc.splits = m->batch_tc_splits;
+    const cudaError_t e = gptoss_tc_linear(&m->tc, NULL, K, W, b, n, K, N, y, N, accumulate);
+    m->tc.splits = s0;
+    return e;
+}
+
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already
  * on the device (d_tok[n], d_pos[n], d_tab[n][max_pages]); row b's distribution goes to
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
@@ -407,6 +417,10 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     const int fuse = m->batch_fuse && !(m->fused && n <= m->batch_qkv_rows) && m->use_tc && m->batch_tc &&
                      n >= m->batch_tc_min_qkv && m->qkv_fused && H <= GPTOSS_ROWS_NORM_MAX_H &&
                      (size_t)S * n * H <= m->tc.xs_elems && (size_t)S * n * QKV <= m->tc.ys_elems;
+    /* and the attention writes o_proj's split beside its output (gptoss_attention_rows_split) where o_proj would take
+     * the tensor-core GEMM */
+    const int fuse_o = fuse && m->batch_fuse >= 2 && m->batch_attn == 2 && !(m->fused && n <= m->batch_o_rows) && n >= m->batch_tc_min &&
+                       (size_t)S * n * QD <= m->tc.xs_elems && (size_t)S * n * H <= m->tc.ys_elems;
     int presplit = 0;
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
@@ -448,7 +462,10 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
             PART_(1);
         }
-        if (m->batch_attn == 2) /* blocks of (row, KV head, 64-key split): its heads share each K/V row */
+        if (fuse_o)
+            K_(gptoss_attention_rows_split(m->q, kv, w->sinks, d_pos, n, max_pos, NH, NKV, window, m->o, m->batt_part,
+                                           m->batt_ctr, S, m->tc.xs, st));
+        else if (m->batch_attn == 2) /* blocks of (row, KV head, 64-key split): its heads share each K/V row */
             K_(gptoss_attention_rows(m->q, kv, w->sinks, d_pos, n, max_pos, NH, NKV, window, m->o, m->batt_part,
                                      m->batt_ctr, st));
         else if (m->batch_attn == 1) /* keys split over blocks (attention_decode.cu) */
@@ -456,9 +473,11 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         else
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         PART_(2);
-        /* W read once, each row bit for bit its one-token o_proj (refused where its rows of x do not fit) */
-        e = m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
-                                             : cudaErrorNotSupported;
+        /* o_proj: from the split the attention wrote (fuse_o); or W read once, each row bit for bit its one-token o_proj
+         * (refused where its rows of x do not fit) */
+        e = fuse_o                            ? tc_linear_presplit(m, w->o_w, w->o_b, QD, H, n, m->x, 1)
+            : m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
+                                               : cudaErrorNotSupported;
         if (e != cudaErrorNotSupported) K_(e);
         else K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
@@ -517,10 +536,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     cudaError_t head = cudaErrorInvalidValue; /* lm_head from the split the last combine left */
     if (presplit) { /* m->h is the final norm and m->tc.xs its split: the GEMM and the reduce (refused, before any
                      * launch, where the scratch is too small for the vocabulary: then linear_groups from m->h) */
-        const int s0 = m->tc.splits;
-        m->tc.splits = S;
-        head = gptoss_tc_linear(&m->tc, NULL, H, m->lm_head, NULL, n, H, V, logits, V, 0);
-        m->tc.splits = s0;
+        head = tc_linear_presplit(m, m->lm_head, NULL, H, V, n, logits, 0);
     } else {
         K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
     }

@@ -58,6 +58,10 @@ __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, 
     const long src = gather ? gather[p] : p;
     const float *xr = x + src * ldx;
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        if (!offsets) { /* dense: part s at row s * rows + p */
+            gptoss_tc_split_value(xr[k], xs + r[0] * K + k, (size_t)rows * K, splits);
+            continue;
+        }
         float v = xr[k];
         for (int s = 0; s < splits; s++) {
             const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);

@@ -336,6 +336,16 @@ static __device__ __forceinline__ uint32_t gptoss_tc_bf16_bits(float v) {
     return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+/* v as `splits` bf16 parts v_0 = bf16(v), v_1 = bf16(v - v_0), ...: part s at dst[s * part_stride]. Every writer of
+ * the dense split (tc_split_kernel, gptoss_rows_norm_split, gptoss_attention_rows_split) goes through here. */
+static __device__ __forceinline__ void gptoss_tc_split_value(float v, uint16_t *dst, size_t part_stride, int splits) {
+    for (int s = 0; s < splits; s++) {
+        const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);
+        dst[(size_t)s * part_stride] = b;
+        v -= __uint_as_float((uint32_t)b << 16); /* exact: the rounding residual of v */
+    }
+}
+
 /* One MXFP4 block (16 bytes b, E8M0 scale s) as 32 bf16, two per word in k order: the exact
  * dequantization rule (fp32 product fp4 x 2^(s-127), its upper half; s = 0 is 2^-127, a subnormal;
  * s = 255, never in a checkpoint, through ldexpf). tbl holds the 16 e2m1 values (shared memory). */

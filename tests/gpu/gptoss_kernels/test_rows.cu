@@ -32,6 +32,11 @@ static float rrand(void) {
     r_rng ^= r_rng << 13; r_rng ^= r_rng >> 7; r_rng ^= r_rng << 17;
     return (float)((double)(r_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
+static uint16_t rne_bf16(float f) { /* fp32 -> bf16, round to nearest even (finite f) */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
 static uint16_t r_bf16(float f) { /* truncation is fine: any bf16 value is a valid weight */
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -175,6 +180,26 @@ static void test_attention_rows_pos(int B, int nh, int nkv, int window, const st
     CK(cudaMemcpy(alone.data(), dout1, out.size() * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(small.data(), dout2, out.size() * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(ctr.data(), dctr, ctr.size() * 4, cudaMemcpyDeviceToHost));
+    /* with o_proj's 2 bf16 parts written beside the output (gptoss_attention_rows_split): the same output, and parts
+     * that are the split of it (RNE bf16, then bf16 of the residual) */
+    int split_ok = 1;
+    {
+        float *dout3;
+        uint16_t *dxs;
+        CK(cudaMalloc((void **)&dout3, q.size() * 4));
+        CK(cudaMalloc((void **)&dxs, q.size() * 2 * 2));
+        CK(gptoss_attention_rows_split(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout3, dpart, dctr, 2, dxs, 0));
+        std::vector<float> o3(q.size());
+        std::vector<uint16_t> xsh(q.size() * 2);
+        CK(cudaMemcpy(o3.data(), dout3, o3.size() * 4, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(xsh.data(), dxs, xsh.size() * 2, cudaMemcpyDeviceToHost));
+        split_ok = !memcmp(o3.data(), out.data(), out.size() * 4);
+        for (size_t i = 0; i < out.size() && split_ok; i++) {
+            const uint16_t h0 = rne_bf16(out[i]), h1 = rne_bf16(out[i] - bf2f(h0));
+            split_ok = xsh[i] == h0 && xsh[out.size() + i] == h1;
+        }
+        cudaFree(dout3); cudaFree(dxs);
+    }
     double worst = 0, worst_small = 0, keys = 0;
     int ok = 1, ok_small = 1;
     std::vector<double> sc;
@@ -218,13 +243,16 @@ static void test_attention_rows_pos(int B, int nh, int nkv, int window, const st
              B, nh, nkv, window, label);
     check_true(what, zero && !memcmp(out.data(), again.data(), out.size() * 4) &&
                          !memcmp(out.data(), alone.data(), out.size() * 4));
+    snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: with o_proj's parts beside it, the same output and its split",
+             B, nh, nkv, window, label);
+    check_true(what, split_ok);
     snprintf(what, sizeof what, "attention_rows B=%d heads %d/%d window %d %s: max_pos 0 (too small) still covers every key: %.1e",
              B, nh, nkv, window, label, worst_small);
     check_true(what, ok_small);
     if (timed) { /* the launcher's pick, the 64-register build (4), the 48-register build (5), gptoss_attention_at */
         int same = 1;
         for (int minb = 4; minb <= 5; minb++) {
-            CK(arw_attention(minb, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout1, dpart, dctr, 0));
+            CK(arw_attention(minb, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout1, dpart, dctr, 0, NULL, 0));
             CK(cudaDeviceSynchronize());
             CK(cudaMemcpy(alone.data(), dout1, out.size() * 4, cudaMemcpyDeviceToHost));
             same &= !memcmp(out.data(), alone.data(), out.size() * 4);
@@ -239,9 +267,9 @@ static void test_attention_rows_pos(int B, int nh, int nkv, int window, const st
         CK(cudaEventRecord(e[0], 0));
         for (int i = 0; i < R; i++) CK(gptoss_attention_rows(dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
         CK(cudaEventRecord(e[1], 0));
-        for (int i = 0; i < R; i++) CK(arw_attention(4, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        for (int i = 0; i < R; i++) CK(arw_attention(4, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0, NULL, 0));
         CK(cudaEventRecord(e[2], 0));
-        for (int i = 0; i < R; i++) CK(arw_attention(5, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0));
+        for (int i = 0; i < R; i++) CK(arw_attention(5, dq, kv, ds, dpos, B, max_pos, nh, nkv, window, dout, dpart, dctr, 0, NULL, 0));
         CK(cudaEventRecord(e[3], 0));
         for (int i = 0; i < R; i++) CK(gptoss_attention_at(dq, kv, ds, dpos, B, nh, nkv, window, dout2, 0));
         CK(cudaEventRecord(e[4], 0));
