@@ -416,11 +416,11 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     const int S = m->batch_tc_splits, QKV = QD + 2 * KVD;
     const int fuse = m->batch_fuse && !(m->fused && n <= m->batch_qkv_rows) && m->use_tc && m->batch_tc &&
                      n >= m->batch_tc_min_qkv && m->qkv_fused && H <= GPTOSS_ROWS_NORM_MAX_H &&
-                     (size_t)S * n * H <= m->tc.xs_elems && (size_t)S * n * QKV <= m->tc.ys_elems;
+                     gptoss_tc_fits(&m->tc, S, n, H, QKV);
     /* and the attention writes o_proj's split beside its output (gptoss_attention_rows_split) where o_proj would take
      * the tensor-core GEMM */
-    const int fuse_o = fuse && m->batch_fuse >= 2 && m->batch_attn == 2 && !(m->fused && n <= m->batch_o_rows) && n >= m->batch_tc_min &&
-                       (size_t)S * n * QD <= m->tc.xs_elems && (size_t)S * n * H <= m->tc.ys_elems;
+    const int fuse_o = fuse && m->batch_fuse >= 2 && m->batch_attn == 2 && !(m->fused && n <= m->batch_o_rows) &&
+                       n >= m->batch_tc_min && gptoss_tc_fits(&m->tc, S, n, QD, H);
     int presplit = 0;
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {

@@ -529,7 +529,7 @@ static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint
                               int K, int N, const gptoss_tc_segs *segs, int accumulate) {
     const int S = tc->splits;
     if (T <= 0) return cudaSuccess;
-    if (K % 8 || (size_t)S * T * K > tc->xs_elems || (size_t)S * T * N > tc->ys_elems) return cudaErrorInvalidValue;
+    if (K % 8 || !gptoss_tc_fits(tc, S, T, K, N)) return cudaErrorInvalidValue;
     int nmax = 0;
     for (int g = 0; g < segs->count; g++) nmax = segs->n[g] > nmax ? segs->n[g] : nmax;
     cudaError_t e = x ? gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream) : cudaSuccess;
@@ -540,10 +540,13 @@ static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint
     return cudaGetLastError();
 }
 
+int gptoss_tc_fits(const gptoss_tc *tc, int splits, int T, int K, int N) {
+    return (size_t)splits * T * K <= tc->xs_elems && (size_t)splits * T * N <= tc->ys_elems;
+}
+
 cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, const uint16_t *W, int K, int N, int T) {
     if (T <= 0) return cudaSuccess;
-    if (K % 8 || N <= 0 || (size_t)tc->splits * T * K > tc->xs_elems || (size_t)tc->splits * T * N > tc->ys_elems)
-        return cudaErrorInvalidValue;
+    if (K % 8 || N <= 0 || !gptoss_tc_fits(tc, tc->splits, T, K, N)) return cudaErrorInvalidValue;
     return gemm_rows(tc, W, K, N, tc->splits * T, tc->xs, tc->ys);
 }
 
@@ -656,8 +659,8 @@ int gptoss_tc_counts_match(const gptoss_tc *tc, int E, int P) {
 /* Whether the grouped scratch and the fetched counts fit a P-pair projection [N, K] (wbf_all: the expert cache). */
 static int experts_fit(const gptoss_tc *tc, const uint16_t *wbf_all, int E, int P, int K, int N) {
     const int S = tc->splits;
-    if (K % 32 || (size_t)S * P * K > tc->xs_elems || (size_t)S * P * N > tc->ys_elems ||
-        (!wbf_all && (size_t)N * K > tc->wbf_elems) || E > GPTOSS_MAX_EXPERTS)
+    if (K % 32 || !gptoss_tc_fits(tc, S, P, K, N) || (!wbf_all && (size_t)N * K > tc->wbf_elems) ||
+        E > GPTOSS_MAX_EXPERTS)
         return 0;
     return gptoss_tc_counts_match(tc, E, P);
 }

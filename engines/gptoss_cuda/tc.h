@@ -126,6 +126,11 @@ typedef struct gptoss_tc_segs {
 cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                                   int K, const gptoss_tc_segs *segs);
 
+/* Whether the scratch holds a linear of T rows (or grouped pairs) in `splits` parts: S T K split values (xs) and
+ * S T N partial products (ys). The tensor-core linears refuse, before any launch, what does not fit; callers that
+ * split into tc->xs themselves ask first. */
+int gptoss_tc_fits(const gptoss_tc *tc, int splits, int T, int K, int N);
+
 /* The GEMM alone over rows already split into tc->xs (S = tc->splits parts of T rows): tc->ys [S T, N] = part rows
  * times W [N, K]^T, for a caller that sums the parts itself (gptoss_rows_qkv_finish). cudaErrorInvalidValue (before
  * any launch) where the scratch is too small. */
