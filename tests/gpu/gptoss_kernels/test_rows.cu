@@ -32,11 +32,6 @@ static float rrand(void) {
     r_rng ^= r_rng << 13; r_rng ^= r_rng >> 7; r_rng ^= r_rng << 17;
     return (float)((double)(r_rng >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
-static uint16_t rne_bf16(float f) { /* fp32 -> bf16, round to nearest even (finite f) */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
 static uint16_t r_bf16(float f) { /* truncation is fine: any bf16 value is a valid weight */
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -195,7 +190,7 @@ static void test_attention_rows_pos(int B, int nh, int nkv, int window, const st
         CK(cudaMemcpy(xsh.data(), dxs, xsh.size() * 2, cudaMemcpyDeviceToHost));
         split_ok = !memcmp(o3.data(), out.data(), out.size() * 4);
         for (size_t i = 0; i < out.size() && split_ok; i++) {
-            const uint16_t h0 = rne_bf16(out[i]), h1 = rne_bf16(out[i] - bf2f(h0));
+            const uint16_t h0 = f2bf(out[i]), h1 = f2bf(out[i] - bf2f(h0));
             split_ok = xsh[i] == h0 && xsh[out.size() + i] == h1;
         }
         cudaFree(dout3); cudaFree(dxs);
