@@ -330,7 +330,7 @@ cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, floa
  * takes rows[b] (skipped when its logits are NULL): log_softmax of its raw logits (NaN as -inf; the sampling
  * kernels never write them), the log-probability of tok[b] and the n_top most likely ids (value descending, ties
  * to the lower id, n_top <= LLMR_MAX_TOP_LOGPROBS) into out[b]. rows, tok and out are device arrays. One
- * 1024-thread block a row: three passes over V plus one 1/1024 slice per alternative. */
+ * 1024-thread block a row: one pass over V (an online log-sum-exp and each thread's best candidates; sampling.cu). */
 typedef struct gptoss_logprob_row {
     const float *logits;
     int n_top;

@@ -130,8 +130,8 @@ struct gptoss_model {
      * converted once per launch into mstage (gptoss_mxfp4_stage_f16, kernels.h) and its CTAs copy them from there,
      * instead of each of a tile's row chunks converting them again; the same bits */
     int batch_moe_prestage;
-    /* 1 with LLMR_GPTOSS_PROMPT_MOE_F16=1 (off by default; only with batch_moe_f16): prompt chunks whose experts run on
-     * the tensor-core kernel (up to moe_mma_prefill tokens) take the F16 form too (with pre-staged rows where that shape
+    /* 1 (default with batch_moe_f16 since session 21; LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off): prompt chunks whose
+     * experts run on the tensor-core kernel (up to moe_mma_prefill tokens) take the F16 form too (with pre-staged rows where that shape
      * reads them), instead of 2 bf16 parts (3 below GPTOSS_TC_MIN_T tokens); a debug_precise forward keeps 3 */
     int prompt_moe_f16;
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
