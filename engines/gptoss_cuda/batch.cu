@@ -4,8 +4,8 @@
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/tc.h"
 
-/* One thread per (row, head, i < 32); the angle is formed exactly as rope_kernel does (rope.cu), so a
- * row gives the bits a one-token gptoss_rope at the same position gives. */
+/* One thread per (row, head, i < 32); the rotation of rope_kernel (gptoss_rope_pair), so a row gives the bits a
+ * one-token gptoss_rope at the same position gives. */
 __global__ void rope_rows_kernel(float *x, int ld, int B, int n_heads, const int32_t *pos, const float *inv_freq,
                                  float af) {
     const int half = GPTOSS_HEAD_DIM / 2;
@@ -14,12 +14,8 @@ __global__ void rope_rows_kernel(float *x, int ld, int B, int n_heads, const int
     const int i = (int)(idx % half);
     const int h = (int)((idx / half) % n_heads);
     const int b = (int)(idx / ((long)half * n_heads));
-    const float ang = (float)pos[b] * inv_freq[i];
-    const float c = cosf(ang) * af, sn = sinf(ang) * af;
     float *v = x + (size_t)b * ld + (size_t)h * GPTOSS_HEAD_DIM;
-    const float x1 = v[i], x2 = v[i + half];
-    v[i] = x1 * c - x2 * sn;
-    v[i + half] = x2 * c + x1 * sn;
+    gptoss_rope_pair(v[i], v[i + half], pos[b], inv_freq[i], af, &v[i], &v[i + half]);
 }
 
 cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t *pos, const float *inv_freq, float af,
@@ -33,8 +29,7 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
 /* ---- the row kernels around the batched step's tensor-core q/k/v (kernels.h gptoss_rows_norm_split,
  * gptoss_rows_qkv_finish), with the same expressions in the same order per value as the kernels they replace
  * (moe_combine_kernel, rmsnorm_kernel, tc_split_kernel; tc_reduce_segs_kernel, rope_rows_kernel, kv_store_kernel).
- * The norm and split give their bits (checked); the finish differs by the compiler's FMA contraction of the rotation
- * (q ~3e-8 relative, checked to 1e-6, as rope_rows against rope). */
+ * Each gives their bits (checked): the finish through the same rotation (gptoss_rope_pair). */
 
 #define RNS_THREADS 256
 #define RNS_PER_THREAD 16 /* values of a row each thread keeps in registers */
@@ -114,12 +109,8 @@ __global__ void rows_qkv_finish_kernel(const float *ys, int ld, int rows, int sp
     const bool is_q = j < nq;
     const int jj = is_q ? j : j - nq, i = jj % half, col = (is_q ? 0 : QD) + (jj / half) * GPTOSS_HEAD_DIM + i;
     const float x1 = rqf_value(ys, ld, rows, splits, b, t, col), x2 = rqf_value(ys, ld, rows, splits, b, t, col + half);
-    /* rope_rows_kernel's rotation */
-    const float ang = (float)p * inv_freq[i];
-    const float c = cosf(ang) * af, sn = sinf(ang) * af;
     float *v = is_q ? q + (size_t)t * QD + (col - i) : gptoss_kv_k(kv, t, p) + (col - QD - i);
-    v[i] = x1 * c - x2 * sn;
-    v[i + half] = x2 * c + x1 * sn;
+    gptoss_rope_pair(x1, x2, p, inv_freq[i], af, &v[i], &v[i + half]);
 }
 
 cudaError_t gptoss_rows_qkv_finish(const float *ys, int ld, int B, int splits, const uint16_t *b, int n_heads, int n_kv,

@@ -33,6 +33,19 @@ static inline __host__ __device__ float gptoss_bf16_to_f32(uint16_t v) {
 }
 
 #ifdef __CUDACC__
+/* The YaRN rotation of one RoPE pair (x1 = x[i], x2 = x[i + 32]) at position pos: the angle formed as transformers
+ * forms it (fp32 pos * inv_freq[i], cos and sin, times the attention factor af), then the four products and two sums
+ * each rounded on its own (no FMA contraction, which the compiler otherwise applies differently per kernel). The one
+ * rotation of every kernel that rotates (rope_kernel, rope_rows_kernel, the q/k/v decode kernels,
+ * rows_qkv_finish_kernel), so each gives the bits of the others. */
+static __device__ __forceinline__ void gptoss_rope_pair(float x1, float x2, int pos, float inv_freq, float af, float *o1,
+                                                        float *o2) {
+    const float ang = __fmul_rn((float)pos, inv_freq);
+    const float c = __fmul_rn(cosf(ang), af), sn = __fmul_rn(sinf(ang), af);
+    *o1 = __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn));
+    *o2 = __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, sn));
+}
+
 /* The sum of v over a block of up to 1,024 threads (a multiple of 32), for every thread: warp xor-shuffles, then
  * warp 0 over the warps' sums in red[32] (shared). One fixed order, so every kernel that sums this way (rmsnorm_kernel,
  * rows_norm_split_kernel) gets the same bits. Contains two __syncthreads: call it from every thread. */
@@ -373,7 +386,7 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
  * gptoss_rows_qkv_finish takes that GEMM's parts ys [splits B, ld] (columns q | k | v, QD + 2 KVD <= ld): each value
  * their sum plus the bias b (as the tensor-core reduce), RoPE on q and k at pos[b] (as gptoss_rope_rows), q into
  * q [B, QD], k and v into the cache at pos[b] of table row b (as gptoss_kv_store). The norm and split have the bits of
- * the kernels they replace; the finish their values up to the FMA contraction of the rotation (~3e-8 relative). */
+ * the kernels they replace; the finish too (the one rotation, gptoss_rope_pair). */
 #define GPTOSS_ROWS_NORM_MAX_H 4096
 cudaError_t gptoss_rows_norm_split(const float *y, const float *w, const int32_t *pair_of, float *x, const uint16_t *norm_w,
                                    int B, int H, float eps, int splits, float *h, uint16_t *xs, cudaStream_t stream);

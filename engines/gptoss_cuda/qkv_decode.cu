@@ -141,11 +141,8 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
         a1 += cc.x;
         a2 += cc.y;
         if (head < NH + NKV) { /* RoPE, as rope_kernel */
-            const float ang = (float)pos * cc.z;
-            const float cs = cosf(ang) * af, sn = sinf(ang) * af;
             const float x1 = a1, x2 = a2;
-            a1 = x1 * cs - x2 * sn;
-            a2 = x2 * cs + x1 * sn;
+            gptoss_rope_pair(x1, x2, pos, cc.z, af, &a1, &a2);
         }
         if (head < NH) { q[n1] = a1; q[n2] = a2; }
         else { /* the new token's K/V into its page (block table row 0) */
@@ -289,11 +286,8 @@ __global__ void __launch_bounds__(QKV_WARPS * 32, qkv_rows_cfg<R>::MINB) qkv_row
             const int pos = pos_dev[r];
             float b1 = a1[r] + cc.x, b2 = a2[r] + cc.y;
             if (head < NH + NKV) { /* RoPE, as rope_kernel and the one-token kernel */
-                const float ang = (float)pos * cc.z;
-                const float cs = cosf(ang) * af, sn = sinf(ang) * af;
                 const float x1 = b1, x2 = b2;
-                b1 = x1 * cs - x2 * sn;
-                b2 = x2 * cs + x1 * sn;
+                gptoss_rope_pair(x1, x2, pos, cc.z, af, &b1, &b2);
             }
             if (head < NH) {
                 q[(size_t)r * QD + n1] = b1;

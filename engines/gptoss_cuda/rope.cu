@@ -1,8 +1,7 @@
 /* rope.cu — YaRN rotary embedding, NeoX rotate-half pairing (i with i+32), see kernels.h. */
 #include "engines/gptoss_cuda/kernels.h"
 
-/* One thread per (token, head, i < 32). The angle is formed in fp32 exactly as transformers does
- * (inv_freq[i] * position, then cos/sin, then times the YaRN attention factor). */
+/* One thread per (token, head, i < 32): gptoss_rope_pair (kernels.h), the angle formed in fp32 as transformers does. */
 __global__ void rope_kernel(float *x, int ld, int T, int n_heads, int pos0, const int32_t *pos_dev,
                             const float *inv_freq, float af) {
     const int half = GPTOSS_HEAD_DIM / 2;
@@ -12,12 +11,8 @@ __global__ void rope_kernel(float *x, int ld, int T, int n_heads, int pos0, cons
     const int h = (int)((idx / half) % n_heads);
     const int t = (int)(idx / ((long)half * n_heads));
     if (pos_dev) pos0 = *pos_dev; /* graph replay: the position lives on the device */
-    const float ang = (float)(pos0 + t) * inv_freq[i];
-    const float c = cosf(ang) * af, sn = sinf(ang) * af;
     float *v = x + (size_t)t * ld + (size_t)h * GPTOSS_HEAD_DIM;
-    const float x1 = v[i], x2 = v[i + half];
-    v[i] = x1 * c - x2 * sn;
-    v[i + half] = x2 * c + x1 * sn;
+    gptoss_rope_pair(v[i], v[i + half], pos0 + t, inv_freq[i], af, &v[i], &v[i + half]);
 }
 
 cudaError_t gptoss_rope(float *x, int ld, int T, int n_heads, int pos0, const float *inv_freq, float af,
