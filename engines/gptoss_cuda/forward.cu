@@ -164,7 +164,8 @@ static void prefill_profile_report(gptoss_model *m, int T, int pos0) {
  * for it (tc.h), else the SIMT kernels of linear.cu. */
 static cudaError_t fwd_linear(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                               int K, int N, float *y, int ldy, int accumulate) {
-    if (m->use_tc && T >= GPTOSS_TC_MIN_T) return gptoss_tc_linear(&m->tc, x, ldx, W, b, T, K, N, y, ldy, accumulate);
+    if (m->use_tc && T >= GPTOSS_TC_MIN_T)
+        return gptoss_tc_linear(&m->tc, m->tc.splits, x, ldx, W, b, T, K, N, y, ldy, accumulate);
     return gptoss_linear(x, ldx, W, b, T, K, N, y, ldy, accumulate, m->stream);
 }
 
@@ -218,10 +219,7 @@ cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, QD = c->num_heads * c->head_dim, KVD = c->num_kv_heads * c->head_dim;
     const gptoss_tc_segs segs = {3, {0, QD, QD + KVD}, {QD, KVD, KVD}, {QD, KVD, KVD}, {m->q, m->kn, m->vn}};
-    const int s0 = m->tc.splits; /* the prompt's split count stays its own */
-    m->tc.splits = splits;
-    const cudaError_t e = gptoss_tc_linear_segs(&m->tc, x, H, w->q_w, w->q_b, T, H, &segs);
-    m->tc.splits = s0;
+    const cudaError_t e = gptoss_tc_linear_segs(&m->tc, splits, x, H, w->q_w, w->q_b, T, H, &segs);
     return e == cudaErrorInvalidValue ? cudaErrorNotSupported : e; /* refused before any launch: scratch too small */
 }
 

@@ -319,10 +319,7 @@ static void sched_prefill(gptoss_model *m) {
 static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n,
                                  int K, int N, float *y, int ldy, int accumulate, int tc_min) {
     if (m->use_tc && m->batch_tc && n >= tc_min) {
-        const int s0 = m->tc.splits; /* the prefill's split count stays its own */
-        m->tc.splits = m->batch_tc_splits;
-        cudaError_t e = gptoss_tc_linear(&m->tc, x, ldx, W, b, n, K, N, y, ldy, accumulate);
-        m->tc.splits = s0;
+        cudaError_t e = gptoss_tc_linear(&m->tc, m->batch_tc_splits, x, ldx, W, b, n, K, N, y, ldy, accumulate);
         if (e != cudaErrorInvalidValue) return e;
     }
     const int cap = m->batch_linear ? gptoss_linear_rows_max(K) : 0;
@@ -347,23 +344,15 @@ static cudaError_t linear_groups(gptoss_model *m, const float *x, int ldx, const
     return cudaSuccess;
 }
 
-/* gptoss_tc_gemm_split with the batched steps' split count (the prefill's stays its own). */
+/* gptoss_tc_gemm_split with the batched steps' split count. */
 static cudaError_t tc_gemm_split(gptoss_model *m, const uint16_t *W, int K, int N, int n) {
-    const int s0 = m->tc.splits;
-    m->tc.splits = m->batch_tc_splits;
-    const cudaError_t e = gptoss_tc_gemm_split(&m->tc, W, K, N, n);
-    m->tc.splits = s0;
-    return e;
+    return gptoss_tc_gemm_split(&m->tc, m->batch_tc_splits, W, K, N, n);
 }
 
 /* gptoss_tc_linear over the n rows already split into m->tc.xs, with the batched steps' split count. */
 static cudaError_t tc_linear_presplit(gptoss_model *m, const uint16_t *W, const uint16_t *b, int K, int N, int n, float *y,
                                       int accumulate) {
-    const int s0 = m->tc.splits;
-    m->tc.splits = m->batch_tc_splits;
-    const cudaError_t e = gptoss_tc_linear(&m->tc, NULL, K, W, b, n, K, N, y, N, accumulate);
-    m->tc.splits = s0;
-    return e;
+    return gptoss_tc_linear(&m->tc, m->batch_tc_splits, NULL, K, W, b, n, K, N, y, N, accumulate);
 }
 
 /* The forward pass of n <= GPTOSS_MAX_BATCH rows whose tokens, positions and block tables are already

@@ -525,11 +525,10 @@ cudaError_t gptoss_tc_join(gptoss_tc *tc, int ns, cudaError_t r) {
 
 /* split (none with x NULL: tc->xs holds it), GEMM and one reduce launch writing the segments: the dense linears'
  * common body */
-static cudaError_t dense_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
+static cudaError_t dense_segs(gptoss_tc *tc, int S, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
                               int K, int N, const gptoss_tc_segs *segs, int accumulate) {
-    const int S = tc->splits;
     if (T <= 0) return cudaSuccess;
-    if (K % 8 || !gptoss_tc_fits(tc, S, T, K, N)) return cudaErrorInvalidValue;
+    if (S < 1 || S > 3 || K % 8 || !gptoss_tc_fits(tc, S, T, K, N)) return cudaErrorInvalidValue;
     int nmax = 0;
     for (int g = 0; g < segs->count; g++) nmax = segs->n[g] > nmax ? segs->n[g] : nmax;
     cudaError_t e = x ? gptoss_tc_split(x, ldx, NULL, NULL, NULL, 0, T, K, S, tc->xs, tc->stream) : cudaSuccess;
@@ -544,21 +543,21 @@ int gptoss_tc_fits(const gptoss_tc *tc, int splits, int T, int K, int N) {
     return (size_t)splits * T * K <= tc->xs_elems && (size_t)splits * T * N <= tc->ys_elems;
 }
 
-cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, const uint16_t *W, int K, int N, int T) {
+cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, int splits, const uint16_t *W, int K, int N, int T) {
     if (T <= 0) return cudaSuccess;
-    if (K % 8 || N <= 0 || !gptoss_tc_fits(tc, tc->splits, T, K, N)) return cudaErrorInvalidValue;
-    return gemm_rows(tc, W, K, N, tc->splits * T, tc->xs, tc->ys);
+    if (splits < 1 || splits > 3 || K % 8 || N <= 0 || !gptoss_tc_fits(tc, splits, T, K, N)) return cudaErrorInvalidValue;
+    return gemm_rows(tc, W, K, N, splits * T, tc->xs, tc->ys);
 }
 
-cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
-                             int K, int N, float *y, int ldy, int accumulate) {
+cudaError_t gptoss_tc_linear(gptoss_tc *tc, int splits, const float *x, int ldx, const uint16_t *W, const uint16_t *b,
+                             int T, int K, int N, float *y, int ldy, int accumulate) {
     if (N <= 0 || ldy < N) return cudaErrorInvalidValue;
     const gptoss_tc_segs one = {1, {0, 0, 0}, {N, 0, 0}, {ldy, 0, 0}, {y, NULL, NULL}};
-    return dense_segs(tc, x, ldx, W, b, T, K, N, &one, accumulate);
+    return dense_segs(tc, splits, x, ldx, W, b, T, K, N, &one, accumulate);
 }
 
-cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
-                                  int K, const gptoss_tc_segs *segs) {
+cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, int splits, const float *x, int ldx, const uint16_t *W, const uint16_t *b,
+                                  int T, int K, const gptoss_tc_segs *segs) {
     const int G = segs->count;
     if (T <= 0) return cudaSuccess;
     if (G < 1 || G > GPTOSS_TC_MAX_SEGS) return cudaErrorInvalidValue;
@@ -567,7 +566,7 @@ cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const 
         if (segs->off[g] != N || segs->n[g] <= 0 || !segs->y[g] || segs->ldy[g] < segs->n[g]) return cudaErrorInvalidValue;
         N += segs->n[g];
     }
-    return dense_segs(tc, x, ldx, W, b, T, K, N, segs, 0);
+    return dense_segs(tc, splits, x, ldx, W, b, T, K, N, segs, 0);
 }
 
 int gptoss_tc_streams_setup(gptoss_tc *tc, int n_streams, char *err, size_t es) {

@@ -58,7 +58,7 @@
 typedef struct gptoss_tc {
     cublasHandle_t handle;
     cudaStream_t stream;
-    int splits;             /* S: 2 (hi, lo) or 3 (hi, mid, lo) */
+    int splits;             /* S: 2 (hi, lo) or 3 (hi, mid, lo): the prompt's count (the dense entry points take theirs) */
     uint16_t *xs;           /* split activations, bf16, xs_elems */
     size_t xs_elems;
     float *ys;              /* partial products, fp32, ys_elems */
@@ -107,11 +107,12 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
 /* Frees what gptoss_tc_init made (not the scratch, which the caller owns). Accepts a zeroed struct. */
 void gptoss_tc_destroy(gptoss_tc *tc);
 
-/* y[t, n] (+)= sum_k x[t, k] * W[n, k] + b[n], as gptoss_linear (kernels.h), on tensor cores.
+/* y[t, n] (+)= sum_k x[t, k] * W[n, k] + b[n], as gptoss_linear (kernels.h), on tensor cores, x split into S = splits
+ * (1..3) bf16 parts (the prompt passes tc->splits, the batched decode step its own count).
  * Needs S*T*K <= xs_elems and S*T*N <= ys_elems (else cudaErrorInvalidValue), K % 8 == 0.
  * x == NULL: tc->xs already holds the S parts of the T rows (gptoss_rows_norm_split); only the GEMM and the reduce. */
-cudaError_t gptoss_tc_linear(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
-                             int K, int N, float *y, int ldy, int accumulate);
+cudaError_t gptoss_tc_linear(gptoss_tc *tc, int splits, const float *x, int ldx, const uint16_t *W, const uint16_t *b,
+                             int T, int K, int N, float *y, int ldy, int accumulate);
 
 /* Several linears over the same x whose weights (and biases) lie back to back in memory, e.g. q, k and v:
  * W [N, K] with N = the sum of the segments' n, b [N] (may be NULL). Segment g's outputs are columns
@@ -123,18 +124,18 @@ typedef struct gptoss_tc_segs {
     int off[GPTOSS_TC_MAX_SEGS], n[GPTOSS_TC_MAX_SEGS], ldy[GPTOSS_TC_MAX_SEGS];
     float *y[GPTOSS_TC_MAX_SEGS];
 } gptoss_tc_segs;
-cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T,
-                                  int K, const gptoss_tc_segs *segs);
+cudaError_t gptoss_tc_linear_segs(gptoss_tc *tc, int splits, const float *x, int ldx, const uint16_t *W, const uint16_t *b,
+                                  int T, int K, const gptoss_tc_segs *segs);
 
 /* Whether the scratch holds a linear of T rows (or grouped pairs) in `splits` parts: S T K split values (xs) and
  * S T N partial products (ys). The tensor-core linears refuse, before any launch, what does not fit; callers that
  * split into tc->xs themselves ask first. */
 int gptoss_tc_fits(const gptoss_tc *tc, int splits, int T, int K, int N);
 
-/* The GEMM alone over rows already split into tc->xs (S = tc->splits parts of T rows): tc->ys [S T, N] = part rows
+/* The GEMM alone over rows already split into tc->xs (S = splits parts of T rows): tc->ys [S T, N] = part rows
  * times W [N, K]^T, for a caller that sums the parts itself (gptoss_rows_qkv_finish). cudaErrorInvalidValue (before
  * any launch) where the scratch is too small. */
-cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, const uint16_t *W, int K, int N, int T);
+cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, int splits, const uint16_t *W, int K, int N, int T);
 
 /* Reads the expert counts (device, from gptoss_moe_route) into tc->counts_host; waits for them. */
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);

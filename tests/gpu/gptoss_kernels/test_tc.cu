@@ -60,7 +60,7 @@ static void test_tc_linear(int T, int K, int N, int with_bias, int accumulate, i
     const int ldy = N + ldy_pad;
     linear_case c;
     linear_case_make(&c, T, K, N, ldy, with_bias, accumulate);
-    CK(gptoss_tc_linear(&tc, c.dx, K, c.dW, linear_case_bias(&c), T, K, N, c.dy, ldy, accumulate));
+    CK(gptoss_tc_linear(&tc, tc.splits, c.dx, K, c.dW, linear_case_bias(&c), T, K, N, c.dy, ldy, accumulate));
     char what[128];
     snprintf(what, sizeof what, "tc_linear S=%d T=%d K=%d N=%d bias=%d acc=%d ldy=%d", S, T, K, N, with_bias, accumulate,
              ldy);
@@ -86,7 +86,7 @@ static void test_tc_linear_segs(int T, int K, int n0, int n1, int n2, int S) {
     const int n[3] = {n0, n1, n2};
     gptoss_tc_segs segs = {3, {0, n0, n0 + n1}, {n0, n1, n2}, {n0 + pad, n1 + pad, n2 + pad}, {NULL, NULL, NULL}};
     for (int g = 0; g < 3; g++) segs.y[g] = dev_poison((size_t)T * (n[g] + pad));
-    CK(gptoss_tc_linear_segs(&tc, c.dx, K, c.dW, c.db, T, K, &segs));
+    CK(gptoss_tc_linear_segs(&tc, tc.splits, c.dx, K, c.dW, c.db, T, K, &segs));
     std::vector<float> got((size_t)T * N);
     for (int g = 0; g < 3; g++) {
         const auto yg = dev_download(segs.y[g], (size_t)T * (n[g] + pad));
@@ -97,13 +97,13 @@ static void test_tc_linear_segs(int T, int K, int n0, int n1, int n2, int S) {
     std::vector<float> sep((size_t)T * N);
     for (int g = 0; g < 3; g++) {
         float *dy = dev_poison((size_t)T * n[g]);
-        CK(gptoss_tc_linear(&tc, c.dx, K, c.dW + (size_t)segs.off[g] * K, c.db + segs.off[g], T, K, n[g], dy, n[g], 0));
+        CK(gptoss_tc_linear(&tc, tc.splits, c.dx, K, c.dW + (size_t)segs.off[g] * K, c.db + segs.off[g], T, K, n[g], dy, n[g], 0));
         const auto yg = dev_download(dy, (size_t)T * n[g]);
         for (int t = 0; t < T; t++)
             for (int j = 0; j < n[g]; j++) sep[(size_t)t * N + segs.off[g] + j] = yg[(size_t)t * n[g] + j];
         cudaFree(dy);
     }
-    CK(gptoss_tc_linear(&tc, c.dx, K, c.dW, c.db, T, K, N, c.dy, N, 0));
+    CK(gptoss_tc_linear(&tc, tc.splits, c.dx, K, c.dW, c.db, T, K, N, c.dy, N, 0));
     const auto whole = linear_case_out(&c);
     char what[128];
     /* With S = 3 and K = 2,880 the GEMM's fp32 accumulation over K on the tensor cores, not the split, sets
