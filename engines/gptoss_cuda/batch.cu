@@ -83,13 +83,10 @@ cudaError_t gptoss_rows_norm_split(const float *y, const float *w, const int32_t
     return cudaGetLastError();
 }
 
-/* tc_reduce_segs_kernel's sum of column col of row t's parts, plus the bias. */
+/* Column col of row t: its parts summed with the bias as tc_reduce_segs_kernel does (gptoss_tc_part_sum). */
 static __device__ __forceinline__ float rqf_value(const float *ys, int ld, int rows, int splits, const uint16_t *b, int t,
                                                   int col) {
-    float v = ys[(size_t)t * ld + col];
-    for (int s = 1; s < splits; s++) v += ys[((size_t)s * rows + t) * ld + col];
-    if (b) v += gptoss_bf16_to_f32(b[col]);
-    return v;
+    return gptoss_tc_part_sum(ys + (size_t)t * ld + col, (size_t)rows * ld, splits, b ? b + col : NULL);
 }
 
 /* Grid (items / 256, rows): item j of row t is a RoPE pair of a query head (j < NH 32), of a key head (then written to

@@ -53,22 +53,13 @@ __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, 
                                 const int32_t *counts, int E, int pad, int rows, int K, int splits, uint16_t *xs) {
     const int p = blockIdx.x;
     int e;
-    long r[3];
-    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, pad, &e);
+    /* every layout's part rows are linear in s (part_row), so part s sits s * (r1 - r0) rows after part 0 */
+    const long r0 = part_row(p, 0, rows, splits, offsets, counts, E, pad, &e);
+    const long r1 = splits > 1 ? part_row(p, 1, rows, splits, offsets, counts, E, pad, &e) : r0;
+    const size_t stride = (size_t)(r1 - r0) * K;
     const long src = gather ? gather[p] : p;
     const float *xr = x + src * ldx;
-    for (int k = threadIdx.x; k < K; k += blockDim.x) {
-        if (!offsets) { /* dense: part s at row s * rows + p */
-            gptoss_tc_split_value(xr[k], xs + r[0] * K + k, (size_t)rows * K, splits);
-            continue;
-        }
-        float v = xr[k];
-        for (int s = 0; s < splits; s++) {
-            const uint16_t b = (uint16_t)gptoss_tc_bf16_bits(v);
-            xs[r[s] * K + k] = b;
-            v -= gptoss_bf16_to_f32(b); /* exact: the rounding residual of v */
-        }
-    }
+    for (int k = threadIdx.x; k < K; k += blockDim.x) gptoss_tc_split_value(xr[k], xs + r0 * K + k, stride, splits);
 }
 
 /* pad > 0: the parts were already summed by the GEMMs (beta = 1) into one row per pair. */
@@ -76,20 +67,18 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
                                  int rows, int N, int splits, const uint16_t *b, float *y, int ldy, int accumulate) {
     const int p = blockIdx.x;
     int e = 0;
-    long r[3];
     if (pad > 0) splits = 1;
-    for (int s = 0; s < splits; s++) r[s] = part_row(p, s, rows, splits, offsets, counts, E, pad, &e);
+    const long r0 = part_row(p, 0, rows, splits, offsets, counts, E, pad, &e);
+    const long r1 = splits > 1 ? part_row(p, 1, rows, splits, offsets, counts, E, pad, &e) : r0;
+    const size_t stride = (size_t)(r1 - r0) * N; /* parts are linear in s (part_row) */
     const uint16_t *bb = b ? b + (size_t)e * N : NULL;
     float *yr = y + (size_t)p * ldy;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {
-        float v = ys[r[0] * N + n];
-        for (int s = 1; s < splits; s++) v += ys[r[s] * N + n];
-        if (bb) v += gptoss_bf16_to_f32(bb[n]);
+        const float v = gptoss_tc_part_sum(ys + r0 * N + n, stride, splits, bb ? bb + n : NULL);
         yr[n] = accumulate ? yr[n] + v : v;
     }
 }
 
-/* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
 static __device__ __forceinline__ void add_bias4(float4 *v, const uint16_t *b) {
     v->x += gptoss_bf16_to_f32(b[0]);
     v->y += gptoss_bf16_to_f32(b[1]);
@@ -304,9 +293,7 @@ __global__ void tc_reduce_segs_kernel(const float *ys, int ld, int rows, int spl
     const float *yr0 = ys + (size_t)p * ld + off;
     float *yr = segs.y[g] + (size_t)p * segs.ldy[g];
     for (int n = n0 + threadIdx.x; n < n1; n += blockDim.x) {
-        float v = yr0[n];
-        for (int s = 1; s < splits; s++) v += yr0[(size_t)s * rows * ld + n];
-        if (b) v += gptoss_bf16_to_f32(b[off + n]);
+        const float v = gptoss_tc_part_sum(yr0 + n, (size_t)rows * ld, splits, b ? b + off + n : NULL);
         yr[n] = accumulate ? yr[n] + v : v;
     }
 }

@@ -352,6 +352,16 @@ static __device__ __forceinline__ void gptoss_tc_split_value(float v, uint16_t *
     }
 }
 
+/* One output of a split GEMM: its `splits` parts (part s at y[s * part_stride]) added in part order, then the bias *b
+ * (b NULL: none). Every reader of the dense and grouped parts (tc_reduce_kernel, tc_reduce_segs_kernel,
+ * gptoss_rows_qkv_finish, the batched router's o_proj sum) goes through here, so each gives the same bits. */
+static __device__ __forceinline__ float gptoss_tc_part_sum(const float *y, size_t part_stride, int splits, const uint16_t *b) {
+    float v = y[0];
+    for (int s = 1; s < splits; s++) v += y[(size_t)s * part_stride];
+    if (b) v += gptoss_bf16_to_f32(*b);
+    return v;
+}
+
 /* One MXFP4 block (16 bytes b, E8M0 scale s) as 32 bf16, two per word in k order: the exact
  * dequantization rule (fp32 product fp4 x 2^(s-127), its upper half; s = 0 is 2^-127, a subnormal;
  * s = 255, never in a checkpoint, through ldexpf). tbl holds the 16 e2m1 values (shared memory). */
