@@ -429,6 +429,16 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t stream);
+/* The same after o_proj's split GEMM (the batched step from 9 rows, session 24; LLMR_GPTOSS_BATCH_FUSE=2 turns it off):
+ * x[t] first gets o_proj's output added, the `splits` parts of row t in y (part s at y + (s * T + t) * H, as
+ * gptoss_tc_gemm_split leaves them) summed with the bias o_b as the dense reduce sums them (gptoss_tc_part_sum), and
+ * the new x is written back. The same bits as gptoss_tc_linear with accumulate = 1 and then gptoss_moe_router_decode,
+ * in one launch fewer. One block a token (LLMR_GPTOSS_ROUTER_BLOCKS does not apply); H <= GPTOSS_ROUTER_ADD_MAX_H. */
+#define GPTOSS_ROUTER_ADD_MAX_H 3072
+cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
+                                         float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
+                                         float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
+                                         int32_t *counter, cudaStream_t stream);
 /* The same for T tokens that the one-token expert kernels then take row by row (the small batched steps, session 19):
  * token t's one-token group table at groups1 + t * gptoss_moe_groups_ints(1) (pairs 0..3 are its own slots; groups1
  * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */

@@ -182,7 +182,9 @@ struct gptoss_model {
     int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
-    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 2 (default) = 1, and o_proj's split written by the attention
+    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 3 (default) = 2, and o_proj's parts summed into x by the
+                               * router (gptoss_moe_router_decode_add) where the experts take the tensor-core path;
+                               * 2 = 1, and o_proj's split written by the attention
                                * (gptoss_attention_rows_split); 1: steps whose q/k/v go to cuBLAS run the row kernels
                                * around it (kernels.h gptoss_rows_norm_split, gptoss_rows_qkv_finish; the same values);
                                * 0: combine, norm, split, reduce, two RoPEs and the KV store as their own launches */

@@ -34,6 +34,7 @@
 #include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
+#include "engines/gptoss_cuda/tc.h"
 
 #define MD_U 3       /* chunks per row in flight per lane (3 * 32 * 32 = 3072 values per pass) */
 /* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
@@ -52,7 +53,16 @@ static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { retur
 #define RT_THREADS 1024
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
+static_assert(RT_XREG * RT_THREADS >= GPTOSS_ROUTER_ADD_MAX_H, "the added x must fit the router's registers");
 #define RT_PROWS 16 /* partial rows per warp the router split's finish loads at once (512 rows in all) */
+
+/* o_proj's split GEMM output that a batched router adds into x first (gptoss_moe_router_decode_add); y NULL: none. */
+struct router_add {
+    const float *y;     /* [splits][T][H]: part s of token t's row at y + (s * T + t) * H */
+    int splits;
+    const uint16_t *b;  /* o_proj's bias [H], or NULL */
+    float *x_out;       /* where the new x goes (the x the router reads) */
+};
 
 /* This thread's first RT_XREG elements of x and of the norm weights (elements tid + u * RT_THREADS; 0 past H). */
 static __device__ __forceinline__ void router_load_x(const float *x, const uint16_t *norm_w, int H, int tid,
@@ -65,11 +75,27 @@ static __device__ __forceinline__ void router_load_x(const float *x, const uint1
     }
 }
 
+/* With add.y: token t's x (this thread's xv) + o_proj's output, the same sum as tc_reduce_segs_kernel with
+ * accumulate, written back; then every element of x is in these registers (H <= GPTOSS_ROUTER_ADD_MAX_H, checked
+ * at launch). */
+static __device__ __forceinline__ void router_add_o(const router_add &add, int H, int tid, int t, int T,
+                                                    float xv[RT_XREG]) {
+    if (!add.y) return;
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        if (i >= H) break;
+        xv[u] += gptoss_tc_part_sum(add.y + (size_t)t * H + i, (size_t)T * H, add.splits, add.b ? add.b + i : NULL);
+        add.x_out[(size_t)t * H + i] = xv[u];
+    }
+}
+
 __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const float *x, const uint16_t *norm_w, float eps,
                                                                        const uint16_t *rw, const uint16_t *rb, int T,
                                                                        int H, int E, float *h_sw, int32_t *ids,
                                                                        float *wts, int32_t *groups, float *rl,
-                                                                       int32_t *counter, int pdl, int one_tables) {
+                                                                       int32_t *counter, int pdl, int one_tables,
+                                                                       router_add add) {
     extern __shared__ float4 hs4[]; /* [2][H / 8]: the two float4 halves of each 8-element chunk */
     __shared__ float red[32];
     __shared__ float lg[GPTOSS_MAX_EXPERTS];
@@ -87,6 +113,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
      * passes of the norm) and lane 0's router bias of the warp's first expert row. */
     float xv[RT_XREG], nwv[RT_XREG];
     router_load_x(xr, norm_w, H, tid, xv, nwv);
+    router_add_o(add, H, tid, t, T, xv);
     const int e_first = rbk * EPB + warp;
     const float rb_first = lane == 0 && e_first < E ? gptoss_bf16_to_f32(rb[e_first]) : 0.0f;
     /* 1. RMSNorm: the block's sum of squares, then h = (x * r) * w into shared memory and h_sw. */
@@ -205,16 +232,21 @@ void gptoss_moe_router_blocks(int n) { g_router_blocks = n < 1 ? 1 : n > 32 ? 32
 static cudaError_t router_decode_launch(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                         const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                         float *w, int32_t *groups, float *router_logits, int32_t *counter,
-                                        int one_tables, cudaStream_t s) {
+                                        int one_tables, router_add add, cudaStream_t s) {
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
     int RB = g_router_blocks < E ? g_router_blocks : E;
     if (!router_logits || one_tables) RB = 1; /* the split needs the scratch; per-token tables need one block a token */
+    /* the added output: one block a token writes its row of x (no other block reads it), all of it from registers */
+    if (add.y) {
+        if (add.splits < 1 || add.splits > 3 || !add.x_out || H > GPTOSS_ROUTER_ADD_MAX_H) return cudaErrorInvalidValue;
+        RB = 1;
+    }
     const int pdl = T == 1 && gptoss_pdl_enabled();
     const cudaError_t e = gptoss_launch(moe_router_decode_kernel, dim3((unsigned)T, (unsigned)RB), dim3(RT_THREADS),
                                         (size_t)H * sizeof(float), s, pdl, x, norm_w, eps, router_w, router_b, T, H, E,
-                                        h_sw, ids, w, groups, router_logits, counter, pdl, one_tables);
+                                        h_sw, ids, w, groups, router_logits, counter, pdl, one_tables, add);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -222,15 +254,27 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t s) {
+    const router_add none = {NULL, 0, NULL, NULL};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
-                                0, s);
+                                0, none, s);
+}
+
+cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
+                                         float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
+                                         float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
+                                         int32_t *counter, cudaStream_t s) {
+    if (!y) return cudaErrorInvalidValue;
+    const router_add add = {y, splits, o_b, x};
+    return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
+                                0, add, s);
 }
 
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                           float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
+    const router_add none = {NULL, 0, NULL, NULL};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
-                                1, s);
+                                1, none, s);
 }
 
 /* ------------------------------------------------------------------ router from o_proj's partial sums

@@ -410,6 +410,10 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
      * the tensor-core GEMM */
     const int fuse_o = fuse && m->batch_fuse >= 2 && m->batch_attn == 2 && !(m->fused && n <= m->batch_o_rows) &&
                        n >= m->batch_tc_min && gptoss_tc_fits(&m->tc, S, n, QD, H);
+    /* and o_proj's parts are summed into x by the router (gptoss_moe_router_decode_add) where the experts take the
+     * tensor-core path below: o_proj's reduce launch is gone */
+    const int moe_mma = m->fused && m->moe_mma && n >= m->moe_mma_min_rows;
+    const int fuse_r = fuse_o && m->batch_fuse >= 3 && moe_mma && H <= GPTOSS_ROUTER_ADD_MAX_H;
     int presplit = 0;
     K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
@@ -464,15 +468,20 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         PART_(2);
         /* o_proj: from the split the attention wrote (fuse_o); or W read once, each row bit for bit its one-token o_proj
          * (refused where its rows of x do not fit) */
-        e = fuse_o                            ? tc_linear_presplit(m, w->o_w, w->o_b, QD, H, n, m->x, 1)
+        e = fuse_r                            ? tc_gemm_split(m, w->o_w, QD, H, n)
+            : fuse_o                          ? tc_linear_presplit(m, w->o_w, w->o_b, QD, H, n, m->x, 1)
             : m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
                                                : cudaErrorNotSupported;
         if (e != cudaErrorNotSupported) K_(e);
         else K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
-        if (m->fused && m->moe_mma && n >= m->moe_mma_min_rows) { /* experts on tensor cores, each read once per step */
-            K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
-                                        m->grp, m->rl, m->ctr, st));
+        if (moe_mma) { /* experts on tensor cores, each read once per step */
+            if (fuse_r)
+                K_(gptoss_moe_router_decode_add(m->x, m->tc.ys, S, w->o_b, w->mlp_norm, eps, w->router_w, w->router_b, n, H,
+                                                E, m->hsw, m->ids, m->rw, m->grp, m->rl, m->ctr, st));
+            else
+                K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
+                                            m->rw, m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
             K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n,
                                       m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts));

@@ -218,6 +218,46 @@ static void test_rows_qkv_finish(int B, int nh, int nkv, int S) {
     cudaFree(vn); cudaFree(dtab); cudaFree(dpos); cudaFree(db);
 }
 
+/* gptoss_moe_router_decode_add = the dense reduce with accumulate (gptoss_tc_reduce: the sums of tc_reduce_segs_kernel)
+ * and then gptoss_moe_router_decode: x, h_sw, ids, weights, logits and the group table bit for bit. */
+static void test_router_decode_add(int T, int H, int E, int S, int with_bias) {
+    const float eps = 1e-5f;
+    auto x = brandv((size_t)T * H), ys = brandv((size_t)S * T * H);
+    std::vector<uint16_t> ob(H), nw(H), rw((size_t)E * H), rb(E);
+    for (auto *v : {&ob, &nw, &rw, &rb})
+        for (auto &u : *v) u = bbf16();
+    const int G = gptoss_moe_groups_ints(T);
+    float *x1 = dev_upload(x), *x2 = dev_upload(x), *dys = dev_upload(ys);
+    float *hs1 = dev_upload(std::vector<float>((size_t)T * H, NAN)), *hs2 = dev_upload(std::vector<float>((size_t)T * H, NAN));
+    float *w1 = dev_upload(std::vector<float>((size_t)T * 4, NAN)), *w2 = dev_upload(std::vector<float>((size_t)T * 4, NAN));
+    float *rl1 = dev_upload(std::vector<float>((size_t)T * E, NAN)), *rl2 = dev_upload(std::vector<float>((size_t)T * E, NAN));
+    int32_t *id1 = dev_upload(std::vector<int32_t>((size_t)T * 4, -1)), *id2 = dev_upload(std::vector<int32_t>((size_t)T * 4, -1));
+    int32_t *g1 = dev_upload(std::vector<int32_t>(G, -1)), *g2 = dev_upload(std::vector<int32_t>(G, -1));
+    int32_t *c1 = dev_upload(std::vector<int32_t>(1 + T, 0)), *c2 = dev_upload(std::vector<int32_t>(1 + T, 0));
+    uint16_t *dob = dev_upload(ob), *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb);
+    const uint16_t *bias = with_bias ? dob : NULL;
+    CK(gptoss_tc_reduce(dys, NULL, NULL, 0, T, H, S, bias, x1, H, 1, 0));
+    CK(gptoss_moe_router_decode(x1, dnw, eps, drw, drb, T, H, E, hs1, id1, w1, g1, rl1, c1, 0));
+    CK(gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, 0));
+    char what[200];
+    snprintf(what, sizeof what,
+             "router_decode_add T=%d H=%d E=%d parts %d%s = reduce + router_decode: x, h_sw, ids, w, logits, groups bit for bit",
+             T, H, E, S, with_bias ? " bias" : "");
+    check_true(what, bits_equal(x1, x2, (size_t)T * H) && bits_equal(hs1, hs2, (size_t)T * H) &&
+                     bits_equal(id1, id2, (size_t)T * 4) && bits_equal(w1, w2, (size_t)T * 4) &&
+                     bits_equal(rl1, rl2, (size_t)T * E) && bits_equal(g1, g2, (size_t)G) && bits_equal(c1, c2, (size_t)1 + T));
+    /* refused before any launch: more than one block's registers of x, or no parts */
+    check_true("router_decode_add refuses H > GPTOSS_ROUTER_ADD_MAX_H and y NULL",
+               gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, 3104, E, hs2, id2, w2, g2, rl2, c2, 0) ==
+                       cudaErrorInvalidValue &&
+                   gptoss_moe_router_decode_add(x2, NULL, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, 0) ==
+                       cudaErrorInvalidValue);
+    for (void *p : {(void *)x1, (void *)x2, (void *)dys, (void *)hs1, (void *)hs2, (void *)w1, (void *)w2, (void *)rl1,
+                    (void *)rl2, (void *)id1, (void *)id2, (void *)g1, (void *)g2, (void *)c1, (void *)c2, (void *)dob,
+                    (void *)dnw, (void *)drw, (void *)drb})
+        cudaFree(p);
+}
+
 /* Called by main() in test_kernels.cu; adds its counts there. */
 void gptoss_test_batch_kernels(int *checks, int *failed) {
     test_rope_rows(1, 64);
@@ -233,6 +273,10 @@ void gptoss_test_batch_kernels(int *checks, int *failed) {
     test_rows_qkv_finish(9, 64, 8, 2);
     test_rows_qkv_finish(64, 64, 8, 2);
     test_rows_qkv_finish(37, 8, 2, 3);
+    test_router_decode_add(9, 2880, 32, 2, 1);
+    test_router_decode_add(64, 2880, 32, 2, 1);
+    test_router_decode_add(37, 2880, 32, 3, 0);
+    test_router_decode_add(5, 64, 8, 2, 1);
     *checks += tu_checks;
     *failed += tu_failed;
 }
