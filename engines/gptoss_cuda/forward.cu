@@ -223,18 +223,30 @@ cudaError_t gptoss_qkv_tc(gptoss_model *m, const layer_weights *w, const float *
     return e == cudaErrorInvalidValue ? cudaErrorNotSupported : e; /* refused before any launch: scratch too small */
 }
 
+int gptoss_moe_mma_prestaged(const gptoss_model *m, int max_pairs, int parts) {
+    return parts == GPTOSS_MOE_PARTS_F16 && m->batch_moe_prestage && max_pairs <= GPTOSS_MSTAGE_PAIRS &&
+           gptoss_mxfp4_mma_stream_f16_prestaged(m->cfg.hidden_size, max_pairs);
+}
+
+void *gptoss_mstage_tokens(const gptoss_model *m) {
+    const int H = m->cfg.hidden_size, I = m->cfg.intermediate_size;
+    return m->mstage + (size_t)GPTOSS_MSTAGE_PAIRS * 16 * gptoss_mxfp4_stage_f16_units(H > I ? H : I);
+}
+
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
-                                   int parts) {
+                                   int parts, int x_staged) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size;
     cudaError_t e;
     if (parts == GPTOSS_MOE_PARTS_F16) { /* the F16 form: set only with the streaming kernel and the fp16 shifts */
-        /* pre-staged rows where that shape reads them (max_pairs is the launch's exact pair count here: 4 per row) */
+        /* pre-staged rows where that shape reads them (max_pairs is the launch's exact pair count here: 4 per row):
+         * gate_up's once per token (its launch gathers them by pair), down's once per pair */
         const int pre = m->batch_moe_prestage && max_pairs <= GPTOSS_MSTAGE_PAIRS;
-        const void *gu_staged = pre && gptoss_mxfp4_mma_stream_f16_prestaged(H, max_pairs) ? m->mstage : NULL;
-        const void *dn_staged = pre && gptoss_mxfp4_mma_stream_f16_prestaged(I, max_pairs) ? m->mstage : NULL;
-        if (gu_staged &&
-            (e = gptoss_mxfp4_stage_f16(x, H, swz, m->pair_token, max_pairs, H, m->mstage, m->stream)) != cudaSuccess)
+        void *gu_staged = gptoss_moe_mma_prestaged(m, max_pairs, parts) ? gptoss_mstage_tokens(m) : NULL;
+        void *dn_staged = pre && gptoss_mxfp4_mma_stream_f16_prestaged(I, max_pairs) ? m->mstage : NULL;
+        if (x_staged && !gu_staged) return cudaErrorInvalidValue;
+        if (gu_staged && !x_staged &&
+            (e = gptoss_mxfp4_stage_f16(x, H, swz, NULL, max_pairs / GPTOSS_TOPK, H, gu_staged, m->stream)) != cudaSuccess)
             return e;
         if ((e = gptoss_mxfp4_mma_stream_f16(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, w->gu_shift,
                                              m->counts, m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit,
@@ -280,7 +292,8 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
         return gptoss_moe_mma_experts(m, w, m->h, 0, P,
                                       !precise && m->prompt_moe_f16                                       ? GPTOSS_MOE_PARTS_F16
                                       : !precise && m->use_tc && T >= GPTOSS_TC_MIN_T && m->tc.splits == 2 ? 2
-                                                                                                          : 3);
+                                                                                                          : 3,
+                                      0);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
         if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
@@ -578,7 +591,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
             }
             if (m->moe_mma_t1) { /* LLMR_GPTOSS_MOE_MMA_T1=1: the batched step's expert kernels, so alone = batched bit for bit */
                 KP_(GATE_UP, gptoss_moe_route(m->ids, 1, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-                KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK, 3));
+                KP_(GATE_UP, gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK, 3, 0));
                 KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
                 continue;
             }

@@ -438,7 +438,10 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
 cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
                                          float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
                                          float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
-                                         int32_t *counter, cudaStream_t stream);
+                                         int32_t *counter, void *staged, cudaStream_t stream);
+/* staged (NULL: none; 16-byte aligned): token t's h also as the F16 form's pre-staged row t (gptoss_mxfp4_stage_f16 of
+ * h_sw with x_swz 1, gather NULL: the same units, so the same bits), which the gate_up launch then copies (session 24,
+ * LLMR_GPTOSS_BATCH_FUSE=4: the staging launch gone). */
 /* The same for T tokens that the one-token expert kernels then take row by row (the small batched steps, session 19):
  * token t's one-token group table at groups1 + t * gptoss_moe_groups_ints(1) (pairs 0..3 are its own slots; groups1
  * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */
@@ -631,16 +634,18 @@ cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, cons
  * activations into shared memory, converting each value to its two fp16 parts in the mma's k order; the same rows are
  * staged again by every row chunk (23 CTAs per tile at the 20b's shapes), and at 64 rows that staging (its index
  * arithmetic, conversions, loads and barrier waits) was ~26% of the kernel's stall samples (ncu, session 20 call 1).
- * gptoss_mxfp4_stage_f16 converts each of the P grouped pairs' rows once into out (P x gptoss_mxfp4_stage_f16_units(K)
- * units of 16 bytes, zeros past K; the x, ldx, x_swz and gather of the launch that reads them), and an F16 launch
- * given staged = out copies its tile's rows from there as they are: the same staged values, so the same bits.
+ * gptoss_mxfp4_stage_f16 converts P rows once into out (P x gptoss_mxfp4_stage_f16_units(K) units of 16 bytes, zeros
+ * past K; row p is x's row gather[p], or p with gather NULL), and an F16 launch given staged = out copies its tile's
+ * rows from there as they are: the same staged values, so the same bits. A launch with a gather (gate_up: pair ->
+ * token) copies pair p's row from staged row gather[p], so its rows are staged once per token (the T rows of x, gather
+ * NULL: a quarter of the pairs' rows, session 24); a launch without one (down) copies staged row p.
  * Only shapes where gptoss_mxfp4_mma_stream_f16_prestaged(K, max_pairs) is 1 read staged (mode 2's 8-pair tiles
  * with all of K in shared memory, from GPTOSS_MMA_STREAM_PRE_MIN pairs); others ignore it. staged == NULL: the CTAs
  * stage as before. H100, one 20b layer's experts: T = 64 0.331 -> 0.311 ms, T = 128 0.535 -> 0.473; at T = 4..8 even or
  * slower (0.140 -> 0.143, 0.147 -> 0.150), hence the minimum (session 20 calls 2-3, docs/performance.md step 31). */
 cudaError_t gptoss_mxfp4_stage_f16(const float *x, int ldx, int x_swz, const int32_t *gather, int P, int K, void *out,
                                    cudaStream_t stream);
-int gptoss_mxfp4_stage_f16_units(int K);
+static __host__ __device__ inline int gptoss_mxfp4_stage_f16_units(int K) { return 32 * ((K + 127) / 128); }
 int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs);
 #define GPTOSS_MMA_STREAM_PRE_MIN 64 /* pairs (16 rows): below, the two staging launches cost what they save (H100) */
 size_t gptoss_mxfp4_mma_stream_smem(int K, int max_pairs);

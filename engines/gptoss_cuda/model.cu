@@ -310,7 +310,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(pos, int32_t, 1);
     CARVE(blogits, float, (uint64_t)GPTOSS_MAX_BATCH * V);
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
-    CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MSTAGE_PAIRS * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
+    CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MSTAGE_ROWS * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
     CARVE(ctr, int32_t, 1 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
@@ -873,7 +873,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
         m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
-        m->batch_fuse = env_int("LLMR_GPTOSS_BATCH_FUSE", 3, 0, 3); /* model_impl.h: 0 unfused .. 3 (default) */
+        m->batch_fuse = env_int("LLMR_GPTOSS_BATCH_FUSE", 4, 0, 4); /* model_impl.h: 0 unfused .. 4 (default) */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;
         m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;

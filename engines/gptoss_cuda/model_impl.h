@@ -47,8 +47,10 @@ static inline llmr_engine_status fail(llmr_engine_status st, char *err, size_t e
 static inline uint64_t align256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
 
 /* pairs the F16 form's pre-staging scratch holds (m->mstage): every launch whose shape reads it (mode 2, below 1,024
- * pairs: the batched steps and prompt chunks of up to 255 tokens); 12 MB at the 20b's sizes */
+ * pairs: the batched steps and prompt chunks of up to 255 tokens); 15 MB at the 20b's sizes: down's pair rows first,
+ * then gate_up's token rows (gptoss_mstage_tokens) */
 #define GPTOSS_MSTAGE_PAIRS 1024
+#define GPTOSS_MSTAGE_ROWS (GPTOSS_MSTAGE_PAIRS + GPTOSS_MSTAGE_PAIRS / 4)
 #define GPTOSS_MAX_BATCH 64 /* rows of one batched decode step (more running requests wait to be admitted) */
 
 struct gen_req;
@@ -93,7 +95,7 @@ struct gptoss_model {
     /* fused decode kernels (qkv_decode.cu, moe_decode.cu): the swizzled normed residual, the expert
      * group table and the router's block counter (0 between launches) */
     float *hsw, *att_part;
-    uint8_t *mstage; /* the F16 form's pre-staged rows: GPTOSS_MSTAGE_PAIRS pairs of gptoss_mxfp4_stage_f16_units */
+    uint8_t *mstage; /* the F16 form's pre-staged rows: GPTOSS_MSTAGE_ROWS rows of gptoss_mxfp4_stage_f16_units(max(H, I)) */
     int32_t *grp, *ctr;
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): the T = 1 router's GEMV as partial sums in o_proj's blocks
@@ -182,7 +184,9 @@ struct gptoss_model {
     int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
-    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 3 (default) = 2, and o_proj's parts summed into x by the
+    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 4 (default) = 3, and that router also writes gate_up's
+                               * pre-staged token rows (the F16 form's staging launch gone);
+                               * 3 = 2, and o_proj's parts summed into x by the
                                * router (gptoss_moe_router_decode_add) where the experts take the tensor-core path;
                                * 2 = 1, and o_proj's split written by the attention
                                * (gptoss_attention_rows_split); 1: steps whose q/k/v go to cuBLAS run the row kernels
@@ -296,10 +300,15 @@ llmr_engine_status gptoss_check_tokens(const gptoss_session *s, const int32_t *t
  * bias into m->dn. max_pairs bounds the pairs (4 x rows). parts: the activations' bf16 parts, 3 (fp32
  * level; the decode steps') or 2 (the prompt path's level, a third fewer products; the streaming kernel
  * only), or GPTOSS_MOE_PARTS_F16: the streaming kernel's F16 form (m->batch_moe_f16; the layer's fp16
- * shifts). The kernel is m->moe_mma_stream's. */
+ * shifts). The kernel is m->moe_mma_stream's. x_staged: m->mstage already holds gate_up's pre-staged rows, the
+ * max_pairs / 4 token rows of x (gptoss_moe_router_decode_add wrote them); only where gptoss_moe_mma_prestaged. */
 #define GPTOSS_MOE_PARTS_F16 16
 cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, const float *x, int swz, int max_pairs,
-                                   int parts);
+                                   int parts, int x_staged);
+/* Whether gptoss_moe_mma_experts pre-stages gate_up's input at this shape (gptoss_mstage_tokens, gptoss_mxfp4_stage_f16). */
+int gptoss_moe_mma_prestaged(const gptoss_model *m, int max_pairs, int parts);
+/* Where gate_up's pre-staged token rows go: m->mstage past its GPTOSS_MSTAGE_PAIRS pair rows. */
+void *gptoss_mstage_tokens(const gptoss_model *m);
 /* q, k and v of T rows of x (the normed residual) into m->q, m->kn, m->vn (+ biases) as ONE tensor-core
  * linear with `splits` activation parts (tc.h gptoss_tc_linear_segs), when m->qkv_fused; returns
  * cudaErrorNotSupported, having launched nothing, when it cannot (not fused, no tensor cores, scratch too

@@ -31,6 +31,7 @@
 
 #include <atomic>
 
+#include "engines/gptoss_cuda/moe_mma_common.cuh"
 #include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/mxfp4_lut.h"
 #include "engines/gptoss_cuda/pdl.h"
@@ -62,6 +63,7 @@ struct router_add {
     int splits;
     const uint16_t *b;  /* o_proj's bias [H], or NULL */
     float *x_out;       /* where the new x goes (the x the router reads) */
+    uint4 *staged;      /* NULL, or the F16 form's pre-staged rows: token t's h as row t */
 };
 
 /* This thread's first RT_XREG elements of x and of the norm weights (elements tid + u * RT_THREADS; 0 past H). */
@@ -141,6 +143,18 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         if (rbk == 0) h_sw[(size_t)t * H + gptoss_swz(i, H)] = h;
     }
     __syncthreads();
+    if (add.staged) { /* h as the F16 form's pre-staged row t (gptoss_mxfp4_stage_f16's units, from shared memory) */
+        const int units = gptoss_mxfp4_stage_f16_units(H);
+        for (int u = tid; u < units; u += RT_THREADS) {
+            const int k0 = mma_f16_unit_k(u);
+            float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (k0 < H) {
+                const float4 f = hs4[((k0 & 7) >> 2) * K8 + (k0 >> 3)];
+                v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+            }
+            add.staged[(size_t)t * units + u] = k0 < H ? mma_f16_unit(v) : make_uint4(0u, 0u, 0u, 0u);
+        }
+    }
     /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16; block rbk of the token takes
      * rows [rbk * EPB, (rbk + 1) * EPB). */
     const int e_end = min(E, (rbk + 1) * EPB);
@@ -240,7 +254,8 @@ static cudaError_t router_decode_launch(const float *x, const uint16_t *norm_w, 
     if (!router_logits || one_tables) RB = 1; /* the split needs the scratch; per-token tables need one block a token */
     /* the added output: one block a token writes its row of x (no other block reads it), all of it from registers */
     if (add.y) {
-        if (add.splits < 1 || add.splits > 3 || !add.x_out || H > GPTOSS_ROUTER_ADD_MAX_H) return cudaErrorInvalidValue;
+        if (add.splits < 1 || add.splits > 3 || !add.x_out || H > GPTOSS_ROUTER_ADD_MAX_H || ((uintptr_t)add.staged & 15))
+            return cudaErrorInvalidValue;
         RB = 1;
     }
     const int pdl = T == 1 && gptoss_pdl_enabled();
@@ -254,7 +269,7 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL};
+    const router_add none = {NULL, 0, NULL, NULL, NULL};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, none, s);
 }
@@ -262,9 +277,9 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
 cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
                                          float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
                                          float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
-                                         int32_t *counter, cudaStream_t s) {
+                                         int32_t *counter, void *staged, cudaStream_t s) {
     if (!y) return cudaErrorInvalidValue;
-    const router_add add = {y, splits, o_b, x};
+    const router_add add = {y, splits, o_b, x, (uint4 *)staged};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, add, s);
 }
@@ -272,7 +287,7 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                           float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL};
+    const router_add none = {NULL, 0, NULL, NULL, NULL};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
                                 1, none, s);
 }

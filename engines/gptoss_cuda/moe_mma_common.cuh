@@ -104,19 +104,11 @@ static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* The F16 form's staged unit of a token row: x[k0 .. k0 + 3] (k0 % 4 == 0) as two fp16 parts, hi = fp16(x) and lo =
- * fp16(x - hi) (x - hi is exact in fp32; 22 significant bits together, absolute 2^-25 below fp16's normal range):
+/* The F16 form's staged unit of 4 values v = x[k0 .. k0 + 3] of a token row (k0 % 4 == 0) as two fp16 parts,
+ * hi = fp16(x) and lo = fp16(x - hi) (x - hi is exact in fp32; 22 significant bits together, absolute 2^-25 below fp16's normal range):
  * .x = hi (k0, k0 + 1), .y = hi (k0 + 2, k0 + 3), .z .w the same for lo, the order of the B registers (b0: k0, k0 + 1;
  * b1: k0 + 2, k0 + 3). The caller keeps |x| below 65,504 (the engine checks its bound at load). */
-static __device__ __forceinline__ void mma_stage_unit_f16(const float *row, int swz, int K, int k0, uint4 *u) {
-    float v[4];
-    if (swz) {
-        const float4 f = *(const float4 *)(row + ((k0 & 31) >> 2) * (K / 8) + (k0 >> 5) * 4);
-        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
-    } else {
-        const float2 p = *(const float2 *)(row + k0), q = *(const float2 *)(row + k0 + 2);
-        v[0] = p.x; v[1] = p.y; v[2] = q.x; v[3] = q.y;
-    }
+static __device__ __forceinline__ uint4 mma_f16_unit(const float v[4]) {
     uint32_t w[4];
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -126,7 +118,26 @@ static __device__ __forceinline__ void mma_stage_unit_f16(const float *row, int 
         memcpy(&w[i], &hi, 4);
         memcpy(&w[2 + i], &lo, 4);
     }
-    *u = make_uint4(w[0], w[1], w[2], w[3]);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* The unit of x[k0 .. k0 + 3] of a token row (swz: the row in gptoss_swz order) into *u. */
+static __device__ __forceinline__ void mma_stage_unit_f16(const float *row, int swz, int K, int k0, uint4 *u) {
+    float v[4];
+    if (swz) {
+        const float4 f = *(const float4 *)(row + ((k0 & 31) >> 2) * (K / 8) + (k0 >> 5) * 4);
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+    } else {
+        const float2 p = *(const float2 *)(row + k0), q = *(const float2 *)(row + k0 + 2);
+        v[0] = p.x; v[1] = p.y; v[2] = q.x; v[3] = q.y;
+    }
+    *u = mma_f16_unit(v);
+}
+
+/* The first k of unit u of a pre-staged F16 row (gptoss_mxfp4_stage_f16; the streaming kernel's unit order: super-chunk
+ * u / 32, lane u % 4, step (u / 4) % 8, whose two k16 halves take 4 consecutive values each). */
+static __host__ __device__ __forceinline__ int mma_f16_unit_k(int u) {
+    return 128 * (u >> 5) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + 4 * ((u >> 2) & 1);
 }
 
 

@@ -219,18 +219,23 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
 }
 
 /* PRE (the F16 form's pre-staged activations, gptoss_mxfp4_stage_f16): the tile's ntok rows of staged units are
- * copied as they are (cp.async, 16 bytes a thread, no conversion and no index division), all of K in one phase;
+ * copied as they are (cp.async, 16 bytes a thread, no conversion and no index division), all of K in one phase; row i
+ * of the tile is staged row rows_of[i] (the launch's gather from the tile's first pair: gate_up's rows are the
+ * tokens', staged once each) or i (rows_of NULL: down's rows are the pairs');
  * the rows past ntok are not written, and the lanes of those columns read row ntok - 1 instead (their products
  * land in output columns the epilogue never stores: an mma's column depends on its B column only). Reading the
  * B units straight from the staged rows in global memory instead (through L1, no copy and no barrier) measured
  * 1.7x slower at T = 64 (session 20 call 3). */
-static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, int units, int ntok, int stride, uint4 *xs) {
-    for (int i = 0; i < ntok; i++)
+static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, const int32_t *rows_of, int units, int ntok,
+                                                      int stride, uint4 *xs) {
+    for (int i = 0; i < ntok; i++) {
+        const uint4 *row = src + (size_t)(rows_of ? rows_of[i] : i) * units;
         for (int v = threadIdx.x; v < units; v += blockDim.x)
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((uint32_t)__cvta_generic_to_shared(
                              xs + (size_t)i * stride + v)),
-                         "l"(src + (size_t)i * units + v)
+                         "l"(row + v)
                          : "memory");
+    }
     asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 }
 
@@ -295,7 +300,8 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     for (int cb = 0; cb < nsc; cb += pc) { /* phases of pc super-chunks (one phase with 8-token tiles) */
         if (cb > 0) __syncthreads(); /* every warp is done with the previous phase's staging */
         if constexpr (PRE) /* one phase (pc = nsc): the rows of this tile, 32 nsc units each */
-            ms_copy_staged(staged + (size_t)off * (32 * nsc), 32 * nsc, ntok, stride, xs);
+            ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
+                           stride, xs);
         else
             ms_stage<OCC == 1 ? 8 : OCC == 2 ? 2 : 4, F16>(x, ldx, swz, gather, off, ntok, tn, K, cb, min(pc, nsc - cb), stride,
                                                           xs, xl);
@@ -446,15 +452,13 @@ int gptoss_mxfp4_mma_stream_f16_prestaged(int K, int max_pairs) {
     return ms_prestaged(&sh, K, max_pairs, &smem);
 }
 
-int gptoss_mxfp4_stage_f16_units(int K) { return 32 * ((K + 127) / 128); }
-
-/* One pair's row of staged units (mma_stage_unit_f16, in ms_stage's unit order for one phase of all of K; zeros past
- * K): out[p * units + u]. Grid (unit blocks, pairs). */
+/* Row p of staged units (mma_stage_unit_f16, in ms_stage's unit order for one phase of all of K; zeros past K): x's row
+ * gather[p] (or p) into out[p * units + u]. Grid (unit blocks, rows). */
 __global__ void mxfp4_stage_f16_kernel(const float *x, int ldx, int swz, const int32_t *gather, int K, int units,
                                        uint4 *out) {
     const int p = blockIdx.y, u = blockIdx.x * blockDim.x + threadIdx.x;
     if (u >= units) return;
-    const int k = 128 * (u >> 5) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + 4 * ((u >> 2) & 1);
+    const int k = mma_f16_unit_k(u);
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (k < K) {
         const int src = gather ? gather[p] : p;

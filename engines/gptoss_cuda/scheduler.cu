@@ -476,15 +476,18 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         else K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
         if (moe_mma) { /* experts on tensor cores, each read once per step */
+            const int parts = m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts;
+            /* with fuse_r, the router also writes gate_up's pre-staged token rows where the experts read them */
+            const int stage_r = fuse_r && m->batch_fuse >= 4 && gptoss_moe_mma_prestaged(m, GPTOSS_TOPK * n, parts);
             if (fuse_r)
                 K_(gptoss_moe_router_decode_add(m->x, m->tc.ys, S, w->o_b, w->mlp_norm, eps, w->router_w, w->router_b, n, H,
-                                                E, m->hsw, m->ids, m->rw, m->grp, m->rl, m->ctr, st));
+                                                E, m->hsw, m->ids, m->rw, m->grp, m->rl, m->ctr,
+                                                stage_r ? gptoss_mstage_tokens(m) : NULL, st));
             else
                 K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                             m->rw, m->grp, m->rl, m->ctr, st));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
-            K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n,
-                                      m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts));
+            K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n, parts, stage_r));
             if (fuse) { /* the combine, then the next norm (the final one after the last layer) and its split */
                 const uint16_t *nw = l + 1 < c->num_layers ? m->layers[l + 1].attn_norm : m->norm;
                 K_(gptoss_rows_norm_split(m->dn, m->rw, m->pair_of, m->x, nw, n, H, eps, S, m->h, m->tc.xs, st));

@@ -238,19 +238,27 @@ static void test_router_decode_add(int T, int H, int E, int S, int with_bias) {
     const uint16_t *bias = with_bias ? dob : NULL;
     CK(gptoss_tc_reduce(dys, NULL, NULL, 0, T, H, S, bias, x1, H, 1, 0));
     CK(gptoss_moe_router_decode(x1, dnw, eps, drw, drb, T, H, E, hs1, id1, w1, g1, rl1, c1, 0));
-    CK(gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, 0));
-    char what[200];
+    /* and the F16 form's pre-staged token rows = gptoss_mxfp4_stage_f16 of h_sw */
+    const size_t su = (size_t)T * gptoss_mxfp4_stage_f16_units(H) * 4;
+    uint32_t *st1 = dev_upload(std::vector<uint32_t>(su, 0xFFFFFFFFu)), *st2 = dev_upload(std::vector<uint32_t>(su, 0x7FFF7FFFu));
+    CK(gptoss_mxfp4_stage_f16(hs1, H, 1, NULL, T, H, st1, 0));
+    CK(gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, st2, 0));
+    char what[240];
     snprintf(what, sizeof what,
-             "router_decode_add T=%d H=%d E=%d parts %d%s = reduce + router_decode: x, h_sw, ids, w, logits, groups bit for bit",
+             "router_decode_add T=%d H=%d E=%d parts %d%s = reduce + router_decode + stage_f16: x, h_sw, ids, w, logits, "
+             "groups, staged rows bit for bit",
              T, H, E, S, with_bias ? " bias" : "");
     check_true(what, bits_equal(x1, x2, (size_t)T * H) && bits_equal(hs1, hs2, (size_t)T * H) &&
                      bits_equal(id1, id2, (size_t)T * 4) && bits_equal(w1, w2, (size_t)T * 4) &&
-                     bits_equal(rl1, rl2, (size_t)T * E) && bits_equal(g1, g2, (size_t)G) && bits_equal(c1, c2, (size_t)1 + T));
+                     bits_equal(rl1, rl2, (size_t)T * E) && bits_equal(g1, g2, (size_t)G) && bits_equal(c1, c2, (size_t)1 + T) &&
+                     bits_equal(st1, st2, su));
+    cudaFree(st1);
+    cudaFree(st2);
     /* refused before any launch: more than one block's registers of x, or no parts */
     check_true("router_decode_add refuses H > GPTOSS_ROUTER_ADD_MAX_H and y NULL",
-               gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, 3104, E, hs2, id2, w2, g2, rl2, c2, 0) ==
+               gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, 3104, E, hs2, id2, w2, g2, rl2, c2, NULL, 0) ==
                        cudaErrorInvalidValue &&
-                   gptoss_moe_router_decode_add(x2, NULL, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, 0) ==
+                   gptoss_moe_router_decode_add(x2, NULL, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, NULL, 0) ==
                        cudaErrorInvalidValue);
     for (void *p : {(void *)x1, (void *)x2, (void *)dys, (void *)hs1, (void *)hs2, (void *)w1, (void *)w2, (void *)rl1,
                     (void *)rl2, (void *)id1, (void *)id2, (void *)g1, (void *)g2, (void *)c1, (void *)c2, (void *)dob,

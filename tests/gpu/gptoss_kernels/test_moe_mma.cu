@@ -176,14 +176,17 @@ static void mm_f16_shifts(const mm_layer *L, int32_t **gsh, int32_t **dsh) {
 }
 
 /* The F16 form's gate_up + SwiGLU into act [P, I] and down + bias into dn [P, H] at the automatic shape, in the
- * engine's order (gptoss_moe_mma_experts): with staged (P rows of gptoss_mxfp4_stage_f16_units(max(H, I)) units) each
- * input is first converted into it, which the shapes that read pre-staged rows copy; NULL: the CTAs stage. */
+ * engine's order (gptoss_moe_mma_experts): with staged (mm_stage_bytes: P pair rows, then P / 4 token rows, of
+ * gptoss_mxfp4_stage_f16_units(max(H, I)) units) each input is first converted into it (gate_up's token rows, down's
+ * pair rows), which the shapes that read pre-staged rows copy; NULL: the CTAs stage. */
+static size_t mm_stage_bytes(int P, int H, int I) { return (size_t)(P + P / GPTOSS_TOPK) * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16; }
 static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, int swz, const int32_t *gsh,
                        const int32_t *dsh, int P, void *staged, float *dact, float *ddn) {
     const float alpha = 1.702f, limit = 7.0f;
-    if (staged) CK(gptoss_mxfp4_stage_f16(dx, L->H, swz, r->pair_token, P, L->H, staged, 0));
+    void *tok = staged ? (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16 : NULL;
+    if (staged) CK(gptoss_mxfp4_stage_f16(dx, L->H, swz, NULL, P / GPTOSS_TOPK, L->H, tok, 0)); /* the tokens' rows */
     CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
-                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, staged, dact, 0));
+                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, dact, 0));
     if (staged) CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
     CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets, L->E,
                                    L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, ddn, 0));
@@ -370,9 +373,9 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         const int forms[12][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
                                   {2, 1, 0, 0}, {2, 2, 0, 0}, {4, 1, 0, 0}, {4, 1, 1, 0}, {0, 0, 0, 1},
                                   {0, 0, 1, 1}, {1, 2, 0, 1}};
-        const int units = gptoss_mxfp4_stage_f16_units(H > I ? H : I);
         uint8_t *dstage;
-        CK(cudaMalloc((void **)&dstage, (size_t)P * units * 16));
+        CK(cudaMalloc((void **)&dstage, mm_stage_bytes(P, H, I)));
+        CK(cudaMemset(dstage, 0xFF, mm_stage_bytes(P, H, I))); /* NaN halves wherever nothing is staged */
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
         for (int f = 0; f < 12; f++) {
@@ -550,7 +553,7 @@ static void time_stream(int T, const mm_layer *L) {
         int32_t *dgsh, *ddsh;
         mm_f16_shifts(L, &dgsh, &ddsh);
         uint8_t *dstage;
-        CK(cudaMalloc((void **)&dstage, (size_t)P * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16));
+        CK(cudaMalloc((void **)&dstage, mm_stage_bytes(P, H, I)));
         auto f16 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn); };
         auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
