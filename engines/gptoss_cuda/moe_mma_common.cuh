@@ -105,9 +105,10 @@ static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], 
 }
 
 /* The F16 form's staged unit of 4 values v = x[k0 .. k0 + 3] of a token row (k0 % 4 == 0) as two fp16 parts,
- * hi = fp16(x) and lo = fp16(x - hi) (x - hi is exact in fp32; 22 significant bits together, absolute 2^-25 below fp16's normal range):
- * .x = hi (k0, k0 + 1), .y = hi (k0 + 2, k0 + 3), .z .w the same for lo, the order of the B registers (b0: k0, k0 + 1;
- * b1: k0 + 2, k0 + 3). The caller keeps |x| below 65,504 (the engine checks its bound at load). */
+ * hi = fp16(x) and lo = fp16(x - hi) (x - hi is exact in fp32; 22 significant bits together, absolute 2^-25 below
+ * fp16's normal range): .x = hi (k0, k0 + 1), .y = hi (k0 + 2, k0 + 3), .z .w the same for lo, the order of the B
+ * registers (b0: k0, k0 + 1; b1: k0 + 2, k0 + 3). The caller keeps |x| below 65,504 (the engine checks its bound at
+ * load). */
 static __device__ __forceinline__ uint4 mma_f16_unit(const float v[4]) {
     uint32_t w[4];
 #pragma unroll

@@ -482,11 +482,33 @@ static void test_dp4a_split_host(void) {
     check_true("dp4a split on the host: a chunk below 2^-100 counts as zero, a non-finite one gives NaN", ok_special);
 }
 
-/* The checks that need no GPU (decode tables, the dp4a split), also run by gptoss_kernels --host-checks. */
+/* The F16 form's pre-staged unit order (mma_f16_unit_k, moe_mma_common.cuh), which gptoss_mxfp4_stage_f16 and the
+ * batched router (session 24) write by and the streaming kernel's lanes read by: the units of a row start at every
+ * k = 0, 4, .., 4 units - 4 exactly once, unit u in super-chunk u / 32 and lane u % 4's 32-value quarter of it. */
+static void test_f16_unit_order_host(void) {
+    int ok = 1;
+    for (int K : {64, 2880, 4096}) {
+        const int units = gptoss_mxfp4_stage_f16_units(K);
+        ok &= units == 32 * ((K + 127) / 128);
+        std::vector<int> seen(units, 0);
+        for (int u = 0; u < units; u++) {
+            const int k = mma_f16_unit_k(u);
+            const int in = k >= 0 && k < 4 * units && k % 4 == 0;
+            ok &= in && k / 128 == (u >> 5) && (k % 128) / 32 == (u & 3);
+            if (in) seen[k / 4]++;
+        }
+        for (int v : seen) ok &= v == 1;
+    }
+    check_true("F16 staged unit order on the host: every k = 0, 4, .. once per row, in its super-chunk and lane (K = 64, 2880, 4096)", ok);
+}
+
+/* The checks that need no GPU (decode tables, the dp4a split, the staged unit order), also run by gptoss_kernels
+ * --host-checks. */
 static void test_host_only(void) {
     test_mxfp4_lut_host();
     test_mxfp4_i8_host();
     test_dp4a_split_host();
+    test_f16_unit_order_host();
 }
 
 /* The decode MoE kernels' device workspace for T tokens: ids [4T], the group table, the router's
