@@ -9,7 +9,9 @@
  * measured device-to-device copy bandwidth (bytes read + written, median of 20 copies of 1 GiB) by the
  * bytes one decode step must read: the weights it touches (attention, router, 4 experts' MXFP4 blocks,
  * scales and biases, the embedding row, lm_head) plus the fp32 KV cache it attends over (full layers: c
- * positions; sliding layers: min(c, window)). Prints a table; exits 0 with "SKIP" when no GPU is usable. */
+ * positions; sliding layers: min(c, window)). ITL p50/p99: the gaps between consecutive generated tokens as
+ * the caller receives them (ms); VRAM: the engine's stats after load. Prints a table; exits 0 with "SKIP" when no
+ * GPU is usable. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,10 +30,34 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Tokens handed out, and when (the first cap of them): their gaps are the inter-token latencies. */
+typedef struct {
+    int n, cap;
+    double *t;
+} token_times;
+
 static int count_cb(void *user, int32_t tok) {
     (void)tok;
-    (*(int *)user)++;
+    token_times *tt = (token_times *)user;
+    if (tt->n < tt->cap) tt->t[tt->n] = now_s();
+    tt->n++;
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* p50 and p99 of the gaps between the n recorded token times (ms; 0 with fewer than 2 tokens). Sorts gaps[n]. */
+static void itl_ms(const token_times *tt, double *gaps, double *p50, double *p99) {
+    const int n = tt->n < tt->cap ? tt->n : tt->cap, g = n - 1;
+    *p50 = *p99 = 0;
+    if (g < 1) return;
+    for (int i = 0; i < g; i++) gaps[i] = (tt->t[i + 1] - tt->t[i]) * 1e3;
+    qsort(gaps, (size_t)g, sizeof *gaps, cmp_double);
+    *p50 = gaps[g / 2];
+    *p99 = gaps[(int)((double)(g - 1) * 0.99)];
 }
 
 /* Bytes one decode step reads at context c (see the header comment). */
@@ -96,12 +122,17 @@ int main(int argc, char **argv) {
     double gbps = 0;
     st = bw(0, (uint64_t)1 << 30, 20, &gbps, err, sizeof err);
     if (st != LLMR_ENGINE_OK) { fprintf(stderr, "decode: copy bandwidth: %s\n", err); return 1; }
-    printf("model %s: %d layers, hidden %d, vocab %d; load %.1f s; copy bandwidth %.0f GB/s (read + write)\n", model,
-           cfg.num_layers, cfg.hidden_size, cfg.vocab_size, load_s, gbps);
-    printf("%8s %12s %12s %10s %12s %14s %10s\n", "context", "prefill t/s", "decode t/s", "ms/token", "GB/token",
-           "roofline t/s", "% roofline");
+    llmr_engine_stats est;
+    memset(&est, 0, sizeof est);
+    est.struct_size = sizeof est;
+    api->stats(m, &est);
+    printf("model %s: %d layers, hidden %d, vocab %d; load %.1f s; VRAM %.2f GB; copy bandwidth %.0f GB/s (read + write)\n",
+           model, cfg.num_layers, cfg.hidden_size, cfg.vocab_size, load_s, est.vram_bytes / 1e9, gbps);
+    printf("%8s %12s %12s %10s %9s %9s %12s %14s %10s\n", "context", "prefill t/s", "decode t/s", "ms/token", "ITL p50",
+           "ITL p99", "GB/token", "roofline t/s", "% roofline");
     int32_t *prompt = malloc((size_t)maxc * sizeof(int32_t));
-    if (!prompt) return 1;
+    double *times = malloc((size_t)ntok * sizeof(double)), *gaps = malloc((size_t)ntok * sizeof(double));
+    if (!prompt || !times || !gaps) return 1;
     uint64_t x = 88172645463325252ull;
     for (int i = 0; i < maxc; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; prompt[i] = (int32_t)(x % 199998); }
     int rc = 0;
@@ -118,22 +149,27 @@ int main(int argc, char **argv) {
         llmr_generate_result res;
         memset(&res, 0, sizeof res);
         res.struct_size = sizeof res;
-        int n = 0;
+        token_times tt = {0, ntok, times};
         const double t0 = now_s();
-        st = api->generate(s, &r, count_cb, &n, &res, err, sizeof err);
+        st = api->generate(s, &r, count_cb, &tt, &res, err, sizeof err);
         const double t1 = now_s();
         r.tokens = NULL;
         r.n_tokens = 0;
         r.max_tokens = (uint32_t)ntok;
-        if (st == LLMR_ENGINE_OK) st = api->generate(s, &r, count_cb, &n, &res, err, sizeof err);
+        tt.n = 0;
+        if (st == LLMR_ENGINE_OK) st = api->generate(s, &r, count_cb, &tt, &res, err, sizeof err);
         const double t2 = now_s();
         api->session_destroy(s);
         if (st != LLMR_ENGINE_OK) { fprintf(stderr, "decode: generate: %s\n", err); rc = 1; break; }
-        const double tps = n / (t2 - t1), bytes = step_bytes(&cfg, cs[k] + ntok / 2), roof = gbps * 1e9 / bytes;
-        printf("%8d %12.0f %12.1f %10.2f %12.3f %14.0f %9.1f%%\n", cs[k], cs[k] / (t1 - t0), tps, 1e3 / tps, bytes / 1e9,
-               roof, 100.0 * tps / roof);
+        double p50, p99;
+        itl_ms(&tt, gaps, &p50, &p99);
+        const double tps = tt.n / (t2 - t1), bytes = step_bytes(&cfg, cs[k] + ntok / 2), roof = gbps * 1e9 / bytes;
+        printf("%8d %12.0f %12.1f %10.2f %9.2f %9.2f %12.3f %14.0f %9.1f%%\n", cs[k], cs[k] / (t1 - t0), tps, 1e3 / tps,
+               p50, p99, bytes / 1e9, roof, 100.0 * tps / roof);
     }
     free(prompt);
+    free(times);
+    free(gaps);
     api->unload(m);
     return rc;
 }
