@@ -47,4 +47,18 @@ __attribute__((unused)) static int bench_parse_list(const char *s, int hi, int *
     return n;
 }
 
+static int bench_cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median and the 99th percentile of v[0..n) (sorts v; both 0 when n is 0): the benches' inter-token latencies. */
+__attribute__((unused)) static void bench_p50_p99(double *v, size_t n, double *p50, double *p99) {
+    *p50 = *p99 = 0;
+    if (!n) return;
+    qsort(v, n, sizeof *v, bench_cmp_double);
+    *p50 = v[n / 2];
+    *p99 = v[(size_t)((double)(n - 1) * 0.99)];
+}
+
 #endif

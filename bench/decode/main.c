@@ -44,20 +44,11 @@ static int count_cb(void *user, int32_t tok) {
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* p50 and p99 of the gaps between the n recorded token times (ms; 0 with fewer than 2 tokens). Sorts gaps[n]. */
+/* p50 and p99 of the gaps between the recorded token times (ms; 0 with fewer than 2 tokens), gaps[] as scratch. */
 static void itl_ms(const token_times *tt, double *gaps, double *p50, double *p99) {
-    const int n = tt->n < tt->cap ? tt->n : tt->cap, g = n - 1;
-    *p50 = *p99 = 0;
-    if (g < 1) return;
+    const int n = tt->n < tt->cap ? tt->n : tt->cap, g = n > 1 ? n - 1 : 0;
     for (int i = 0; i < g; i++) gaps[i] = (tt->t[i + 1] - tt->t[i]) * 1e3;
-    qsort(gaps, (size_t)g, sizeof *gaps, cmp_double);
-    *p50 = gaps[g / 2];
-    *p99 = gaps[(int)((double)(g - 1) * 0.99)];
+    bench_p50_p99(gaps, (size_t)g, p50, p99);
 }
 
 /* Bytes one decode step reads at context c (see the header comment). */

@@ -96,11 +96,6 @@ static void *stream_main(void *arg) {
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Bytes of one batched decode step of B rows at mean context c (see the header comment). */
 static double step_bytes(const gptoss_config *g, int B, double c) {
     const double H = g->hidden_size, QD = (double)g->num_heads * g->head_dim, KVD = (double)g->num_kv_heads * g->head_dim;
@@ -271,8 +266,8 @@ int main(int argc, char **argv) {
         uint64_t g = 0;
         for (int i = 0; i < C; i++)
             for (uint32_t j = 1; j < ss[i].n && j < ss[i].max_tokens; j++) gaps[g++] = ss[i].t[j] - ss[i].t[j - 1];
-        qsort(gaps, g, sizeof *gaps, cmp_double);
-        const double p50 = g ? gaps[g / 2] : 0, p99 = g ? gaps[(size_t)((double)(g - 1) * 0.99)] : 0;
+        double p50, p99;
+        bench_p50_p99(gaps, g, &p50, &p99);
         const double mean_ctx = (double)sum_prompt / C + (double)sum_out / C / 2;
         const double bytes = step_bytes(&cfg, C, mean_ctx), roof = C * gbps * 1e9 / bytes;
         const double step_tps = p50 > 0 ? C / p50 : 0;

@@ -79,6 +79,7 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     }
 }
 
+/* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
 static __device__ __forceinline__ void add_bias4(float4 *v, const uint16_t *b) {
     v->x += gptoss_bf16_to_f32(b[0]);
     v->y += gptoss_bf16_to_f32(b[1]);
