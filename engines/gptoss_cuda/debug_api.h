@@ -1,4 +1,4 @@
-/* debug_api.h — the one extra symbol libgptoss_cuda.so exports for the parity harness.
+/* debug_api.h — the extra symbols libgptoss_cuda.so exports for its test harnesses and benchmarks.
  *
  *     llmr_engine_status gptoss_cuda_debug_eval(llmr_engine_session *s, const int32_t *tokens, size_t n,
  *                                               float *logits, float *hidden, float *router_logits,
@@ -29,6 +29,16 @@ typedef llmr_engine_status (*gptoss_cuda_debug_eval_fn)(llmr_engine_session *s, 
                                                         float *logits, float *hidden, float *router_logits,
                                                         const int32_t *force_topk, char *err, size_t err_size);
 
+/* One batched decode step, as the engine's scheduler runs it for n rows (2..64): token tokens[b] appended to
+ * session s[b] (n distinct sessions of one model) at its next position, all rows in one forward through each
+ * session's own block table. Where non-NULL, logits [n, vocab] gets each row's final logits and router_logits
+ * [layers, n, experts] each layer's router logits; each session keeps its row's distribution as its own (a
+ * generate with no new tokens samples from it). No generate may run on the model meanwhile. Tools use it to
+ * check a chosen composition of rows against each row alone. */
+#define GPTOSS_CUDA_DEBUG_STEP_SYMBOL "gptoss_cuda_debug_step"
+typedef llmr_engine_status (*gptoss_cuda_debug_step_fn)(llmr_engine_session *const *s, const int32_t *tokens, int n,
+                                                        float *logits, float *router_logits, char *err,
+                                                        size_t err_size);
 /* Device-to-device copy bandwidth of device `device` in GB/s (bytes read + bytes written per second), the
  * median of `reps` timed copies of `bytes` bytes: the roofline for the decode benchmark. */
 #define GPTOSS_CUDA_COPY_BW_SYMBOL "gptoss_cuda_copy_bandwidth"

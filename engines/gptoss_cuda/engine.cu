@@ -127,6 +127,13 @@ extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_debug_eval(llmr_eng
     return gptoss_session_eval_debug(S(s), tokens, n, logits, hidden, router_logits, force_topk, err, es);
 }
 
+extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_debug_step(llmr_engine_session *const *s,
+                                                                       const int32_t *tokens, int n, float *logits,
+                                                                       float *router_logits, char *err, size_t es) {
+    if (!s) return bad_args(err, es, "debug_step: sessions required");
+    return gptoss_sched_debug_step((gptoss_session *const *)s, tokens, n, logits, router_logits, err, es);
+}
+
 extern "C" LLMR_ENGINE_EXPORT llmr_engine_status gptoss_cuda_get_sched_stats(llmr_engine_model *m, gptoss_cuda_sched_stats *out,
                                                                         int reset) {
     if (!m || !out) return LLMR_ENGINE_UNSUPPORTED;

@@ -91,4 +91,11 @@ llmr_engine_status gptoss_session_eval_debug(gptoss_session *s, const int32_t *t
                                              float *hidden, float *router_logits, const int32_t *force_topk,
                                              char *err, size_t err_size);
 
+/* Debug path (debug_api.h gptoss_cuda_debug_step; scheduler.cu): one batched decode step of n (2..64) distinct
+ * sessions, token toks[b] at ss[b]'s next position, through the scheduler's batched path for n rows; logits
+ * [n, vocab] and router logits [layers, n, experts] to the host where non-NULL, and each row's distribution to its
+ * session. No generate may run on the model meanwhile. */
+llmr_engine_status gptoss_sched_debug_step(gptoss_session *const *ss, const int32_t *toks, int n, float *logits,
+                                           float *router_logits, char *err, size_t err_size);
+
 #endif

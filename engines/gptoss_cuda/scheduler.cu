@@ -223,6 +223,13 @@ static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room) 
     return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n > (size_t)m->moe_mma_prefill && n <= room;
 }
 
+/* LLMR_GPTOSS_SCHED_TRACE=1: a packed prefill's prompts, each by its first position and length. */
+static void sched_trace_packed(const gptoss_model *m, const gptoss_segment *seg, int k) {
+    fprintf(stderr, "gptoss_cuda sched: packed prefill of %d prompts (%d rows decoding):", k, m->n_rows);
+    for (int i = 0; i < k; i++) fprintf(stderr, " %u+%d", seg[i].s->n_ctx, seg[i].T);
+    fputc('\n', stderr);
+}
+
 /* Packed prefill (m->prefill_pack): when the first admitted request's whole prompt is packable, later admitted ones
  * that are too join it, up to the slice's token budget and GPTOSS_MAX_SEGMENTS, and all go through one forward
  * (gptoss_forward_segments): their expert weights are read once for the group instead of once per prompt, which for
@@ -245,6 +252,7 @@ static int sched_prefill_packed(gptoss_model *m, size_t cap) {
     if (k < 2) return 0;
     char err[512] = "";
     const int ea = ss_mark(m);
+    if (m->trace) sched_trace_packed(m, seg, k);
     const llmr_engine_status st = gptoss_forward_segments(seg, k, NULL, err, sizeof err);
     /* Too few KV pages for the whole group (checked before any launch): each goes alone, where only the one that
      * cannot get its pages fails, as without packing. */
@@ -289,6 +297,8 @@ static void sched_prefill(gptoss_model *m) {
         const size_t cap = sched_slice_cap(m);
         const int T = (int)(n - r->prefilled < cap ? n - r->prefilled : cap);
         const int ea = ss_mark(m);
+        if (m->trace) fprintf(stderr, "gptoss_cuda sched: prefill slice positions %u..%u (%d rows decoding)\n", s->n_ctx,
+                              s->n_ctx + (unsigned)T - 1, m->n_rows);
         st = gptoss_forward(s, r->in->tokens + r->prefilled, T, NULL, err, sizeof err);
         if (st == LLMR_ENGINE_OK) {
             r->prefilled += (size_t)T;
@@ -373,6 +383,14 @@ static_assert(GPTOSS_MAX_BATCH <= GPTOSS_DECODE_MAX_T && GPTOSS_MAX_BATCH <= GPT
               "a batched step's rows must fit the fused MoE kernels and the chunk workspace");
 static_assert(8 * gptoss_moe_groups_ints(1) <= gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T),
               "m->grp (a table for GPTOSS_DECODE_MAX_T tokens) holds the one-token tables of up to 8 rows (batch_moe_per_row)");
+
+/* The debug step's copy of layer l's router logits (m->rl, every router path writes them); nothing otherwise. */
+static cudaError_t dbg_router(gptoss_model *m, int l, int n) {
+    const size_t E = (size_t)m->cfg.num_experts;
+    return m->dbg_rl ? cudaMemcpyAsync(m->dbg_rl + (size_t)l * n * E, m->rl, (size_t)n * E * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, m->stream)
+                     : cudaSuccess;
+}
 
 static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int32_t *d_pos, const int32_t *d_tab,
                                 int n, int max_pos, float *logits) {
@@ -486,6 +504,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             else
                 K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                             m->rw, m->grp, m->rl, m->ctr, st));
+            K_(dbg_router(m, l, n));
             K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
             K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n, parts, stage_r));
             if (fuse) { /* the combine, then the next norm (the final one after the last layer) and its split */
@@ -502,6 +521,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         if (m->fused && n <= m->batch_moe_per_row) { /* each row through the batch-1 expert kernels (the dp4a ring) */
             K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                              m->rw, m->grp, m->rl, st));
+            K_(dbg_router(m, l, n));
             for (int r = 0; r < n; r++) {
                 const int32_t *g1 = m->grp + (size_t)r * gptoss_moe_groups_ints(1);
                 float *act = m->act + (size_t)r * GPTOSS_TOPK * I;
@@ -516,6 +536,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         if (m->fused) {
             K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids, m->rw,
                                         m->grp, m->rl, m->ctr, st));
+            K_(dbg_router(m, l, n));
             K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                          c->swiglu_alpha, c->swiglu_limit, m->act, st));
             K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
@@ -524,6 +545,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         }
         K_(gptoss_rmsnorm(m->x, w->mlp_norm, n, H, eps, m->h, st));
         K_(gptoss_linear(m->h, H, w->router_w, w->router_b, n, H, E, m->rl, E, 0, st));
+        K_(dbg_router(m, l, n));
         K_(gptoss_router_topk(m->rl, n, E, m->ids, m->rw, st));
         K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
         K_(gptoss_mxfp4_grouped(m->h, H, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts, m->offsets, E,
@@ -550,14 +572,14 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     return cudaSuccess;
 }
 
-/* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of rows[b]'s session at its n_ctx,
+/* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of session ss[b] at its n_ctx,
  * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
-static cudaError_t batched_step(gptoss_model *m, gen_req *const *rows, const int32_t *toks, int B) {
+static cudaError_t batched_step(gptoss_model *m, gptoss_session *const *ss, const int32_t *toks, int B) {
     const int MP = (int)m->max_pages;
     int max_pos = 0;
     int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
     for (int b = 0; b < B; b++) {
-        const gptoss_session *s = rows[b]->s;
+        const gptoss_session *s = ss[b];
         h_tok[b] = toks[b];
         h_pos[b] = (int32_t)s->n_ctx;
         if (h_pos[b] > max_pos) max_pos = h_pos[b];
@@ -634,6 +656,34 @@ static int sched_retire(gptoss_model *m) {
     return keep;
 }
 
+/* LLMR_GPTOSS_SCHED_TRACE=1: a decode step's rows, each by the position it evaluates (a request's positions tell
+ * it apart in a test whose prompts differ in length). */
+static void sched_trace_step(gen_req *const *ev, const int32_t *tok, int n) {
+    fprintf(stderr, "gptoss_cuda sched: decode step of %d rows at positions", n);
+    for (int b = 0; b < n; b++) fprintf(stderr, " %u", ev[b]->s->n_ctx);
+    fprintf(stderr, "; tokens");
+    for (int b = 0; b < n; b++) fprintf(stderr, " %d", tok[b]);
+    fputc('\n', stderr);
+}
+
+/* LLMR_GPTOSS_SCHED_TRACE=2: each row's distribution by its argmax (id and logit), read back now: after a step
+ * (what it computed) and before sampling (what the sampler reads), so a distribution changed in between shows. */
+static void sched_trace_dists(gptoss_model *m, const char *what, gen_req *const *rows, int n) {
+    const int V = m->cfg.vocab_size;
+    float *h = (float *)malloc((size_t)V * sizeof(float));
+    if (!h || cudaStreamSynchronize(m->stream) != cudaSuccess) { free(h); return; }
+    fprintf(stderr, "gptoss_cuda sched: %s:", what);
+    for (int b = 0; b < n; b++) {
+        if (cudaMemcpy(h, rows[b]->logits, (size_t)V * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) break;
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (h[v] > h[best]) best = v;
+        fprintf(stderr, " [pos %u: %d %.6f]", rows[b]->s->n_ctx, best, h[best]);
+    }
+    fputc('\n', stderr);
+    free(h);
+}
+
 /* One decode step over the running rows (see the section comment, steps 2-4). */
 static void sched_decode(gptoss_model *m) {
     const int V = m->cfg.vocab_size;
@@ -648,6 +698,7 @@ static void sched_decode(gptoss_model *m) {
     /* 3: retire, sample, hand out */
     const int B = sched_retire(m);
     if (B == 0) return;
+    if (m->trace >= 2) sched_trace_dists(m, "sampling from", m->rows, B);
     cudaError_t e = m->prof ? gptoss_prof_begin(m->prof, m->stream) : cudaSuccess; /* LLMR_GPTOSS_PROFILE=1 */
     const int es0 = ss_mark(m);
     if (m->batch_sample && B >= 2) { /* every row in three launches, each row's parameters and u in srow */
@@ -745,6 +796,7 @@ static void sched_decode(gptoss_model *m) {
     }
     m->n_rows = keep;
     if (nev == 0) return;
+    if (m->trace) sched_trace_step(ev, evt, nev);
     if (nev == 1) { /* the batch-1 path: the session's CUDA graph, exactly as a lone generate */
         gptoss_session *s = ev[0]->s;
         llmr_engine_status st;
@@ -765,7 +817,9 @@ static void sched_decode(gptoss_model *m) {
         return;
     }
     const int ea = ss_mark(m);
-    e = batched_step(m, ev, evt, nev);
+    gptoss_session *evs[GPTOSS_MAX_BATCH];
+    for (int b = 0; b < nev; b++) evs[b] = ev[b]->s;
+    e = batched_step(m, evs, evt, nev);
     if (e == cudaSuccess && m->ss) {
         const int bk = stat_bucket(nev);
         ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[bk]);
@@ -782,6 +836,53 @@ static void sched_decode(gptoss_model *m) {
         ev[b]->s->have_logits = 1;
         ev[b]->logits = m->blogits + (size_t)b * V;
     }
+    if (m->trace >= 2) sched_trace_dists(m, "step computed", ev, nev);
+}
+
+/* The debug step (model_impl.h): the scheduler's batched step on sessions the caller names, under the GPU lock. */
+llmr_engine_status gptoss_sched_debug_step(gptoss_session *const *ss, const int32_t *toks, int n, float *logits,
+                                           float *router_logits, char *err, size_t es) {
+    if (n < 2 || n > GPTOSS_MAX_BATCH || !ss || !toks)
+        return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "debug_step: %d rows (2..%d, sessions and tokens required)", n,
+                    GPTOSS_MAX_BATCH);
+    gptoss_model *m = ss[0]->m;
+    for (int b = 0; b < n; b++) {
+        if (!ss[b] || ss[b]->m != m) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "debug_step: row %d: no session of this model", b);
+        for (int c = 0; c < b; c++)
+            if (ss[c] == ss[b]) return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "debug_step: rows %d and %d: one session", c, b);
+        llmr_engine_status st = gptoss_check_tokens(ss[b], toks + b, 1, err, es);
+        if (st != LLMR_ENGINE_OK) return st;
+    }
+    const int V = m->cfg.vocab_size;
+    pthread_mutex_lock(&m->mu);
+    cudaSetDevice(m->device);
+    llmr_engine_status st = LLMR_ENGINE_OK;
+    for (int b = 0; b < n && st == LLMR_ENGINE_OK; b++) st = gptoss_ensure_pages(ss[b], (uint64_t)ss[b]->n_ctx + 1, err, es);
+    const size_t rl_n = (size_t)m->cfg.num_layers * n * m->cfg.num_experts;
+    if (st == LLMR_ENGINE_OK && router_logits && cudaMalloc((void **)&m->dbg_rl, rl_n * sizeof(float)) != cudaSuccess) {
+        m->dbg_rl = NULL;
+        st = fail(LLMR_ENGINE_OOM_VRAM, err, es, "debug_step: no GPU memory for %zu router logits", rl_n);
+    }
+    cudaError_t e = st == LLMR_ENGINE_OK ? batched_step(m, ss, toks, n) : cudaSuccess;
+    if (st == LLMR_ENGINE_OK && e == cudaSuccess && router_logits)
+        e = cudaMemcpyAsync(router_logits, m->dbg_rl, rl_n * sizeof(float), cudaMemcpyDeviceToHost, m->stream);
+    for (int b = 0; b < n && st == LLMR_ENGINE_OK && e == cudaSuccess; b++) /* each session's distribution, as a prompt leaves it */
+        e = cudaMemcpyAsync(ss[b]->logits, m->blogits + (size_t)b * V, (size_t)V * sizeof(float), cudaMemcpyDeviceToDevice,
+                            m->stream);
+    if (st == LLMR_ENGINE_OK && e == cudaSuccess && logits)
+        e = cudaMemcpyAsync(logits, m->blogits, (size_t)n * V * sizeof(float), cudaMemcpyDeviceToHost, m->stream);
+    if (st == LLMR_ENGINE_OK && e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (st == LLMR_ENGINE_OK && e != cudaSuccess)
+        st = fail(LLMR_ENGINE_INTERNAL, err, es, "debug_step: CUDA error in the batched step of %d rows: %s", n,
+                  cudaGetErrorString(e));
+    for (int b = 0; b < n && st == LLMR_ENGINE_OK; b++) {
+        ss[b]->n_ctx++;
+        ss[b]->have_logits = 1;
+    }
+    cudaFree(m->dbg_rl); /* after the synchronize: the copies from it are done */
+    m->dbg_rl = NULL;
+    pthread_mutex_unlock(&m->mu);
+    return st;
 }
 
 static void *sched_main(void *arg) {
@@ -887,6 +988,7 @@ int gptoss_sched_start(gptoss_model *m) {
         }
     }
     m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
+    m->trace = sched_env("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
     m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 1); /* packed prefill (sched_prefill_packed); 0: off */
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
