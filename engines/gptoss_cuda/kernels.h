@@ -435,13 +435,21 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
  * the new x is written back. The same bits as gptoss_tc_linear with accumulate = 1 and then gptoss_moe_router_decode,
  * in one launch fewer. One block a token (LLMR_GPTOSS_ROUTER_BLOCKS does not apply); H <= GPTOSS_ROUTER_ADD_MAX_H. */
 #define GPTOSS_ROUTER_ADD_MAX_H 3072
+/* gptoss_moe_route's tables (device, sizes as there), written by the router's last block instead of its launch. */
+typedef struct {
+    int32_t *counts, *offsets, *pair_token, *pair_of;
+} gptoss_moe_route_out;
 cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
                                          float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
                                          float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
-                                         int32_t *counter, void *staged, cudaStream_t stream);
+                                         int32_t *counter, void *staged, const gptoss_moe_route_out *route,
+                                         cudaStream_t stream);
 /* staged (NULL: none; 16-byte aligned): token t's h also as the F16 form's pre-staged row t (gptoss_mxfp4_stage_f16 of
  * h_sw with x_swz 1, gather NULL: the same units, so the same bits), which the gate_up launch then copies (session 24,
- * LLMR_GPTOSS_BATCH_FUSE=4: the staging launch gone). */
+ * LLMR_GPTOSS_BATCH_FUSE=4: the staging launch gone). route (NULL: none; T >= 2): gptoss_moe_route's counts, offsets,
+ * pair_token and pair_of for these ids, by the block that groups the pairs (each expert's pairs in ascending pair
+ * order, one of the orders gptoss_moe_route's atomics give): its launch gone (LLMR_GPTOSS_BATCH_FUSE=5, the default since
+ * session 25: a 64-row step -1%). */
 /* The same for T tokens that the one-token expert kernels then take row by row (the small batched steps, session 19):
  * token t's one-token group table at groups1 + t * gptoss_moe_groups_ints(1) (pairs 0..3 are its own slots; groups1
  * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */

@@ -873,7 +873,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
         m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
         m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
-        m->batch_fuse = env_int("LLMR_GPTOSS_BATCH_FUSE", 4, 0, 4); /* model_impl.h: 0 unfused .. 4 (default) */
+        m->batch_fuse = env_int("LLMR_GPTOSS_BATCH_FUSE", 5, 0, 5); /* model_impl.h: 0 unfused .. 5 (default) */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;
         m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;

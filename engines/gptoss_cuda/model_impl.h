@@ -184,7 +184,9 @@ struct gptoss_model {
     int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
-    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 4 (default) = 3, and that router also writes gate_up's
+    int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 5 (default, session 25) = 4, and that router's last block
+                               * also writes the route's tables (no gptoss_moe_route launch);
+                               * 4 = 3, and that router also writes gate_up's
                                * pre-staged token rows (the F16 form's staging launch gone);
                                * 3 = 2, and o_proj's parts summed into x by the
                                * router (gptoss_moe_router_decode_add) where the experts take the tensor-core path;

@@ -64,6 +64,7 @@ struct router_add {
     const uint16_t *b;  /* o_proj's bias [H], or NULL */
     float *x_out;       /* where the new x goes (the x the router reads) */
     uint4 *staged;      /* NULL, or the F16 form's pre-staged rows: token t's h as row t */
+    gptoss_moe_route_out route; /* counts NULL: none; else gptoss_moe_route's tables, by the last block */
 };
 
 /* This thread's first RT_XREG elements of x and of the norm weights (elements tid + u * RT_THREADS; 0 past H). */
@@ -152,7 +153,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
                 const float4 f = hs4[((k0 & 7) >> 2) * K8 + (k0 >> 3)];
                 v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
             }
-            add.staged[(size_t)t * units + u] = k0 < H ? mma_f16_unit(v) : make_uint4(0u, 0u, 0u, 0u);
+            add.staged[(size_t)t * units + u] = mma_f16_unit(v); /* past H: the units of +0, all zero bits */
         }
     }
     /* 2. Router logits: one warp per expert row, 16-byte loads of 8 bf16; block rbk of the token takes
@@ -213,20 +214,28 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     if (!last) return;
     __threadfence();
     __shared__ int sid[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK];
-    __shared__ int cnt[GPTOSS_MAX_EXPERTS], gbase[GPTOSS_MAX_EXPERTS];
+    __shared__ int cnt[GPTOSS_MAX_EXPERTS], gbase[GPTOSS_MAX_EXPERTS], poff[GPTOSS_MAX_EXPERTS];
     const int P = T * GPTOSS_TOPK, GM = P;
+    const gptoss_moe_route_out &ro = add.route;
     for (int p = tid; p < P; p += RT_THREADS) sid[p] = __ldcg(ids + p);
     for (int e = tid; e < E; e += RT_THREADS) cnt[e] = 0;
     __syncthreads();
     for (int p = tid; p < P; p += RT_THREADS) atomicAdd(&cnt[sid[p]], 1);
     __syncthreads();
     if (tid == 0) {
-        int g = 0;
-        for (int e = 0; e < E; e++) { gbase[e] = g; g += (cnt[e] + MD_G - 1) / MD_G; }
+        int g = 0, off = 0;
+        for (int e = 0; e < E; e++) {
+            gbase[e] = g;
+            g += (cnt[e] + MD_G - 1) / MD_G;
+            poff[e] = off;
+            off += cnt[e];
+        }
         groups[0] = g;
         *counter = 0;
     }
     __syncthreads();
+    if (ro.counts) /* gptoss_moe_route's tables (the tensor-core experts'): counts and offsets in expert order */
+        for (int e = tid; e < E; e += RT_THREADS) { ro.counts[e] = cnt[e]; ro.offsets[e] = poff[e]; }
     for (int p = tid; p < P; p += RT_THREADS) {
         const int e = sid[p];
         int rank = 0;
@@ -236,6 +245,10 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
         if (slot == 0) {
             groups[1 + g] = e;
             groups[1 + GM + g] = min(MD_G, cnt[e] - rank);
+        }
+        if (ro.counts) { /* an expert's pairs in ascending pair order (gptoss_moe_route's atomics: any order) */
+            ro.pair_token[poff[e] + rank] = p / GPTOSS_TOPK;
+            ro.pair_of[p] = poff[e] + rank;
         }
     }
 }
@@ -269,7 +282,7 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL, NULL};
+    const router_add none = {NULL, 0, NULL, NULL, NULL, {NULL, NULL, NULL, NULL}};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, none, s);
 }
@@ -277,9 +290,13 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
 cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, const uint16_t *o_b, const uint16_t *norm_w,
                                          float eps, const uint16_t *router_w, const uint16_t *router_b, int T, int H, int E,
                                          float *h_sw, int32_t *ids, float *w, int32_t *groups, float *router_logits,
-                                         int32_t *counter, void *staged, cudaStream_t s) {
-    if (!y) return cudaErrorInvalidValue;
-    const router_add add = {y, splits, o_b, x, (uint4 *)staged};
+                                         int32_t *counter, void *staged, const gptoss_moe_route_out *route,
+                                         cudaStream_t s) {
+    if (!y || (route && (!route->counts || !route->offsets || !route->pair_token || !route->pair_of)) ||
+        (route && T == 1))
+        return cudaErrorInvalidValue;
+    const router_add add = {y, splits, o_b, x, (uint4 *)staged,
+                            route ? *route : gptoss_moe_route_out{NULL, NULL, NULL, NULL}};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, add, s);
 }
@@ -287,7 +304,7 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                           float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL, NULL};
+    const router_add none = {NULL, 0, NULL, NULL, NULL, {NULL, NULL, NULL, NULL}};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
                                 1, none, s);
 }

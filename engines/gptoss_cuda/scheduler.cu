@@ -497,15 +497,18 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             const int parts = m->batch_moe_f16 ? GPTOSS_MOE_PARTS_F16 : m->batch_moe_parts;
             /* with fuse_r, the router also writes gate_up's pre-staged token rows where the experts read them */
             const int stage_r = fuse_r && m->batch_fuse >= 4 && gptoss_moe_mma_prestaged(m, GPTOSS_TOPK * n, parts);
+            /* and from =5 the router's last block writes the route's tables (no route launch) */
+            const gptoss_moe_route_out route = {m->counts, m->offsets, m->pair_token, m->pair_of};
+            const int route_r = fuse_r && m->batch_fuse >= 5;
             if (fuse_r)
                 K_(gptoss_moe_router_decode_add(m->x, m->tc.ys, S, w->o_b, w->mlp_norm, eps, w->router_w, w->router_b, n, H,
                                                 E, m->hsw, m->ids, m->rw, m->grp, m->rl, m->ctr,
-                                                stage_r ? gptoss_mstage_tokens(m) : NULL, st));
+                                                stage_r ? gptoss_mstage_tokens(m) : NULL, route_r ? &route : NULL, st));
             else
                 K_(gptoss_moe_router_decode(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                             m->rw, m->grp, m->rl, m->ctr, st));
             K_(dbg_router(m, l, n));
-            K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
+            if (!route_r) K_(gptoss_moe_route(m->ids, n, E, m->counts, m->offsets, m->pair_token, m->pair_of, st));
             K_(gptoss_moe_mma_experts(m, w, m->hsw, 1, GPTOSS_TOPK * n, parts, stage_r));
             if (fuse) { /* the combine, then the next norm (the final one after the last layer) and its split */
                 const uint16_t *nw = l + 1 < c->num_layers ? m->layers[l + 1].attn_norm : m->norm;

@@ -31,12 +31,17 @@ size_t gptoss_tc_wbf_elems(int H, int I, int E) {
 
 /* ---------------------------------------------------------------- kernels */
 
-/* Row of part s of logical row p: dense rows are stacked part by part; grouped rows part by part
- * inside each expert's block (the expert is found by binary search over the offsets), or with pad > 0
- * the batched layout [part][expert][pad] (row p - off_e of its expert). */
-static __device__ __forceinline__ long part_row(int p, int s, int rows, int splits, const int32_t *offsets,
-                                                const int32_t *counts, int E, int pad, int *e_out) {
-    if (!offsets) { *e_out = 0; return (long)s * rows + p; }
+/* Rows of logical row p's parts, which every layout keeps linear in the part s: part s is row *r0 + s * (return
+ * value). Dense rows are stacked part by part (step rows); grouped rows part by part inside each expert's block
+ * (the expert is found by binary search over the offsets; step its count), or with pad > 0 the batched layout
+ * [part][expert][pad] (row p - off_e of its expert; step E * pad). */
+static __device__ __forceinline__ long part_rows(int p, int rows, int splits, const int32_t *offsets,
+                                                 const int32_t *counts, int E, int pad, int *e_out, long *r0) {
+    if (!offsets) {
+        *e_out = 0;
+        *r0 = p;
+        return rows;
+    }
     int lo = 0, hi = E; /* first expert with offsets[e] > p, minus one */
     while (lo < hi) {
         const int mid = (lo + hi) >> 1;
@@ -45,18 +50,28 @@ static __device__ __forceinline__ long part_row(int p, int s, int rows, int spli
     const int e = lo - 1;
     *e_out = e;
     const long off = offsets[e], cnt = counts[e];
-    if (pad > 0) return ((long)s * E + e) * pad + (p - off);
-    return (long)splits * off + (long)s * cnt + (p - off);
+    if (pad > 0) {
+        *r0 = (long)e * pad + (p - off);
+        return (long)E * pad;
+    }
+    *r0 = (long)splits * off + (p - off);
+    return cnt;
+}
+
+/* Row of part s of logical row p (part_rows). */
+static __device__ __forceinline__ long part_row(int p, int s, int rows, int splits, const int32_t *offsets,
+                                                const int32_t *counts, int E, int pad, int *e_out) {
+    long r0;
+    const long step = part_rows(p, rows, splits, offsets, counts, E, pad, e_out, &r0);
+    return r0 + s * step;
 }
 
 __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
                                 const int32_t *counts, int E, int pad, int rows, int K, int splits, uint16_t *xs) {
     const int p = blockIdx.x;
     int e;
-    /* every layout's part rows are linear in s (part_row), so part s sits s * (r1 - r0) rows after part 0 */
-    const long r0 = part_row(p, 0, rows, splits, offsets, counts, E, pad, &e);
-    const long r1 = splits > 1 ? part_row(p, 1, rows, splits, offsets, counts, E, pad, &e) : r0;
-    const size_t stride = (size_t)(r1 - r0) * K;
+    long r0;
+    const size_t stride = (size_t)part_rows(p, rows, splits, offsets, counts, E, pad, &e, &r0) * K;
     const long src = gather ? gather[p] : p;
     const float *xr = x + src * ldx;
     for (int k = threadIdx.x; k < K; k += blockDim.x) gptoss_tc_split_value(xr[k], xs + r0 * K + k, stride, splits);
@@ -68,9 +83,8 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     const int p = blockIdx.x;
     int e = 0;
     if (pad > 0) splits = 1;
-    const long r0 = part_row(p, 0, rows, splits, offsets, counts, E, pad, &e);
-    const long r1 = splits > 1 ? part_row(p, 1, rows, splits, offsets, counts, E, pad, &e) : r0;
-    const size_t stride = (size_t)(r1 - r0) * N; /* parts are linear in s (part_row) */
+    long r0;
+    const size_t stride = (size_t)part_rows(p, rows, splits, offsets, counts, E, pad, &e, &r0) * N;
     const uint16_t *bb = b ? b + (size_t)e * N : NULL;
     float *yr = y + (size_t)p * ldy;
     for (int n = threadIdx.x; n < N; n += blockDim.x) {

@@ -242,23 +242,47 @@ static void test_router_decode_add(int T, int H, int E, int S, int with_bias) {
     const size_t su = (size_t)T * gptoss_mxfp4_stage_f16_units(H) * 4;
     uint32_t *st1 = dev_upload(std::vector<uint32_t>(su, 0xFFFFFFFFu)), *st2 = dev_upload(std::vector<uint32_t>(su, 0x7FFF7FFFu));
     CK(gptoss_mxfp4_stage_f16(hs1, H, 1, NULL, T, H, st1, 0));
-    CK(gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, st2, 0));
+    /* and gptoss_moe_route's tables from the router's last block: counts and offsets equal, each expert's pairs in
+     * its slots (any order within them, as the route's atomics), every slot's token that pair's */
+    const int P = 4 * T;
+    int32_t *rc1 = dev_upload(std::vector<int32_t>(E, -1)), *ro1 = dev_upload(std::vector<int32_t>(E, -1));
+    int32_t *rt1 = dev_upload(std::vector<int32_t>(P, -1)), *rp1 = dev_upload(std::vector<int32_t>(P, -1));
+    int32_t *rc2 = dev_upload(std::vector<int32_t>(E, -1)), *ro2 = dev_upload(std::vector<int32_t>(E, -1));
+    int32_t *rt2 = dev_upload(std::vector<int32_t>(P, -1)), *rp2 = dev_upload(std::vector<int32_t>(P, -1));
+    CK(gptoss_moe_route(id1, T, E, rc1, ro1, rt1, rp1, 0));
+    const gptoss_moe_route_out route = {rc2, ro2, rt2, rp2};
+    CK(gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, st2, &route,
+                                    0));
+    int route_ok = bits_equal(rc1, rc2, (size_t)E) && bits_equal(ro1, ro2, (size_t)E);
+    {
+        auto ids = dev_download(id1, (size_t)P), cnt = dev_download(rc2, (size_t)E), off = dev_download(ro2, (size_t)E);
+        auto pt = dev_download(rt2, (size_t)P), po = dev_download(rp2, (size_t)P);
+        std::vector<int> used(P, 0);
+        for (int p = 0; p < P; p++) {
+            const int e = ids[p], sl = po[p];
+            const int in = e >= 0 && e < E && sl >= off[e] && sl < off[e] + cnt[e];
+            route_ok &= in && pt[sl] == p / 4;
+            if (in) used[sl]++;
+        }
+        for (int u : used) route_ok &= u == 1;
+    }
+    cudaFree(rc1); cudaFree(ro1); cudaFree(rt1); cudaFree(rp1); cudaFree(rc2); cudaFree(ro2); cudaFree(rt2); cudaFree(rp2);
     char what[240];
     snprintf(what, sizeof what,
              "router_decode_add T=%d H=%d E=%d parts %d%s = reduce + router_decode + stage_f16: x, h_sw, ids, w, logits, "
-             "groups, staged rows bit for bit",
+             "groups, staged rows bit for bit; the route's tables",
              T, H, E, S, with_bias ? " bias" : "");
     check_true(what, bits_equal(x1, x2, (size_t)T * H) && bits_equal(hs1, hs2, (size_t)T * H) &&
                      bits_equal(id1, id2, (size_t)T * 4) && bits_equal(w1, w2, (size_t)T * 4) &&
                      bits_equal(rl1, rl2, (size_t)T * E) && bits_equal(g1, g2, (size_t)G) && bits_equal(c1, c2, (size_t)1 + T) &&
-                     bits_equal(st1, st2, su));
+                     bits_equal(st1, st2, su) && route_ok);
     cudaFree(st1);
     cudaFree(st2);
     /* refused before any launch: more than one block's registers of x, or no parts */
     check_true("router_decode_add refuses H > GPTOSS_ROUTER_ADD_MAX_H and y NULL",
-               gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, 3104, E, hs2, id2, w2, g2, rl2, c2, NULL, 0) ==
+               gptoss_moe_router_decode_add(x2, dys, S, bias, dnw, eps, drw, drb, T, 3104, E, hs2, id2, w2, g2, rl2, c2, NULL, NULL, 0) ==
                        cudaErrorInvalidValue &&
-                   gptoss_moe_router_decode_add(x2, NULL, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, NULL, 0) ==
+                   gptoss_moe_router_decode_add(x2, NULL, S, bias, dnw, eps, drw, drb, T, H, E, hs2, id2, w2, g2, rl2, c2, NULL, NULL, 0) ==
                        cudaErrorInvalidValue);
     for (void *p : {(void *)x1, (void *)x2, (void *)dys, (void *)hs1, (void *)hs2, (void *)w1, (void *)w2, (void *)rl1,
                     (void *)rl2, (void *)id1, (void *)id2, (void *)g1, (void *)g2, (void *)c1, (void *)c2, (void *)dob,
