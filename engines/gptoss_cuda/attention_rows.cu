@@ -25,6 +25,7 @@
  * a 64-row step, 64 streams +15% out tok/s. Still latency-bound (ncu: DRAM 49% of peak, issue 64%):
  * each block loads its chunk, then computes; only other resident blocks overlap the two. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/pdl.h"
 #include "engines/gptoss_cuda/tc.h"
 
 #define ARW_C 64        /* keys per chunk */
@@ -46,7 +47,7 @@ template <int G, int MINB>
 __global__ void __launch_bounds__(ARW_THREADS, MINB)
     attention_rows_kernel(const float *q, const gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int n_heads,
                           int n_kv, int window, float *out, float *part, int32_t *counters, int rows, int parts,
-                          uint16_t *xs) {
+                          uint16_t *xs, int pdl) {
     constexpr int D = GPTOSS_HEAD_DIM;
     constexpr int HS = G < 4 ? G : 4;      /* score phase: head slots per key (threads 64 * HS busy) */
     constexpr int HQ = G < 4 ? G : 4;      /* P V phase: heads per thread */
@@ -61,6 +62,7 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
     __shared__ int last;
     static_assert(NKG * G * D <= ARW_C * ARW_KPAD, "key-group sums must fit where K was");
 
+    gptoss_pdl_sync(pdl); /* PDL (pdl.h, the batch-1 decode graph): q, the new K/V and pos come from before */
     const int row = blockIdx.x / n_kv, g = blockIdx.x % n_kv, s = blockIdx.y;
     const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const int p = pos[row];
@@ -225,15 +227,23 @@ __global__ void __launch_bounds__(ARW_THREADS, MINB)
  * which only more resident blocks repay. So 5 from ARW_MINB5_BLOCKS blocks. */
 #define ARW_MINB5_BLOCKS 4096
 
+template <int G, int MINB>
+static cudaError_t arw_launch_g(dim3 grid, const float *q, const gptoss_kv &kv, const uint16_t *sinks, const int32_t *pos,
+                                int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters, int rows,
+                                int parts, uint16_t *xs, int pdl, cudaStream_t s) {
+    return gptoss_launch(attention_rows_kernel<G, MINB>, grid, dim3(ARW_THREADS), 0, s, pdl, q, kv, sinks, pos, n_heads,
+                         n_kv, window, out, part, counters, rows, parts, xs, pdl);
+}
+
 template <int MINB>
-static void arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, const uint16_t *sinks, const int32_t *pos,
-                       int n_heads, int n_kv, int window, float *out, float *part, int32_t *counters, int rows, int parts,
-                       uint16_t *xs, cudaStream_t s) {
+static cudaError_t arw_launch(dim3 grid, int G, const float *q, const gptoss_kv &kv, const uint16_t *sinks,
+                              const int32_t *pos, int n_heads, int n_kv, int window, float *out, float *part,
+                              int32_t *counters, int rows, int parts, uint16_t *xs, int pdl, cudaStream_t s) {
     switch (G) {
-    case 1: attention_rows_kernel<1, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
-    case 2: attention_rows_kernel<2, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
-    case 4: attention_rows_kernel<4, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
-    default: attention_rows_kernel<8, MINB><<<grid, ARW_THREADS, 0, s>>>(q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs); break;
+    case 1: return arw_launch_g<1, MINB>(grid, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs, pdl, s);
+    case 2: return arw_launch_g<2, MINB>(grid, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs, pdl, s);
+    case 4: return arw_launch_g<4, MINB>(grid, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs, pdl, s);
+    default: return arw_launch_g<8, MINB>(grid, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, rows, parts, xs, pdl, s);
     }
 }
 
@@ -253,9 +263,13 @@ static cudaError_t arw_attention(int minb, const float *q, gptoss_kv kv, const u
     const dim3 grid((unsigned)(B * n_kv), (unsigned)splits);
     if (minb == 0) minb = grid.x * grid.y >= ARW_MINB5_BLOCKS ? 5 : 4;
     if (xs && (parts < 1 || parts > 3)) return cudaErrorInvalidValue;
-    if (minb == 4) arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, B, parts, xs, s);
-    else arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters, B, parts, xs, s);
-    return cudaGetLastError();
+    /* one row (the batch-1 decode graph): launched with PDL as that graph's other kernels (pdl.h) */
+    const int pdl = B == 1 && gptoss_pdl_enabled();
+    const cudaError_t e = minb == 4 ? arw_launch<4>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters,
+                                                   B, parts, xs, pdl, s)
+                                    : arw_launch<5>(grid, G, q, kv, sinks, pos, n_heads, n_kv, window, out, part, counters,
+                                                   B, parts, xs, pdl, s);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,

@@ -575,7 +575,13 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
             KP_(QKV, gptoss_qkv_decode(m->x, w->attn_norm, eps, w->q_w, w->q_b, w->k_w, w->k_b, w->v_w, w->v_b, H, NH, NKV,
                                        m->pos, m->inv_freq, m->attn_factor, m->q, kv, st));
             const int win = c->layer_sliding[l] ? c->sliding_window : 0;
-            if (m->split_attn || (long_ctx && win == 0))
+            /* long contexts' full layers: the batched step's attention kernel (its grid sized for the session's last
+             * position; blocks past the row's own splits return at once), its scratch the scheduler's (never in use
+             * during a decode step) */
+            if (long_ctx && win == 0 && m->decode_attn_rows && m->batt_part)
+                KP_(ATTN, gptoss_attention_rows(m->q, kv, w->sinks, m->pos, 1, (int)s->max_ctx - 1, NH, NKV, win, m->o,
+                                                m->batt_part, m->batt_ctr, st));
+            else if (m->split_attn || (long_ctx && win == 0))
                 KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));

@@ -799,8 +799,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * long contexts (49.8 vs 86.7 us at 5,000; 322 vs 312 tok/s at 4,096). */
         const char *sa = getenv("LLMR_GPTOSS_SPLIT_ATTN");
         m->split_attn = sa && strcmp(sa, "1") == 0;
-        /* the split kernel for the full-attention layers only, from GPTOSS_SPLIT_FROM keys on (issue 10 step 25) */
+        /* a split kernel for the full-attention layers only, from GPTOSS_SPLIT_FROM keys on (issue 10 steps 25, 50):
+         * gptoss_attention_rows, or with LLMR_GPTOSS_DECODE_ATTN=0 gptoss_attention_decode */
         m->split_from = env_int("LLMR_GPTOSS_SPLIT_ATTN_FROM", GPTOSS_SPLIT_FROM, 0, 1 << 30);
+        m->decode_attn_rows = env_int("LLMR_GPTOSS_DECODE_ATTN", 1, 0, 1);
         const char *rbv = getenv("LLMR_GPTOSS_ROUTER_BLOCKS"); /* router rows over N blocks (default 1) */
         gptoss_moe_router_blocks(rbv ? atoi(rbv) : 1);
         const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */

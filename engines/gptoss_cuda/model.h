@@ -43,7 +43,10 @@ extern "C" { /* the common library is C */
 
 #define GPTOSS_INTERLEAVE_CHUNK 1024 /* prompt tokens per slice while other rows decode (LLMR_GPTOSS_INTERLEAVE) */
 #define GPTOSS_CHUNK 4096           /* default tokens per prefill step (bounds the workspace; LLMR_GPTOSS_CHUNK) */
-#define GPTOSS_SPLIT_FROM 1536      /* T = 1 decode: full-attention layers on the split kernel from this many keys */
+/* T = 1 decode: from this many keys the full-attention layers take gptoss_attention_rows (session 25, step 50; H100:
+ * even with the short kernel at 128 keys, +2% at 256, +8% at 1,024, +25% at 4,096 against session 24's
+ * gptoss_attention_decode from 1,536) */
+#define GPTOSS_SPLIT_FROM 256
 #define GPTOSS_MMA_PREFILL_MAX 640  /* prompt chunks up to this run their experts on gptoss_mxfp4_mma_stream */
 #define GPTOSS_MMA_PREFILL_MAX_CACHED 208 /* the same with the expert cache (cuBLAS without a dequantization) */
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */

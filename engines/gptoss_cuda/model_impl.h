@@ -150,9 +150,14 @@ struct gptoss_model {
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */
     int moe_mma_stream, moe_stream_warps;
     int split_attn; /* fused path: 1 when LLMR_GPTOSS_SPLIT_ATTN=1 (keys split over blocks; faster only at long contexts) */
-    /* fused path: from this many keys on, the T = 1 decode's full-attention layers take the split kernel
-     * (LLMR_GPTOSS_SPLIT_ATTN_FROM, default GPTOSS_SPLIT_FROM; 0 = never); sliding layers never need it */
+    /* fused path: from this many keys on, the T = 1 decode's full-attention layers take a kernel that splits the keys
+     * over blocks, in the session's second decode graph (LLMR_GPTOSS_SPLIT_ATTN_FROM, default GPTOSS_SPLIT_FROM;
+     * 0 = never); sliding layers never need it */
     int split_from;
+    /* that kernel: 1 (default; LLMR_GPTOSS_DECODE_ATTN=0 for session 24's) the batched step's gptoss_attention_rows
+     * (blocks of (KV head, 64-key chunk), the 8 query heads sharing each K/V load), or gptoss_attention_decode
+     * (one block per query head and key split) */
+    int decode_attn_rows;
     int32_t *tok_host; /* pinned, 1 */
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
