@@ -124,8 +124,14 @@ static void test_tc_linear_segs(int T, int K, int n0, int n1, int n2, int S) {
 /* lm_head of a batched step (N = 201,088, K = 2,880, M = 3 x rows bf16 rows, fp32 out): us per GEMM with
  * cuBLAS's default (the engine's call), the swapped orientation (C^T: m = M), and each of cublasLt's top
  * heuristic algorithms for the engine's orientation (reduction schemes without atomics). Timing only. */
-static void time_lm_head_variants(void) {
-    const int N = 201088, K = 2880, Mmax = 192;
+/* One batched-step GEMM (W [N, K] bf16, M rows of split activations) by cuBLAS's default and by each of cublasLt's
+ * heuristic algorithms, us per call. Each call reads the next of `copies` weight matrices (together > 2x the L2), so
+ * the weights come from HBM as in a step, where every layer has its own. */
+static void time_gemm_variants(const char *name, int N, int K) {
+    const int Mmax = 192;
+    const size_t wbytes = (size_t)N * K * 2;
+    const int copies = (int)std::min<size_t>(24, std::max<size_t>(1, ((size_t)160 << 20) / wbytes + 1));
+    int next = 0;
     cublasHandle_t h;
     cublasLtHandle_t lt;
     CK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS ? cudaSuccess : cudaErrorUnknown);
@@ -136,25 +142,26 @@ static void time_lm_head_variants(void) {
     cublasSetWorkspace(h, ws, wsb);
     uint16_t *dW = NULL, *dx = NULL;
     float *dy = NULL;
-    CK(cudaMalloc((void **)&dW, (size_t)N * K * 2));
-    CK(cudaMemset(dW, 0x3c, (size_t)N * K * 2));
+    CK(cudaMalloc((void **)&dW, wbytes * copies));
+    CK(cudaMemset(dW, 0x3c, wbytes * copies));
     CK(cudaMalloc((void **)&dx, (size_t)Mmax * K * 2));
     CK(cudaMemset(dx, 0x3c, (size_t)Mmax * K * 2));
     CK(cudaMalloc((void **)&dy, (size_t)Mmax * N * 4));
     const float one = 1.0f, zero = 0.0f;
+    auto W = [&]() { return dW + (size_t)(next++ % copies) * N * K; }; /* the next copy's weights */
     auto timeit = [&](auto f) { return 1000.0 * tu_time_ms(f, 10); }; /* us per call */
-    const int Ms[4] = {24, 48, 96, 192};
+    const int Ms[4] = {16, 32, 64, 128}; /* 2 parts x 8, 16, 32, 64 rows */
     for (int mi = 0; mi < 4; mi++) {
         const int M = Ms[mi];
         const double t_def = timeit([&]() {
-            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, dW, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero, dy,
+            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W(), CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero, dy,
                          CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         });
         const double t_swap = timeit([&]() {
-            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, dx, CUDA_R_16BF, K, dW, CUDA_R_16BF, K, &zero, dy,
+            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, dx, CUDA_R_16BF, K, W(), CUDA_R_16BF, K, &zero, dy,
                          CUDA_R_32F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         });
-        printf("time lm_head M=%d: GemmEx %.1f us (%.2f TB/s), swapped %.1f us;", M, t_def,
+        printf("time %s M=%d: GemmEx %.1f us (%.2f TB/s), swapped %.1f us;", name, M, t_def,
                (double)N * K * 2 / (t_def * 1e-6) / 1e12, t_swap);
         cublasLtMatmulDesc_t d;
         cublasLtMatrixLayout_t la, lb, lc;
@@ -178,7 +185,7 @@ static void time_lm_head_variants(void) {
         for (int i = 0; i < nres; i++) {
             if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
             const double t = timeit([&]() {
-                cublasLtMatmul(lt, d, &one, dW, la, dx, lb, &zero, dy, lc, dy, lc, &res[i].algo, ws, wsb, 0);
+                cublasLtMatmul(lt, d, &one, W(), la, dx, lb, &zero, dy, lc, dy, lc, &res[i].algo, ws, wsb, 0);
             });
             printf(" lt%d %.1f", i, t);
         }
@@ -703,8 +710,12 @@ static void test_attention_tc(int T, int pos0, int nh, int nkv, int window, floa
 }
 
 /* Runs every check above; adds to the caller's counters. */
-/* gptoss_kernels --lm-head-timing: only the timings above (for choosing the batched step's lm_head GEMM). */
-void gptoss_lm_head_timing(void) { time_lm_head_variants(); }
+/* gptoss_kernels --lm-head-timing: only the timings above, for the batched step's lm_head, q/k/v and o_proj GEMMs. */
+void gptoss_lm_head_timing(void) {
+    time_gemm_variants("lm_head", 201088, 2880);
+    time_gemm_variants("q/k/v", 5120, 2880);
+    time_gemm_variants("o_proj", 2880, 4096);
+}
 
 void gptoss_tc_checks(int *checks, int *failed) {
     test_dequant(3, 64, 96, 0);
