@@ -1458,7 +1458,7 @@ int main(int argc, char **argv) {
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
                "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace.\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
-               "step's lm_head GEMM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
+               "step's lm_head, q/k/v and o_proj GEMMs, weights from HBM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
                "from HBM (plain loads, the ring): what a kernel of a decode step's size loses to its ramp and tail.\n");
         return 0;
