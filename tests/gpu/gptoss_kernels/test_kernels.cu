@@ -1456,7 +1456,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --moe-mma-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
-               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace.\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace, and its one-pass linear and attention (test_rows.cu).\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head, q/k/v and o_proj GEMMs, weights from HBM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
@@ -1495,9 +1495,10 @@ int main(int argc, char **argv) {
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
-    if (argc > 1 && !strcmp(argv[1], "--batch-checks")) { /* only the batched decode step's row kernels (test_batch.cu) */
+    if (argc > 1 && !strcmp(argv[1], "--batch-checks")) { /* only the batched decode step's kernels (test_batch.cu, test_rows.cu) */
         int checks = 0, failed = 0;
         gptoss_test_batch_kernels(&checks, &failed);
+        gptoss_test_rows_kernels(&checks, &failed);
         printf("%d checks, %d failed\n", checks, failed);
         return failed != 0;
     }
