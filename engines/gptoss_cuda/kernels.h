@@ -579,7 +579,9 @@ cudaError_t gptoss_attention_decode(const float *q, gptoss_kv kv, const uint16_t
  * so a row's result does not depend on the other rows (bit for bit). Scratch: part [B * n_heads *
  * GPTOSS_ATTN_ROWS_SPLITS * 66] floats; counters [B * n_kv] ints, 0 before the first launch (left 0).
  * Equal to the CPU loop up to fp32 summation order. The batched step's default (LLMR_GPTOSS_BATCH_ATTN=2,
- * scheduler.cu): on the H200 6-10x faster than gptoss_attention_at from 32 rows, 2.6x on 2 rows' full layers. */
+ * scheduler.cu): on the H200 6-10x faster than gptoss_attention_at from 32 rows, 2.6x on 2 rows' full layers. At
+ * B = 1 it is launched with PDL (pdl.h): the batch-1 decode graph's full layers from GPTOSS_SPLIT_FROM keys (step 50:
+ * on the H100 +8% batch-1 decode at 1,024 keys, +25% at 4,096 against gptoss_attention_decode). */
 #define GPTOSS_ATTN_ROWS_SPLITS 32
 cudaError_t gptoss_attention_rows(const float *q, gptoss_kv kv, const uint16_t *sinks, const int32_t *pos, int B,
                                   int max_pos, int n_heads, int n_kv, int window, float *out, float *part,

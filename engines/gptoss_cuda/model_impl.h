@@ -206,7 +206,8 @@ struct gptoss_model {
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
     int prefill_pack;         /* whole prompts on the cuBLAS path prefilled together (LLMR_GPTOSS_PREFILL_PACK=0: off) */
-    int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step */
+    int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step;
+                               * =2 also each row's argmax after its step and before sampling (synchronizes) */
     float *dbg_rl;            /* debug step only: each layer's router logits [layers, rows, experts] (device) */
     gptoss_sample_row *srow_host, *srow_dev; /* its per-row parameters: pinned staging, device copy */
     float *srow_work;         /* its work area, gptoss_sample_rows_work(GPTOSS_MAX_BATCH, vocab) floats */

@@ -842,10 +842,10 @@ static void sched_decode(gptoss_model *m) {
     if (m->trace >= 2) sched_trace_dists(m, "step computed", ev, nev);
 }
 
-/* The debug step (model_impl.h): the scheduler's batched step on sessions the caller names, under the GPU lock. */
+/* The debug step (model.h): the scheduler's batched step on sessions the caller names, under the GPU lock. */
 llmr_engine_status gptoss_sched_debug_step(gptoss_session *const *ss, const int32_t *toks, int n, float *logits,
                                            float *router_logits, char *err, size_t es) {
-    if (n < 2 || n > GPTOSS_MAX_BATCH || !ss || !toks)
+    if (n < 2 || n > GPTOSS_MAX_BATCH || !ss || !ss[0] || !toks)
         return fail(LLMR_ENGINE_UNSUPPORTED, err, es, "debug_step: %d rows (2..%d, sessions and tokens required)", n,
                     GPTOSS_MAX_BATCH);
     gptoss_model *m = ss[0]->m;
