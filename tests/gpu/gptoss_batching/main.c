@@ -436,6 +436,21 @@ static int nt_argmax(const float *lg, int V) {
     return best;
 }
 
+/* Appends tokens t[0..n) to session s as one prompt (generate with max_tokens 0: the prompt path) and copies the
+ * last position's logits into lg. */
+static llmr_engine_status eval_tokens(llmr_engine_session *s, const int32_t *t, size_t n, float *lg, char *err, size_t es) {
+    llmr_generate_request r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    r.tokens = t;
+    r.n_tokens = n;
+    r.logits_out = lg;
+    llmr_generate_result res;
+    memset(&res, 0, sizeof res);
+    res.struct_size = sizeof res;
+    return api->generate(s, &r, NULL, NULL, &res, err, es);
+}
+
 /* Replays request j alone up to step k (its first k generated tokens given) and returns 1 when tokens
  * ta (alone) and tb (batched) are a near-tie at that step; *why says what was measured. */
 static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32_t tb, char *why, size_t wn) {
@@ -461,16 +476,7 @@ static int near_tie(llmr_engine_model *m, const job *j, int k, int32_t ta, int32
     llmr_engine_status gs = LLMR_ENGINE_OK;
     for (int part = 0; part < 2 && gs == LLMR_ENGINE_OK; part++) {
         if (part == 1 && k == 0) break; /* the prompt's own logits decide step 0 */
-        llmr_generate_request r;
-        memset(&r, 0, sizeof r);
-        r.struct_size = sizeof r;
-        r.tokens = part == 0 ? ctx : ctx + j->n_prompt;
-        r.n_tokens = part == 0 ? j->n_prompt : (size_t)k;
-        r.logits_out = lg;
-        llmr_generate_result res;
-        memset(&res, 0, sizeof res);
-        res.struct_size = sizeof res;
-        gs = api->generate(s, &r, NULL, NULL, &res, err, sizeof err);
+        gs = eval_tokens(s, part == 0 ? ctx : ctx + j->n_prompt, part == 0 ? j->n_prompt : (size_t)k, lg, err, sizeof err);
     }
     api->session_destroy(s);
     int ok = 0, w = 0, replica = -1;
@@ -526,19 +532,10 @@ static void trace_parting(const job *a, const job *b, int i) {
  * expert swap there moved request 2's logits by 1.8. */
 #define STEP_TOL 0.05
 
-/* A prompt's distribution into lg (generate with max_tokens 0: the prompt path, the same for a session pair). */
+/* A prompt's distribution into lg (eval_tokens; the same for a session pair, which takes the same path). */
 static void prefill(llmr_engine_session *s, const int32_t *t, size_t n, float *lg) {
-    llmr_generate_request r;
-    memset(&r, 0, sizeof r);
-    r.struct_size = sizeof r;
-    r.tokens = t;
-    r.n_tokens = n;
-    r.logits_out = lg;
-    llmr_generate_result res;
-    memset(&res, 0, sizeof res);
-    res.struct_size = sizeof res;
     char err[512];
-    if (api->generate(s, &r, NULL, NULL, &res, err, sizeof err) != LLMR_ENGINE_OK) die("prefill of %zu tokens: %s", n, err);
+    if (eval_tokens(s, t, n, lg, err, sizeof err) != LLMR_ENGINE_OK) die("prefill of %zu tokens: %s", n, err);
 }
 
 /* The smallest 4th / 5th router gaps of one position (rl [layers, experts]) into buf: where a router decision there
