@@ -233,6 +233,25 @@ static void nt_top5(const float *r, int E, int top[5]) {
     }
 }
 
+/* The gap between the 4th and 5th largest logits of one router row: how near its choice of experts was a tie. */
+static float nt_gap45(const float *r, int E) {
+    int top[5];
+    nt_top5(r, E, top);
+    return r[top[3]] - r[top[4]];
+}
+
+/* Whether the top-4 set of router row x is the set want[0..3]. */
+static int nt_top4_is(const float *x, int E, const int want[4]) {
+    int tx[5];
+    nt_top5(x, E, tx);
+    for (int i = 0; i < 4; i++) {
+        int in = 0;
+        for (int j = 0; j < 4; j++) in |= tx[i] == want[j];
+        if (!in) return 0;
+    }
+    return 1;
+}
+
 static int nt_sampled(const float *lg, int V, const job *j, int k, int32_t ta, int32_t tb, int *replica_out, char *why,
                       size_t wn);
 static int nt_argmax(const float *lg, int V);
@@ -298,7 +317,7 @@ static int nt_search(nt_replay_ctx *a, int free_rest, int cands, int *h1, int *h
     return 0;
 }
 
-static void step_gaps(const float *rl, char *buf, size_t bn);
+static void step_gaps(const float *rl, size_t stride, char *buf, size_t bn);
 static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t *ctx, int n, int V, int32_t ta,
                        int32_t tb, char *why, size_t wn) {
     const int L = cfg.num_layers, E = cfg.num_experts;
@@ -317,11 +336,9 @@ static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t 
     } else {
         for (int l = 0; l < L; l++)
             for (int p = 0; p < n; p++) {
-                int top[5];
-                const float *r = rl + ((size_t)l * n + p) * E;
-                nt_top5(r, E, top);
-                gaps[(size_t)l * n + p] = (nt_gap){r[top[3]] - r[top[4]], l, p};
-                under += r[top[3]] - r[top[4]] < NT_ROUTER;
+                const float g = nt_gap45(rl + ((size_t)l * n + p) * E, E);
+                gaps[(size_t)l * n + p] = (nt_gap){g, l, p};
+                under += g < NT_ROUTER;
             }
         qsort(gaps, (size_t)L * n, sizeof *gaps, nt_gap_cmp);
         nt_replay_ctx pick_of = {m, j, k, ctx, n, V, ta, tb, rl, lg, force, gaps, E};
@@ -353,11 +370,7 @@ static int router_flip(llmr_engine_model *m, const job *j, int k, const int32_t 
                                    "replays (single flips and pairs, the rest left to the router and forced): none leads "
                                    "to %d; at the parting position %d ", gaps[0].gap, gaps[0].layer, gaps[0].pos, under,
                                    NT_ROUTER, tried, tb, n - 1);
-            float *last = malloc((size_t)L * E * sizeof(float)); /* the parting position's router logits, by layer */
-            if (!last) die("out of memory");
-            for (int l = 0; l < L; l++) memcpy(last + (size_t)l * E, rl + ((size_t)l * n + n - 1) * E, E * sizeof(float));
-            if (w > 0 && (size_t)w < wn) step_gaps(last, why + w, wn - (size_t)w);
-            free(last);
+            if (w > 0 && (size_t)w < wn) step_gaps(rl + (size_t)(n - 1) * E, (size_t)n * E, why + w, wn - (size_t)w);
         }
     }
     free(rl);
@@ -538,46 +551,31 @@ static void prefill(llmr_engine_session *s, const int32_t *t, size_t n, float *l
     if (eval_tokens(s, t, n, lg, err, sizeof err) != LLMR_ENGINE_OK) die("prefill of %zu tokens: %s", n, err);
 }
 
-/* The smallest 4th / 5th router gaps of one position (rl [layers, experts]) into buf: where a router decision there
- * was close, for a row past STEP_TOL. */
-static void step_gaps(const float *rl, char *buf, size_t bn) {
-    const int L = cfg.num_layers, E = cfg.num_experts;
+/* The 4th / 5th router gaps under 0.01 of one position into buf (layer l's router row at rl + l * stride): where a
+ * router decision there was close, for a row past STEP_TOL or a parting the oracle does not explain. */
+static void step_gaps(const float *rl, size_t stride, char *buf, size_t bn) {
     int w = snprintf(buf, bn, "lone router 4th/5th gaps under 0.01 there:");
-    for (int l = 0; l < L && w > 0 && (size_t)w < bn; l++) {
-        int top[5];
-        nt_top5(rl + (size_t)l * E, E, top);
-        const float g = rl[(size_t)l * E + top[3]] - rl[(size_t)l * E + top[4]];
+    for (int l = 0; l < cfg.num_layers && w > 0 && (size_t)w < bn; l++) {
+        const float g = nt_gap45(rl + (size_t)l * stride, cfg.num_experts);
         if (g < 0.01f) w += snprintf(buf + w, bn - (size_t)w, " layer %d %.3g", l, g);
     }
 }
 
 /* Whether router logits x and y (E experts) pick the same top-4 set. */
 static int step_same_experts(const float *x, const float *y, int E) {
-    int tx[5], ty[5];
-    nt_top5(x, E, tx);
+    int ty[5];
     nt_top5(y, E, ty);
-    for (int i = 0; i < 4; i++) {
-        int in = 0;
-        for (int j = 0; j < 4; j++) in |= tx[i] == ty[j];
-        if (!in) return 0;
-    }
-    return 1;
+    return nt_top4_is(x, E, ty);
 }
 
 /* Whether the batched top-4 (x) is the lone one (y) with its 4th expert swapped for its 5th; *gap: the lone 4th/5th
  * gap. */
 static int step_swap45(const float *x, const float *y, int E, float *gap) {
-    int tx[5], ty[5];
-    nt_top5(x, E, tx);
+    int ty[5];
     nt_top5(y, E, ty);
     *gap = y[ty[3]] - y[ty[4]];
     const int want[4] = {ty[0], ty[1], ty[2], ty[4]};
-    for (int i = 0; i < 4; i++) {
-        int in = 0;
-        for (int j = 0; j < 4; j++) in |= tx[i] == want[j];
-        if (!in) return 0;
-    }
-    return 1;
+    return nt_top4_is(x, E, want);
 }
 
 /* A decode schedule replayed without threads, so no timing decides which rows share a step: row r is request req[r]
@@ -676,7 +674,7 @@ static void test_step_schedule(llmr_engine_model *m, const char *name, const int
             }
             if (!(d <= STEP_TOL) && bad++ < 4) {
                 char gaps[600];
-                step_gaps(rl, gaps, sizeof gaps);
+                step_gaps(rl, (size_t)E, gaps, sizeof gaps);
                 printf("     step schedule %s: step %d of %d rows at positions", name, steps, B);
                 for (int q = 0; q < B; q++) printf(" %d", pos[idx[q]]);
                 printf(": row %d (request %d, position %d) max |batched - alone| logit %.4g, first layer of other experts "
