@@ -282,7 +282,7 @@ cudaError_t gptoss_moe_router_decode(const float *x, const uint16_t *norm_w, flo
                                      const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                      float *w, int32_t *groups, float *router_logits, int32_t *counter,
                                      cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL, NULL, {NULL, NULL, NULL, NULL}};
+    const router_add none = {};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, none, s);
 }
@@ -296,7 +296,7 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
         (route && T == 1))
         return cudaErrorInvalidValue;
     const router_add add = {y, splits, o_b, x, (uint4 *)staged,
-                            route ? *route : gptoss_moe_route_out{NULL, NULL, NULL, NULL}};
+                            route ? *route : gptoss_moe_route_out{}};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups, router_logits, counter,
                                 0, add, s);
 }
@@ -304,7 +304,7 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                           float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
-    const router_add none = {NULL, 0, NULL, NULL, NULL, {NULL, NULL, NULL, NULL}};
+    const router_add none = {};
     return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
                                 1, none, s);
 }
