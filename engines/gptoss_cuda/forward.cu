@@ -585,7 +585,12 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                 KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
-            if (m->router_split) { /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0: off): the router's GEMV in o_proj's blocks */
+            if (m->route_ring == 2) { /* the router finished by o_proj's last block, then the gate_up it routes */
+                KP_(O, gptoss_gemv1_router_finish(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart,
+                                                  w->router_b, eps, m->rctr, m->ids, m->rw, m->grp, m->rl, m->rnorm, st));
+                KP_(GATE_UP, gptoss_moe_routed_gate_up_dp4a(m->x, w->mlp_norm, m->rnorm, m->grp, w->gu_blocks, w->gu_scales,
+                                                            w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+            } else if (m->router_split) { /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0: off): the router's GEMV in o_proj's blocks */
                 KP_(O, gptoss_gemv1_router(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart, st));
                 if (!m->route_ring) /* with the routed ring (default) the finish runs inside the gate_up below */
                     KP_(ROUTER, gptoss_moe_router_finish(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, H, E,
@@ -601,11 +606,11 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                 KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
                 continue;
             }
-            if (m->route_ring) /* LLMR_GPTOSS_ROUTE_RING (default; set only with the router split, never with MMA_T1) */
+            if (m->route_ring == 1) /* LLMR_GPTOSS_ROUTE_RING (default; set only with the router split, never with MMA_T1) */
                 KP_(GATE_UP, gptoss_moe_route_gate_up_dp4a(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, E,
                                                            w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
                                                            c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st));
-            else
+            else if (m->route_ring == 0) /* (2: above, with o_proj) */
                 KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
                                                        c->swiglu_alpha, c->swiglu_limit, m->act, st));
             KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,

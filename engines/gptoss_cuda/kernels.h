@@ -120,6 +120,14 @@ cudaError_t gptoss_gemv1_rows(const float *x, int ldx, const uint16_t *W, const 
 int gptoss_gemv1_blocks(int K, int N);
 cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
                                 const float *rwt, float *rpart, cudaStream_t stream);
+/* The same, and the launch's last block to finish its partial row (a counter: *ctr is 0 between launches, and the
+ * last block sets it back) then runs gptoss_moe_router_finish's sums in its order (bit for bit) with N as H: r to *r,
+ * the logits to router_logits (may be NULL), the top-4's ids, weights and group table; h_sw is not written (the
+ * routed gate_up, gptoss_moe_routed_gate_up_dp4a, normalises x itself). E == 32. */
+cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
+                                       const float *rwt, float *rpart, const uint16_t *router_b, float eps, int32_t *ctr,
+                                       int32_t *ids, float *w, int32_t *groups, float *router_logits, float *r,
+                                       cudaStream_t stream);
 /* rwt[n][e] = bf16 router_w[e][n] * bf16 norm_w[n] (exact in fp32), E == 32. */
 cudaError_t gptoss_router_rwt(const uint16_t *router_w, const uint16_t *norm_w, int H, int E, float *rwt,
                               cudaStream_t stream);
@@ -485,9 +493,11 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
                                          cudaStream_t stream);
 
 /* The T = 1 gate_up GEMV on integer dot products through a TMA ring (moe_decode_dp4a.cu; on by default,
- * LLMR_GPTOSS_MOE_DP4A=0 turns it off): the activation vector split per 32-value chunk into three byte parts
+ * LLMR_GPTOSS_MOE_DP4A=0 turns it off). on = 1: the activation vector split per 32-value chunk into three byte parts
  * with a shared power of two (x to ~2^-23 of the chunk's largest value), the weights as bytes 2 * e2m1,
- * exact int32 dp4a sums; equal to the fp32 kernel to fp32 rounding, not bit for bit. On,
+ * exact int32 dp4a sums; on = 2 (the default): four signed digits (~2^-28), the weights' positive and negative
+ * magnitudes as two u8 operands of integer tensor-core mma (m16n8k32), exact int32 sums. Either equals the fp32
+ * kernel to fp32 rounding, not bit for bit. On,
  * gptoss_moe_gate_up_decode with T = 1 uses it where it applies (K % 32 == 0, K <= 3,648, 2I % 16 == 0,
  * blocks and scales 16-byte aligned; else cudaErrorNotSupported and the other kernels run); it takes
  * precedence over the cp.async variant. Sets the kernel's shared-memory opt-in, so call it outside any
@@ -507,6 +517,12 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
                                           const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
                                           float *w, int32_t *groups, float *router_logits, float *act_sw,
                                           cudaStream_t stream);
+/* The same gate_up routed upstream (LLMR_GPTOSS_ROUTE_RING=2): the group table and r (rsqrt of the mean square plus
+ * eps) as o_proj's last block left them (gptoss_gemv1_router_finish); normalises x itself as the routed form does.
+ * Applies where gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, ...) does. */
+cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,
+                                           const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
+                                           int I, float alpha, float limit, float *act_sw, cudaStream_t stream);
 /* Timing diagnostics of that kernel, for gptoss_kernels only (wrong results): 1 = its copies alone (no
  * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused); 0 = off. */
 void gptoss_moe_ring_diag(int d);

@@ -8,6 +8,7 @@
  * serves all T tokens from it, then reduces across the warp. The two paths sum in different orders, so
  * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
+#include "engines/gptoss_cuda/moe_route.cuh"
 #include "engines/gptoss_cuda/tile.h"
 #include "engines/gptoss_cuda/pdl.h"
 
@@ -92,10 +93,18 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
  * before using any. Blocks loop over rows (grid ~ resident blocks), so x is staged once per block. */
 #define GEMV1_WARPS 8
 
+/* The router finish by the launch's last block (gptoss_gemv1_router_finish; ctr NULL: none). */
+struct gemv1_fin {
+    const uint16_t *rb;
+    float eps;
+    int32_t *ctr, *ids, *groups;
+    float *w, *rl, *r;
+};
+
 template <bool ROUTER>
 __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
                                                                  int K, int N, float *y, int accumulate, int pdl,
-                                                                 const float *rwt, float *rpart) {
+                                                                 const float *rwt, float *rpart, gemv1_fin fin) {
     extern __shared__ float4 xs4[]; /* [2][K / 8] */
     const int K8 = K / 8;
     const float4 *x4 = (const float4 *)x;
@@ -159,6 +168,26 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
             for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
             rpart[(size_t)blockIdx.x * 33 + threadIdx.x] = v;
         }
+        if (fin.ctr) { /* the last block to get here adds every block's partial row (moe_route.cuh) */
+            __shared__ float fred[32][33], flg[32];
+            __shared__ int last;
+            __threadfence(); /* this block's partial row before its count */
+            __syncthreads();
+            if (threadIdx.x == 0) last = atomicAdd(fin.ctr, 1) == (int)gridDim.x - 1;
+            __syncthreads();
+            if (!last) return;
+            __threadfence();
+            const float bias = warp == 0 ? gptoss_bf16_to_f32(fin.rb[lane]) : 0.0f; /* in flight with the sums' loads */
+            router_partials_sum8(rpart, gridDim.x, warp, lane, fred);
+            __syncthreads();
+            if (warp == 0) {
+                const float r = router_finish_warp(fred, bias, N, fin.eps, lane, flg, fin.ids, fin.w, fin.groups, fin.rl);
+                if (lane == 0) {
+                    *fin.r = r;
+                    *fin.ctr = 0; /* for the next launch */
+                }
+            }
+        }
     }
 }
 
@@ -197,8 +226,9 @@ cudaError_t gptoss_gemv1(const float *x, const uint16_t *W, const uint16_t *b, i
     cudaError_t e = gemv1_grid(K, N, &blocks);
     if (e != cudaSuccess) return e;
     const int pdl = gptoss_pdl_enabled(); /* the prefetch only where it can overlap: measured a cost otherwise */
+    const gemv1_fin none = {};
     e = gptoss_launch(gemv1_kernel<false>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, pdl, x, W, b, K, N, y,
-                      accumulate, pdl, (const float *)NULL, (float *)NULL);
+                      accumulate, pdl, (const float *)NULL, (float *)NULL, none);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -209,8 +239,33 @@ cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_
     cudaError_t e = gemv1_grid(K, N, &blocks);
     if (e != cudaSuccess) return e;
     const int pdl = gptoss_pdl_enabled();
+    const gemv1_fin none = {};
     e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), (size_t)K * sizeof(float), s,
-                      pdl, x, W, b, K, N, y, 1, pdl, rwt, rpart);
+                      pdl, x, W, b, K, N, y, 1, pdl, rwt, rpart, none);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
+                                       const float *rwt, float *rpart, const uint16_t *router_b, float eps, int32_t *ctr,
+                                       int32_t *ids, float *w, int32_t *groups, float *router_logits, float *r,
+                                       cudaStream_t s) {
+    if (N <= 0 || N % 32 || !gemv1_ok(x, W, K) || !rwt || !rpart || !router_b || !ctr || !ids || !w || !groups || !r)
+        return cudaErrorInvalidValue;
+    int blocks = 0;
+    cudaError_t e = gemv1_grid(K, N, &blocks);
+    if (e != cudaSuccess) return e;
+    gemv1_fin fin;
+    fin.rb = router_b;
+    fin.eps = eps;
+    fin.ctr = ctr;
+    fin.ids = ids;
+    fin.groups = groups;
+    fin.w = w;
+    fin.rl = router_logits;
+    fin.r = r;
+    /* no PDL: the next kernel reads what the last block writes at its very end */
+    e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), (size_t)K * sizeof(float), s, 0,
+                      x, W, b, K, N, y, 1, 0, rwt, rpart, fin);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

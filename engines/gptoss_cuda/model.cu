@@ -642,6 +642,8 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFree(m->expert_cache);
     cudaFree(m->rwt);
     cudaFree(m->rpart);
+    cudaFree(m->rctr);
+    cudaFree(m->rnorm);
     cudaFree(m->work);
     cudaFree(m->kv_pool);
     llmr_kv_pages_destroy(m->pages);
@@ -811,8 +813,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
-        /* 0: the T = 1 gate_up on the fp32 kernel instead of the dp4a ring (moe_decode_dp4a.cu) */
-        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 1, 0, 1);
+        /* the T = 1 gate_up's ring (moe_decode_dp4a.cu): 2 (default) its sums on integer tensor cores, 1 on dp4a,
+         * 0 the fp32 kernel instead */
+        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 2, 0, 2);
         if (gptoss_moe_decode_dp4a(dp4a) != dp4a)
             mlog(m, LLMR_LOG_WARN, "the dp4a gate_up (LLMR_GPTOSS_MOE_DP4A) is off: its shared-memory size could not be set");
         if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
@@ -908,13 +911,21 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */
     if (m->router_split && !m->moe_mma_t1 && !gptoss_pdl_enabled() &&
-        env_int("LLMR_GPTOSS_ROUTE_RING", 1, 0, 1)) { /* default; =0: the finish kernel */
-        m->route_ring = 1;
+        env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2) != 0) { /* default 2: in o_proj; 1: in the gate_up; 0: its own kernel */
+        int rr = env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2), ok = 1;
         for (int l = 0; l < m->cfg.num_layers; l++)
-            m->route_ring &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
-                                                              m->layers[l].gu_blocks, m->layers[l].gu_scales);
+            ok &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
+                                                   m->layers[l].gu_blocks, m->layers[l].gu_scales);
+        if (ok && rr == 2 && (cudaMalloc((void **)&m->rctr, sizeof(int32_t)) != cudaSuccess ||
+                              cudaMalloc((void **)&m->rnorm, sizeof(float)) != cudaSuccess ||
+                              cudaMemset(m->rctr, 0, sizeof(int32_t)) != cudaSuccess)) {
+            (void)cudaGetLastError();
+            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=2: its counter could not be allocated; the finish runs in the gate_up");
+            rr = 1;
+        }
+        m->route_ring = ok ? rr : 0;
         if (!m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
-            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=1 ignored: the dp4a gate_up does not apply here");
+            mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=%d ignored: the dp4a gate_up does not apply here", rr);
     }
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its

@@ -102,11 +102,14 @@ struct gptoss_model {
      * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at load
      * after the weights), rpart [router_parts][33]; both owned, NULL when off (20b only: 32 experts; fused path) */
     int router_split, router_parts;
-    /* the routed ring (default; LLMR_GPTOSS_ROUTE_RING=0 turns it off): with the router split, the finish folded
-     * into the dp4a gate_up (gptoss_moe_route_gate_up_dp4a, bit for bit finish + ring); set at load only where it
-     * applies for every layer */
+    /* the routed ring (LLMR_GPTOSS_ROUTE_RING, set at load only where it applies for every layer): with the router
+     * split, 2 (default) the finish in o_proj's last block (gptoss_gemv1_router_finish, then
+     * gptoss_moe_routed_gate_up_dp4a), with its counter rctr (0 between launches) and r (rnorm), both owned; 1 the
+     * finish folded into every CTA of the ring gate_up (gptoss_moe_route_gate_up_dp4a); 0 its own kernel. All three
+     * bit for bit the same. */
     int route_ring;
-    float *rwt, *rpart;
+    float *rwt, *rpart, *rnorm;
+    int32_t *rctr;
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode
      * step's MoE from moe_mma_min_rows rows (LLMR_GPTOSS_MOE_MMA, default 1, and _MIN_ROWS, default 4: see
      * model.cu), moe_mma_prefill for the experts of T > 1 forward chunks of up to that many tokens

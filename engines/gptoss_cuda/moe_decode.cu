@@ -55,7 +55,6 @@ static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { retur
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
 static_assert(RT_XREG * RT_THREADS >= GPTOSS_ROUTER_ADD_MAX_H, "the added x must fit the router's registers");
-#define RT_PROWS 16 /* partial rows per warp the router split's finish loads at once (512 rows in all) */
 
 /* o_proj's split GEMM output that a batched router adds into x first (gptoss_moe_router_decode_add); y NULL: none. */
 struct router_add {
@@ -324,44 +323,12 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
     float xv[RT_XREG], nwv[RT_XREG];
     router_load_x(x, norm_w, H, tid, xv, nwv);
     const float bias = warp == 0 ? gptoss_bf16_to_f32(rb[lane]) : 0.0f;
-    /* warp w adds rows w, w + 32, ... in that order; the first RT_PROWS of them are all loaded before the first add
-     * (one L2 round trip, not one per 4 rows: gptoss_gemv1_router leaves 360 rows for the 20b, 12 a warp), then
-     * added in the same order as the tail loop adds the rest */
-    float pv[RT_PROWS], qv[RT_PROWS];
-#pragma unroll
-    for (int k = 0; k < RT_PROWS; k++) {
-        const int j = warp + 32 * k;
-        pv[k] = j < nparts ? rpart[(size_t)j * 33 + lane] : 0.0f;
-        qv[k] = j < nparts && lane == 0 ? rpart[(size_t)j * 33 + 32] : 0.0f;
-    }
-    float p = 0.0f, q = 0.0f;
-#pragma unroll
-    for (int k = 0; k < RT_PROWS; k++) {
-        if (warp + 32 * k >= nparts) break;
-        p += pv[k];
-        q += qv[k];
-    }
-    for (int j = warp + 32 * RT_PROWS; j < nparts; j += 32) {
-        p += rpart[(size_t)j * 33 + lane];
-        if (lane == 0) q += rpart[(size_t)j * 33 + 32];
-    }
-    red[warp][lane] = p;
-    if (lane == 0) red[warp][32] = q;
+    /* warp w adds rows w, w + 32, ... in that order (moe_route.cuh, as every other form of the finish) */
+    router_partials_vw(rpart, nparts, warp, lane, red);
     __syncthreads();
     if (warp == 0) {
-        float v = 0.0f, sq = 0.0f; /* both sums in one pass (each in its own order as before) */
-#pragma unroll
-        for (int w = 0; w < 32; w++) {
-            v += red[w][lane];
-            sq += red[w][32]; /* every lane the same sum; lane 0's is used */
-        }
-        if (lane == 0) r_sh = rsqrtf(sq / (float)H + eps);
-        const float r = __shfl_sync(0xffffffffu, lane == 0 ? r_sh : 0.0f, 0);
-        const float lv = r * v + bias;
-        if (rl) rl[lane] = lv;
-        lg[lane] = lv;
-        __syncwarp();
-        router_top4(lg, 32, lane, 0, ids, wts, true, groups);
+        const float r = router_finish_warp(red, bias, H, eps, lane, lg, ids, wts, groups, rl);
+        if (lane == 0) r_sh = r;
     }
     __syncthreads();
     const float r = r_sh;

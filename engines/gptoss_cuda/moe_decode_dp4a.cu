@@ -68,13 +68,46 @@ static __host__ __device__ __forceinline__ float mq_chunk_scale(float m, float *
         *up = 0.0f;
         return 0.0f;
     }
-    int E = 0;
-    (void)frexpf(m, &E);
-    *up = ldexpf(1.0f, 7 - E);
-    return ldexpf(1.0f, E - 23);
+    /* m is normal here, so frexpf's E is its biased exponent - 126: both powers of two written as bits (frexpf and
+     * ldexpf cost ~50 instructions a chunk, once per CTA for every chunk of the vector) */
+    uint32_t b;
+    memcpy(&b, &m, 4);
+    const int E = (int)(b >> 23) - 126;
+    const uint32_t u = (uint32_t)(7 - E + 127) << 23, w = (uint32_t)(E - 23 + 127) << 23;
+    float fu, fw;
+    memcpy(&fu, &u, 4);
+    memcpy(&fw, &w, 4);
+    *up = fu;
+    return fw;
 }
 
 #define MQ_SPLIT_ITEMS 4 /* float4s a thread loads before it splits them */
+
+/* Item i = 8c + f of the K-vector (float4 f of chunk c), or zeros past the last: from the swizzled x_sw (float4 f of
+ * chunk c at (f NC + c) 4), or with PLAIN from x in its plain layout (float4 8c + f), normed here as the router finish
+ * does: (x r) nw. */
+template <bool PLAIN>
+static __device__ __forceinline__ float4 mq_load_item(const float *x_sw, int NC, int i, const uint16_t *nw, float rn) {
+    if (i >= NC * 8) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if constexpr (PLAIN) {
+        const float4 a = ((const float4 *)x_sw)[i];
+        const uint16_t *n4 = nw + (size_t)i * 4;
+        return make_float4((a.x * rn) * gptoss_bf16_to_f32(n4[0]), (a.y * rn) * gptoss_bf16_to_f32(n4[1]),
+                           (a.z * rn) * gptoss_bf16_to_f32(n4[2]), (a.w * rn) * gptoss_bf16_to_f32(n4[3]));
+    } else {
+        return ((const float4 *)x_sw)[(size_t)(i & 7) * NC + (i >> 3)];
+    }
+}
+
+/* The largest magnitude of a chunk whose 8 float4s sit in 8 neighbouring lanes (3 shuffles); inf for a chunk with a
+ * NaN or inf (fmaxf drops NaN). */
+static __device__ __forceinline__ float mq_chunk_max(float4 v) {
+    float m = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    if (!(m <= 3.4e38f)) m = __int_as_float(0x7f800000);
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+}
 
 /* Splits the swizzled K-vector x_sw (NC = K / 32 chunks; float4 f of chunk c at (f NC + c) 4) into xq / xs, by
  * threads tid = 0 .. nthreads - 1 (a multiple of 32); the caller syncs them afterwards. Item i = 8c + f, so the 8
@@ -89,30 +122,14 @@ static __device__ __forceinline__ void mq_split_x(const float *x_sw, int NC, uin
 #pragma unroll
         for (int j = 0; j < MQ_SPLIT_ITEMS; j++) {
             const int i = i0 + j * nthreads + tid;
-            if constexpr (PLAIN) { /* x in its plain layout (float4 8c + f), normed here: (x r) nw as the router finish */
-                if (i < NC * 8) {
-                    const float4 a = ((const float4 *)x_sw)[i];
-                    const uint16_t *n4 = nw + (size_t)i * 4;
-                    v[j] = make_float4((a.x * rn) * gptoss_bf16_to_f32(n4[0]), (a.y * rn) * gptoss_bf16_to_f32(n4[1]),
-                                       (a.z * rn) * gptoss_bf16_to_f32(n4[2]), (a.w * rn) * gptoss_bf16_to_f32(n4[3]));
-                } else {
-                    v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                }
-            } else {
-                v[j] = i < NC * 8 ? ((const float4 *)x_sw)[(size_t)(i & 7) * NC + (i >> 3)] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
+            v[j] = mq_load_item<PLAIN>(x_sw, NC, i, nw, rn);
         }
 #pragma unroll
         for (int j = 0; j < MQ_SPLIT_ITEMS; j++) {
             const int i = i0 + j * nthreads + tid, c = i >> 3, f = i & 7;
             if (i0 + j * nthreads >= NC * 8) break; /* warp-uniform: nthreads % 32 == 0 and NC * 8 % 8 == 0 */
-            float m = fmaxf(fmaxf(fabsf(v[j].x), fabsf(v[j].y)), fmaxf(fabsf(v[j].z), fabsf(v[j].w)));
-            if (!(m <= 3.4e38f)) m = __int_as_float(0x7f800000); /* NaN or inf (fmaxf drops NaN): non-finite */
-            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-            m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
             float up;
-            const float unit = mq_chunk_scale(m, &up);
+            const float unit = mq_chunk_scale(mq_chunk_max(v[j]), &up);
             uint32_t p0 = 0, p1 = 0, p2 = 0;
             mq_split1(v[j].x * up, p0, p1, p2, 0);
             mq_split1(v[j].y * up, p0, p1, p2, 1);
@@ -185,6 +202,150 @@ static __device__ __forceinline__ void mq_warp_sum(float acc[MQ_R]) {
 }
 
 
+/* ------------------------------------------------------------------ the tensor-core consumers (LLMR_GPTOSS_MOE_DP4A=2)
+ *
+ * The same sums on integer tensor cores (mma.sync m16n8k32, u8 x s8 -> s32): one warp takes all 16 rows of a stage
+ * over its share of the chunks, each mma one chunk (32 values = one MXFP4 block) of the 16 rows. Why: the dp4a
+ * consumers spend ~3.7 instructions per weight and lane, 11 per 8 weights on the signed-byte decode and 6 on the
+ * three parts' dp4a; here the multiplies go to the tensor cores and the decode stops halfway: the positive weights'
+ * magnitudes (their nibbles as prmt selectors: mxfp4_i8x8's first lookup) and the negative ones' (the sign bits
+ * flipped) are two u8 A operands, multiplied by the activation parts and by their negation: 7 instructions per 8
+ * weights, 2 mma per 512.
+ *
+ * Numerics: per chunk c, m = max |x| = f 2^E (f in [0.5, 1)), y = x 2^(6 - E) lies in (-64, 64) and splits into four
+ * balanced base-128 digits q0..q3 (each rint of the rest, |q| <= 64, so -q is a byte too): x = 2^(E - 27) (2^21 q0 +
+ * 2^14 q1 + 2^7 q2 + q3) to within 2^-22 in y, ~2^-28 of the chunk's largest value. The B operand's columns 0..3 are
+ * the four parts (4..7 zero), so an mma leaves in lane (g, t) the exact int32 sums S_p of rows g and g + 8 for parts
+ * 2t, 2t + 1 (|S_p| <= 32 * 12 * 64): lane t = 0 forms hi = 128 S0 + S1, lane t = 1 lo = 128 S2 + S3 (both exact in
+ * fp32), and each accumulates its chain over the chunks of hi (or lo) times 2^(E - 27) 2^(s - 128) (exact factors):
+ * the row is 2^14 hi + lo, summed over the 8 warps' shares in order. Equal to the fp32 kernel to fp32 rounding, not
+ * bit for bit (nor to the dp4a form). The mma's k order: lane t's A bytes are the 8 weights of the block's 32-bit word
+ * t (k = 8t .. 8t + 7, low half first), and B holds the activation parts in the same order. */
+
+#define MI_PARTS 4
+
+/* Chunks of the split vector (tensor-core form): NC rounded up to 4 per consumer warp (8 warps); the chunks past NC
+ * are zeros, so every warp's share is whole groups of 4 chunks with no bound checks (their weights, read past the
+ * rows, meet zero activations and a zero chunk factor). */
+static __host__ __device__ __forceinline__ int mi_chunks(int NC) { return (NC + 31) / 32 * 32; }
+
+/* Shared memory of the split vector (tensor-core form): bp and bn (NCP x 16 uint2: chunk c, lane g * 4 + t of the B
+ * fragment = part g of values 8t .. 8t + 7, and the same negated), the chunk factors xs[c] = 2^(E - 27), then the
+ * warps' row sums of two stages (2 x 8 warps x 16 rows floats). */
+static __host__ __device__ __forceinline__ size_t mi_smem_x(int NC) {
+    return (((size_t)mi_chunks(NC) * (2 * 16 * 8 + 4) + 15) & ~(size_t)15) + 2 * 8 * 16 * 4;
+}
+
+/* The scaling of a chunk from its largest magnitude m: *up = 2^(6 - E) (|y| < 64), returns 2^(E - 27), the weight of
+ * one unit of q3; a chunk below 2^-100 counts as zero (*up = 0), a non-finite m gives NaN (as mq_chunk_scale). */
+static __host__ __device__ __forceinline__ float mi_chunk_scale(float m, float *up) {
+    float u;
+    const float unit = mq_chunk_scale(m, &u); /* u = 2^(7 - E), unit = 2^(E - 23) */
+    *up = u * 0.5f;
+    return unit * 0.0625f;
+}
+
+/* The low bytes of four words, in order, as one word (prmt: 3 instructions). */
+static __host__ __device__ __forceinline__ uint32_t mi_pack4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return mxfp4_prmt(mxfp4_prmt(a, b, 0x0040u), mxfp4_prmt(c, d, 0x0040u), 0x5410u);
+}
+
+/* Four values y[j] (|y| < 64) as four balanced base-128 digits each: byte j of p[d] holds q_d of y[j], of n[d] -q_d.
+ * Each digit is rounded by adding 1.5 2^23 (round to nearest even, as rintf), which also leaves q in the low byte of
+ * the sum's bits (two's complement): no float -> int conversion. No expression below is a product plus a sum, so
+ * nothing is contracted into an fma. The negations per byte: with |q| <= 64, q + 128 = (q ^ 0x80) lies in [64, 192],
+ * so 256 - (q + 128) = ~(q ^ 0x80) + 1 per byte never carries into the next byte; ^ 0x80 again gives -q. */
+static __host__ __device__ __forceinline__ void mi_split4(const float y[4], uint32_t p[MI_PARTS], uint32_t n[MI_PARTS]) {
+    const float M = 12582912.0f;
+    float r[4] = {y[0], y[1], y[2], y[3]};
+    for (int d = 0; d < MI_PARTS; d++) {
+        uint32_t bt[4];
+        for (int j = 0; j < 4; j++) {
+            const float t = r[j] + M, q = t - M;
+            r[j] = (r[j] - q) * 128.0f;
+            memcpy(&bt[j], &t, 4);
+        }
+        p[d] = mi_pack4(bt[0], bt[1], bt[2], bt[3]);
+        n[d] = ((p[d] ^ 0x7F7F7F7Fu) + 0x01010101u) ^ 0x80808080u;
+    }
+}
+
+/* Splits the K-vector into bp / bn / xs (layout above; the pad chunks zeroed), threads tid = 0 .. nthreads - 1 (a
+ * multiple of 32), as mq_split_x; the caller syncs them afterwards. */
+template <bool PLAIN = false>
+static __device__ __forceinline__ void mi_split_x(const float *x_sw, int NC, uint2 *bp, uint2 *bn, float *xs, int tid,
+                                                  int nthreads, const uint16_t *nw = nullptr, float rn = 0.0f) {
+    const int NCP = mi_chunks(NC);
+    for (int i = NC * 16 + tid; i < NCP * 16; i += nthreads) bp[i] = bn[i] = make_uint2(0u, 0u);
+    for (int c = NC + tid; c < NCP; c += nthreads) xs[c] = 0.0f;
+    for (int i0 = 0; i0 < NC * 8; i0 += nthreads * MQ_SPLIT_ITEMS) { /* uniform trip count: whole warps shuffle */
+        float4 v[MQ_SPLIT_ITEMS];
+#pragma unroll
+        for (int j = 0; j < MQ_SPLIT_ITEMS; j++) v[j] = mq_load_item<PLAIN>(x_sw, NC, i0 + j * nthreads + tid, nw, rn);
+#pragma unroll
+        for (int j = 0; j < MQ_SPLIT_ITEMS; j++) {
+            const int i = i0 + j * nthreads + tid, c = i >> 3, f = i & 7;
+            if (i0 + j * nthreads >= NC * 8) break; /* warp-uniform */
+            float up;
+            const float unit = mi_chunk_scale(mq_chunk_max(v[j]), &up);
+            const float y[4] = {v[j].x * up, v[j].y * up, v[j].z * up, v[j].w * up};
+            uint32_t p[MI_PARTS], n[MI_PARTS];
+            mi_split4(y, p, n);
+            if (i < NC * 8) { /* values 4f .. 4f + 3: B lane (d, f / 2), register f % 2 */
+#pragma unroll
+                for (int d = 0; d < MI_PARTS; d++) {
+                    ((uint32_t *)&bp[(size_t)c * 16 + d * 4 + (f >> 1)])[f & 1] = p[d];
+                    ((uint32_t *)&bn[(size_t)c * 16 + d * 4 + (f >> 1)])[f & 1] = n[d];
+                }
+                if (f == 0) xs[c] = unit;
+            }
+        }
+    }
+}
+
+/* d += A B for one m16n8k32 tile: A (16 x 32, u8) in a[4], B (32 x 8, s8) in b. */
+static __device__ __forceinline__ void mi_mma(int d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint2 b) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y));
+}
+
+/* One warp's share of a stage: chunks cb .. ce - 1 (ce - cb a multiple of 4, within mi_chunks(NC)) of its 16 rows
+ * (blocks st, scale bytes ss). Returns in lane (g, 0) the rows g and g + 8 summed over those chunks (2^14 hi + lo, see
+ * above); other lanes return garbage. Chunks go four at a time: lane t works out the scales of chunk c0 + t for rows
+ * g and g + 8 once, and each chunk's mma lanes take theirs by a shuffle. The B fragment's columns 4..7 (lanes 16..31)
+ * only reach accumulator columns no lane uses, so those lanes load lane - 16's words: no predicate, no zeroing. */
+static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8_t *ss, const uint2 *bp, const uint2 *bn,
+                                                  const float *xs, int NC, int cb, int ce, int lane) {
+    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u; /* doubled e2m1 magnitudes, as mxfp4_i8x8 */
+    const int g = lane >> 2, t = lane & 3;
+    const uint8_t *r0 = st + ((size_t)g * NC + cb) * 16 + 4 * t, *r1 = r0 + (size_t)8 * NC * 16;
+    const uint8_t *s0 = ss + (size_t)g * NC + cb + t, *s1 = s0 + (size_t)8 * NC;
+    const uint2 *pb = bp + (size_t)cb * 16 + (lane & 15), *nb = bn + (size_t)cb * 16 + (lane & 15);
+    const float *xc = xs + cb + t;
+    float acc0 = 0.0f, acc1 = 0.0f;
+    for (int c0 = cb; c0 < ce; c0 += 4, r0 += 64, r1 += 64, s0 += 4, s1 += 4, pb += 64, nb += 64, xc += 4) {
+        const float on = *xc; /* 0 for a pad chunk */
+        const float m0 = mq_wscale(*s0) * on, m1 = mq_wscale(*s1) * on;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t w0 = *(const uint32_t *)(r0 + 16 * j), w1 = *(const uint32_t *)(r1 + 16 * j);
+            const uint2 b = pb[16 * j], nbj = nb[16 * j];
+            const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
+            int d[4] = {0, 0, 0, 0};
+            mi_mma(d, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16),
+                   mxfp4_prmt(T0, T1, w1 >> 16), b);
+            mi_mma(d, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16),
+                   mxfp4_prmt(T0, T1, n1 >> 16), nbj);
+            const float sc0 = __shfl_sync(0xffffffffu, m0, (lane & ~3) | j), sc1 = __shfl_sync(0xffffffffu, m1, (lane & ~3) | j);
+            acc0 = fmaf((float)(d[0] * 128 + d[1]), sc0, acc0);
+            acc1 = fmaf((float)(d[2] * 128 + d[3]), sc1, acc1);
+        }
+    }
+    const float lo0 = __shfl_down_sync(0xffffffffu, acc0, 1), lo1 = __shfl_down_sync(0xffffffffu, acc1, 1);
+    return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
+}
+
 /* ------------------------------------------------------------------ gate_up through the ring
  *
  * Persistent CTAs (MR_CTAS per SM) take tiles t = blockIdx.x + k gridDim.x; tile t is rows 16 (t % TPG) ..
@@ -196,11 +357,12 @@ static __device__ __forceinline__ void mq_warp_sum(float acc[MQ_R]) {
 #define MR_DEPTH 2  /* stages in flight per CTA (4 stages x 2 CTAs per SM: the same back to back, ~1% slower end
                      * to end; session 17 calls 7-8) */
 #define MR_CTAS 3   /* CTAs per SM: 27 warps of ~71 registers, 3 x 57 KB of shared memory */
-#define MR_SMEM_MAX (72 * 1024)
+#define MR_SMEM_MAX (74 * 1024) /* 3 CTAs an SM with the tensor-core form's split vector at the 20b's K */
 
 static __host__ __device__ __forceinline__ size_t mr_stage_bytes(int NC) { return (size_t)MR_ROWS * NC * 17; }
-static __host__ __device__ __forceinline__ size_t mr_smem(int NC) {
-    return 128 + MR_DEPTH * mr_stage_bytes(NC) + mq_smem_x(NC);
+static __host__ __device__ __forceinline__ size_t mr_smem(int NC, bool imma = false) {
+    const size_t x = imma ? mi_smem_x(NC) : mq_smem_x(NC), red = 32 * 33 * 4; /* the routed prologue's sums alias it */
+    return 128 + MR_DEPTH * mr_stage_bytes(NC) + (x > red ? x : red);
 }
 
 /* Producer: expect the stage's bytes once, then its two copies (blocks, then scales), both completing on full. */
@@ -211,21 +373,21 @@ static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, c
     ring_copy(full, slot + nb, sc, ns);
 }
 
-/* The routed form's inputs and outputs (ROUTE): the residual x (plain layout) and the MLP norm, the router split's
+/* The routed forms' inputs and outputs. ROUTE 1: the residual x (plain layout) and the MLP norm, the router split's
  * partial rows (gptoss_gemv1_router) and the router bias; CTA 0 writes the token's ids, weights, group table and logits
- * as gptoss_moe_router_finish would. */
+ * as gptoss_moe_router_finish would. ROUTE 2: x and the norm, the group table and r (rin) that o_proj's last block
+ * wrote (gptoss_gemv1_router_finish). */
 struct mr_route {
     const float *x;
     const uint16_t *norm_w, *rb;
-    const float *rpart;
+    const float *rpart, *rin;
     float eps;
     int nparts;
     int32_t *ids, *groups;
     float *w, *rl;
 };
-#define MR_PBATCH 16 /* partial rows of a virtual warp loaded at once in the routed prologue (the finish's RT_PROWS) */
 
-template <bool ROUTE>
+template <int ROUTE, bool IMMA>
 __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_kernel(const float *h_sw, const int32_t *groups,
                                                                                  const uint8_t *blocks, const uint8_t *scales,
                                                                                  const uint16_t *bias, int H, int I,
@@ -236,9 +398,13 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     const int NC = H / 32, N = 2 * I, TPG = N / MR_ROWS, GM = GPTOSS_TOPK;
     const size_t SB = mr_stage_bytes(NC);
     uint8_t *ring = mr_smem_buf + 128;
-    uint4 *xq = (uint4 *)(ring + MR_DEPTH * SB);
+    uint4 *xq = (uint4 *)(ring + MR_DEPTH * SB); /* the split vector (dp4a form) */
     float *xs = (float *)((uint8_t *)xq + (size_t)NC * 6 * 16);
+    uint2 *bp = (uint2 *)xq, *bn = bp + (size_t)NC * 16; /* the split vector (tensor-core form) */
+    float *ixs = (float *)(bn + (size_t)NC * 16);
+    float *rsum = (float *)((uint8_t *)xq + mi_smem_x(NC)) - 2 * MR_CONS * MR_ROWS; /* warps' row sums, 2 stages */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    static_assert(MR_CONS == 8 && MR_ROWS == 16, "mi_smem_x and mi_stage: 8 consumer warps, 16-row stages");
     if (threadIdx.x == 0) ring_init(full, empty, MR_DEPTH, MR_CONS);
     __syncthreads();
     gptoss_pdl_sync(pdl); /* PDL (pdl.h): h_sw and the groups come from the router just before */
@@ -246,69 +412,20 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
      * shared memory and the biases a tile ahead measured ~1 µs slower, session 17 calls 8-9) */
     const int32_t *grp = groups;
     float rn = 0.0f;
-    if constexpr (ROUTE) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
-        /* The sums in gptoss_moe_router_finish's order exactly, so this path is bit for bit the finish + ring one:
-         * the finish's warp vw (of 32) adds rows vw, vw + 32, ... in order into its column sums and, on lane 0, its
-         * sum of squares; warp 0 then adds the 32 warps' sums in order. Here warps 0..7 form the column sums of
-         * virtual warps warp + 8i (i < 4, two at a time), and warp 8 the 32 sums of squares, lane vw that of virtual
-         * warp vw; then warp 0 adds them as the finish does. */
-        __shared__ float red[32][33], s_lg[32], s_w[GPTOSS_TOPK], s_r;
+    if constexpr (ROUTE == 1) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
+        /* The sums in gptoss_moe_router_finish's order exactly (moe_route.cuh), so this path is bit for bit the
+         * finish + ring one. The 32 x 33 partial sums live in the split vector's space (written after the last sync
+         * below). */
+        float(*red)[33] = (float(*)[33])xq;
+        __shared__ float s_lg[32], s_w[GPTOSS_TOPK], s_r;
         __shared__ int32_t s_grp[gptoss_moe_groups_ints(1)], s_ids[GPTOSS_TOPK];
-        static_assert(MR_CONS == 8, "the routed prologue gives 4 virtual warps to each of 8 warps");
-        if (warp < MR_CONS) {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float pv[2][MR_PBATCH];
-#pragma unroll
-                for (int a = 0; a < 2; a++)
-#pragma unroll
-                    for (int k = 0; k < MR_PBATCH; k++) {
-                        const int j = warp + 8 * (2 * h + a) + 32 * k;
-                        pv[a][k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + lane] : 0.0f;
-                    }
-#pragma unroll
-                for (int a = 0; a < 2; a++) {
-                    const int vw = warp + 8 * (2 * h + a);
-                    float p = 0.0f;
-#pragma unroll
-                    for (int k = 0; k < MR_PBATCH; k++) {
-                        if (vw + 32 * k >= rt.nparts) break;
-                        p += pv[a][k];
-                    }
-                    for (int j = vw + 32 * MR_PBATCH; j < rt.nparts; j += 32) p += rt.rpart[(size_t)j * 33 + lane];
-                    red[vw][lane] = p;
-                }
-            }
-        } else {
-            float qv[MR_PBATCH];
-#pragma unroll
-            for (int k = 0; k < MR_PBATCH; k++) {
-                const int j = lane + 32 * k;
-                qv[k] = j < rt.nparts ? rt.rpart[(size_t)j * 33 + 32] : 0.0f;
-            }
-            float q = 0.0f;
-#pragma unroll
-            for (int k = 0; k < MR_PBATCH; k++) {
-                if (lane + 32 * k >= rt.nparts) break;
-                q += qv[k];
-            }
-            for (int j = lane + 32 * MR_PBATCH; j < rt.nparts; j += 32) q += rt.rpart[(size_t)j * 33 + 32];
-            red[lane][32] = q;
-        }
+        const float bias = warp == 0 ? gptoss_bf16_to_f32(rt.rb[lane]) : 0.0f;
+        if (warp < MR_CONS) router_partials_sum8(rt.rpart, rt.nparts, warp, lane, red);
         if (threadIdx.x < gptoss_moe_groups_ints(1)) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
         __syncthreads();
         if (warp == 0) {
-            float v = 0.0f, sq = 0.0f;
-#pragma unroll
-            for (int w = 0; w < 32; w++) {
-                v += red[w][lane];
-                sq += red[w][32];
-            }
-            const float r = rsqrtf(sq / (float)H + rt.eps), lv = r * v + gptoss_bf16_to_f32(rt.rb[lane]);
-            s_lg[lane] = lv;
-            if (blockIdx.x == 0 && rt.rl) rt.rl[lane] = lv;
-            __syncwarp();
-            router_top4(s_lg, 32, lane, 0, s_ids, s_w, true, s_grp);
+            const float r = router_finish_warp(red, bias, H, rt.eps, lane, s_lg, s_ids, s_w, s_grp,
+                                               blockIdx.x == 0 ? rt.rl : nullptr);
             if (lane == 0) s_r = r;
         }
         __syncthreads();
@@ -321,6 +438,10 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         }
         grp = s_grp;
         rn = s_r;
+    }
+    if constexpr (ROUTE == 2) { /* routed by o_proj's last block (gptoss_gemv1_router_finish): its table and r */
+        grp = rt.groups;
+        rn = *rt.rin;
     }
     const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */
@@ -338,9 +459,47 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         return;
     }
     /* consumers: the token's activation vector split once (T = 1: every group's pair is token 0) */
-    if constexpr (ROUTE) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
-    else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
+    if constexpr (IMMA) {
+        if constexpr (ROUTE != 0) mi_split_x<true>(rt.x, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+        else mi_split_x(h_sw, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32);
+    } else {
+        if constexpr (ROUTE != 0) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+        else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
+    }
     asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
+    if constexpr (IMMA) { /* warp w: chunks [cpw w, cpw (w + 1)) of every stage's 16 rows (cpw a multiple of 4) */
+        const int cpw = mi_chunks(NC) / MR_CONS, cb = warp * cpw;
+        const int ce = diag == 1 ? cb : cb + cpw; /* diag 1: the copies alone */
+        int k = 0;
+        for (int t = blockIdx.x; t < total; t += gridDim.x, k++) {
+            const int slot = k % MR_DEPTH, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + (lane & 7);
+            const int e = grp[1 + g], pair = grp[1 + 2 * GM + 4 * g];
+            /* warp 0's first 8 lanes: their pair's biases, loaded before the wait so the epilogue does not */
+            const uint32_t bw = warp == 0 && lane < 8 ? *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2) : 0u;
+            if (diag != 2 || k < MR_DEPTH) ring_wait(&full[slot], (uint32_t)(k / MR_DEPTH) & 1u);
+            const uint8_t *st = ring + slot * SB;
+            const float2 v = mi_stage(st, st + (size_t)MR_ROWS * NC * 16, bp, bn, ixs, NC, cb, ce, lane);
+            __syncwarp();
+            if (lane == 0) ring_release(&empty[slot]); /* this warp is done with the stage */
+            float *rs = rsum + (k & 1) * MR_CONS * MR_ROWS; /* two stages' sums: one barrier a stage suffices */
+            if ((lane & 3) == 0) {
+                rs[warp * MR_ROWS + (lane >> 2)] = v.x;
+                rs[warp * MR_ROWS + (lane >> 2) + 8] = v.y;
+            }
+            asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
+            if (warp == 0 && lane < MR_ROWS / 2) { /* lane j: the stage's gate/up pair j (rows 2j, 2j + 1) */
+                float gs = 0.0f, us = 0.0f;
+#pragma unroll
+                for (int w = 0; w < MR_CONS; w++) {
+                    gs += rs[w * MR_ROWS + 2 * lane];
+                    us += rs[w * MR_ROWS + 2 * lane + 1];
+                }
+                act_sw[(size_t)pair * I + gptoss_swz(tk, I)] = gptoss_swiglu_value(
+                    gs + __uint_as_float(bw << 16), us + __uint_as_float(bw & 0xffff0000u), alpha, limit);
+            }
+        }
+        return;
+    }
     int k = 0;
     for (int t = blockIdx.x; t < total; t += gridDim.x, k++) {
         const int slot = k % MR_DEPTH, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + warp; /* this warp's row pair */
@@ -376,39 +535,50 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     }
 }
 
-static int g_dp4a = 0, g_ring_diag = 0;
+static int g_dp4a = 0, g_ring_diag = 0; /* g_dp4a: 0 off, 1 the dp4a consumers, 2 the tensor-core ones */
 
 void gptoss_moe_ring_diag(int d) { g_ring_diag = d == 1 || d == 2 ? d : 0; }
 
+/* The ring kernel of the current mode and its shared memory for hidden size H. */
+template <int ROUTE>
+static decltype(&moe_gate_up_ring_kernel<ROUTE, false>) mr_kernel(void) {
+    return g_dp4a == 2 ? moe_gate_up_ring_kernel<ROUTE, true> : moe_gate_up_ring_kernel<ROUTE, false>;
+}
+static size_t mr_smem_now(int H) { return mr_smem(H / 32, g_dp4a == 2); }
+
 int gptoss_moe_decode_dp4a(int on) {
     g_dp4a = 0;
-    if (!on) return 0;
+    if (on != 1 && on != 2) return 0;
     /* more than the default 48 KiB of dynamic shared memory needs the opt-in, set here (outside any capture) */
-    if (cudaFuncSetAttribute(moe_gate_up_ring_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess ||
-        cudaFuncSetAttribute(moe_gate_up_ring_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    g_dp4a = 1;
-    return 1;
+    const void *k[6] = {(const void *)moe_gate_up_ring_kernel<0, false>, (const void *)moe_gate_up_ring_kernel<1, false>,
+                        (const void *)moe_gate_up_ring_kernel<2, false>, (const void *)moe_gate_up_ring_kernel<0, true>,
+                        (const void *)moe_gate_up_ring_kernel<1, true>, (const void *)moe_gate_up_ring_kernel<2, true>};
+    for (int i = 0; i < 6; i++)
+        if (cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return 0;
+        }
+    g_dp4a = on;
+    return on;
 }
 
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                            float limit, float *act_sw, cudaStream_t s) {
-    if (!g_dp4a || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || mr_smem(H / 32) > MR_SMEM_MAX || I <= 0 ||
+    if (!g_dp4a || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || mr_smem_now(H) > MR_SMEM_MAX || I <= 0 ||
         (2 * I) % MR_ROWS || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
         return cudaErrorNotSupported;
     const int pdl = gptoss_pdl_enabled();
     const mr_route none = {};
-    const cudaError_t e = gptoss_launch(moe_gate_up_ring_kernel<false>, dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
-                                        dim3((MR_CONS + 1) * 32), mr_smem(H / 32), s, pdl, h_sw, groups, blocks, scales,
-                                        bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, none);
+    const cudaError_t e = gptoss_launch(mr_kernel<0>(),
+                                        dim3((unsigned)(MR_CTAS * gptoss_sm_count())), dim3((MR_CONS + 1) * 32),
+                                        mr_smem_now(H), s, pdl, h_sw, groups, blocks, scales, bias, H, I, alpha, limit,
+                                        act_sw, pdl, g_ring_diag, none);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales) {
-    return g_dp4a && E == 32 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem(H / 32) <= MR_SMEM_MAX &&
+    return g_dp4a && E == 32 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem_now(H) <= MR_SMEM_MAX &&
            I > 0 && (2 * I) % MR_ROWS == 0 && !((uintptr_t)blocks & 15) && !((uintptr_t)scales & 15);
 }
 
@@ -418,7 +588,7 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
                                           float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s) {
     if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, E, blocks, scales) || nparts < 1 || ((uintptr_t)x & 15))
         return cudaErrorNotSupported;
-    mr_route rt;
+    mr_route rt = {};
     rt.x = x;
     rt.norm_w = norm_w;
     rt.rb = router_b;
@@ -430,8 +600,26 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
     rt.w = w;
     rt.rl = router_logits;
     const int pdl = gptoss_pdl_enabled();
-    const cudaError_t e = gptoss_launch(moe_gate_up_ring_kernel<true>, dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
-                                        dim3((MR_CONS + 1) * 32), mr_smem(H / 32), s, pdl, (const float *)nullptr,
+    const cudaError_t e = gptoss_launch(mr_kernel<1>(),
+                                        dim3((unsigned)(MR_CTAS * gptoss_sm_count())), dim3((MR_CONS + 1) * 32),
+                                        mr_smem_now(H), s, pdl, (const float *)nullptr,
+                                        (const int32_t *)nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, pdl,
+                                        g_ring_diag, rt);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,
+                                           const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
+                                           int I, float alpha, float limit, float *act_sw, cudaStream_t s) {
+    if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || ((uintptr_t)x & 15)) return cudaErrorNotSupported;
+    mr_route rt = {};
+    rt.x = x;
+    rt.norm_w = norm_w;
+    rt.rin = r;
+    rt.groups = (int32_t *)groups; /* read only (ROUTE 2) */
+    const int pdl = gptoss_pdl_enabled();
+    const cudaError_t e = gptoss_launch(mr_kernel<2>(), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+                                        dim3((MR_CONS + 1) * 32), mr_smem_now(H), s, pdl, (const float *)nullptr,
                                         (const int32_t *)nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, pdl,
                                         g_ring_diag, rt);
     return e != cudaSuccess ? e : cudaGetLastError();

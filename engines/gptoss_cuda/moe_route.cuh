@@ -60,4 +60,65 @@ static __device__ __forceinline__ void router_top4(const float *lg, int E, int l
     }
 }
 
+
+/* ------------------------------------------------------------------ the router split's finish in one block
+ * gptoss_moe_router_finish's sums by a block of 8 warps, in its order exactly (so bit for bit): its 32 warps'
+ * column sums ("virtual warp" vw adds partial rows vw, vw + 32, ... in order; lane 0 also their squares) are formed
+ * here by warp w for vw = w, w + 8, w + 16, w + 24; then warp 0 adds the 32 in order. rpart is read past L1 (__ldcg:
+ * other blocks of the same launch may have just written it). red: shared [32][33]. */
+#define ROUTE_PBATCH 16 /* partial rows of a virtual warp loaded before its first add (one L2 round trip, not one per
+                         * 4 rows: gptoss_gemv1_router leaves 360 rows for the 20b, 12 a virtual warp) */
+
+/* Virtual warp vw's sums, written to red[vw]: lane e adds column e of rows vw, vw + 32, ... in that order, lane 0
+ * also column 32 (the squares). */
+static __device__ __forceinline__ void router_partials_vw(const float *rpart, int nparts, int vw, int lane,
+                                                          float (*red)[33]) {
+    float pv[ROUTE_PBATCH], qv[ROUTE_PBATCH];
+#pragma unroll
+    for (int k = 0; k < ROUTE_PBATCH; k++) {
+        const int j = vw + 32 * k;
+        pv[k] = j < nparts ? __ldcg(rpart + (size_t)j * 33 + lane) : 0.0f;
+        qv[k] = j < nparts && lane == 0 ? __ldcg(rpart + (size_t)j * 33 + 32) : 0.0f;
+    }
+    float p = 0.0f, q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < ROUTE_PBATCH; k++) {
+        if (vw + 32 * k >= nparts) break;
+        p += pv[k];
+        q += qv[k];
+    }
+    for (int j = vw + 32 * ROUTE_PBATCH; j < nparts; j += 32) {
+        p += __ldcg(rpart + (size_t)j * 33 + lane);
+        if (lane == 0) q += __ldcg(rpart + (size_t)j * 33 + 32);
+    }
+    red[vw][lane] = p;
+    if (lane == 0) red[vw][32] = q;
+}
+
+static __device__ __forceinline__ void router_partials_sum8(const float *rpart, int nparts, int warp, int lane,
+                                                            float (*red)[33]) {
+#pragma unroll 2
+    for (int i = 0; i < 4; i++) router_partials_vw(rpart, nparts, warp + 8 * i, lane, red);
+}
+
+/* By warp 0 after red is complete: r = rsqrt(sum sq / H + eps), the logits r v + bias (lane e: router_b[e], loaded
+ * by the caller ahead of the sums; to rl when non-NULL and to lg, shared [32]), the top-4 with its softmax and the
+ * one-token group table (ids, w, groups); returns r (every lane). */
+static __device__ __forceinline__ float router_finish_warp(const float (*red)[33], float bias, int H, float eps,
+                                                           int lane, float *lg, int32_t *ids, float *w, int32_t *groups,
+                                                           float *rl) {
+    float v = 0.0f, sq = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 32; k++) {
+        v += red[k][lane];
+        sq += red[k][32];
+    }
+    const float r = rsqrtf(sq / (float)H + eps), lv = r * v + bias;
+    if (rl) rl[lane] = lv;
+    lg[lane] = lv;
+    __syncwarp();
+    router_top4(lg, 32, lane, 0, ids, w, true, groups);
+    return r;
+}
+
 #endif
