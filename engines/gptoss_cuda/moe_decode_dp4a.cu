@@ -400,8 +400,8 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     uint8_t *ring = mr_smem_buf + 128;
     uint4 *xq = (uint4 *)(ring + MR_DEPTH * SB); /* the split vector (dp4a form) */
     float *xs = (float *)((uint8_t *)xq + (size_t)NC * 6 * 16);
-    uint2 *bp = (uint2 *)xq, *bn = bp + (size_t)NC * 16; /* the split vector (tensor-core form) */
-    float *ixs = (float *)(bn + (size_t)NC * 16);
+    uint2 *bp = (uint2 *)xq, *bn = bp + (size_t)mi_chunks(NC) * 16; /* the split vector (tensor-core form, padded) */
+    float *ixs = (float *)(bn + (size_t)mi_chunks(NC) * 16);
     float *rsum = (float *)((uint8_t *)xq + mi_smem_x(NC)) - 2 * MR_CONS * MR_ROWS; /* warps' row sums, 2 stages */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     static_assert(MR_CONS == 8 && MR_ROWS == 16, "mi_smem_x and mi_stage: 8 consumer warps, 16-row stages");
@@ -477,6 +477,9 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
             /* warp 0's first 8 lanes: their pair's biases, loaded before the wait so the epilogue does not */
             const uint32_t bw = warp == 0 && lane < 8 ? *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2) : 0u;
             if (diag != 2 || k < MR_DEPTH) ring_wait(&full[slot], (uint32_t)(k / MR_DEPTH) & 1u);
+            /* mma.sync is .aligned: every lane must reach it together (the wait polls per thread, and lanes 0..7 of
+             * warp 0 leave the last stage's epilogue after the others) */
+            __syncwarp();
             const uint8_t *st = ring + slot * SB;
             const float2 v = mi_stage(st, st + (size_t)MR_ROWS * NC * 16, bp, bn, ixs, NC, cb, ce, lane);
             __syncwarp();
