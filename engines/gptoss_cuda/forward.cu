@@ -592,7 +592,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                                                             w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
             } else if (m->router_split) { /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0: off): the router's GEMV in o_proj's blocks */
                 KP_(O, gptoss_gemv1_router(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart, st));
-                if (!m->route_ring) /* with the routed ring (default) the finish runs inside the gate_up below */
+                if (!m->route_ring) /* with the routed ring (1) the finish runs inside the gate_up below */
                     KP_(ROUTER, gptoss_moe_router_finish(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, H, E,
                                                          m->hsw, m->ids, m->rw, m->grp, m->rl, st));
             } else {
@@ -606,7 +606,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                 KP_(DOWN, gptoss_moe_combine(m->dn, m->rw, m->pair_of, 1, H, m->x, st));
                 continue;
             }
-            if (m->route_ring == 1) /* LLMR_GPTOSS_ROUTE_RING (default; set only with the router split, never with MMA_T1) */
+            if (m->route_ring == 1) /* LLMR_GPTOSS_ROUTE_RING=1 (set only with the router split, never with MMA_T1) */
                 KP_(GATE_UP, gptoss_moe_route_gate_up_dp4a(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, E,
                                                            w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
                                                            c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st));

@@ -1,6 +1,8 @@
 /* moe_decode_dp4a.cu — the T = 1 MXFP4 gate_up GEMV of the decode MoE block on integer dot products, its
  * weights streamed through a ring of shared-memory stages (LLMR_GPTOSS_MOE_DP4A; see kernels.h and
- * docs/performance.md, issue 10 step 18).
+ * docs/performance.md, issue 10 step 18). The consumers below are the dp4a form (=1, the default); further down,
+ * the same sums on integer tensor cores (=2, issue 10 step 56), and the routed forms' prologue (step 20) and
+ * entry from o_proj's last block (step 57).
  *
  * Why: the fp32 kernel (moe_decode.cu) spends ~6.2 instructions per weight and lane (ncu, session 15: FFMA,
  * the table decode's PRMT and fp16 -> fp32 conversions, addressing), and each of its warps alternates
@@ -229,12 +231,24 @@ static __device__ __forceinline__ void mq_warp_sum(float acc[MQ_R]) {
  * rows, meet zero activations and a zero chunk factor). */
 static __host__ __device__ __forceinline__ int mi_chunks(int NC) { return (NC + 31) / 32 * 32; }
 
-/* Shared memory of the split vector (tensor-core form): bp and bn (NCP x 16 uint2: chunk c, lane g * 4 + t of the B
- * fragment = part g of values 8t .. 8t + 7, and the same negated), the chunk factors xs[c] = 2^(E - 27), then the
- * warps' row sums of two stages (2 x 8 warps x 16 rows floats). */
-static __host__ __device__ __forceinline__ size_t mi_smem_x(int NC) {
-    return (((size_t)mi_chunks(NC) * (2 * 16 * 8 + 4) + 15) & ~(size_t)15) + 2 * 8 * 16 * 4;
+/* Shared memory of the split vector (tensor-core form), byte offsets from its start, the one layout the kernel and
+ * its size use (session 27: a kernel that placed bn after NC chunks while the split writes mi_chunks(NC) raced its
+ * own padding): bp and bn (mi_chunks(NC) x 16 uint2 each: chunk c, lane g * 4 + t of the B fragment = part g of
+ * values 8t .. 8t + 7, and the same negated), the chunk factors xs[c] = 2^(E - 27), then the warps' row sums of two
+ * stages (2 x 8 warps x 16 rows floats). */
+struct mi_layout {
+    size_t bn, xs, rsum, end;
+};
+static __host__ __device__ __forceinline__ mi_layout mi_layout_of(int NC) {
+    const size_t NCP = (size_t)mi_chunks(NC);
+    mi_layout l;
+    l.bn = NCP * 16 * 8;
+    l.xs = 2 * NCP * 16 * 8;
+    l.rsum = (l.xs + NCP * 4 + 15) & ~(size_t)15;
+    l.end = l.rsum + 2 * 8 * 16 * 4;
+    return l;
 }
+static __host__ __device__ __forceinline__ size_t mi_smem_x(int NC) { return mi_layout_of(NC).end; }
 
 /* The scaling of a chunk from its largest magnitude m: *up = 2^(6 - E) (|y| < 64), returns 2^(E - 27), the weight of
  * one unit of q3; a chunk below 2^-100 counts as zero (*up = 0), a non-finite m gives NaN (as mq_chunk_scale). */
@@ -400,9 +414,9 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     uint8_t *ring = mr_smem_buf + 128;
     uint4 *xq = (uint4 *)(ring + MR_DEPTH * SB); /* the split vector (dp4a form) */
     float *xs = (float *)((uint8_t *)xq + (size_t)NC * 6 * 16);
-    uint2 *bp = (uint2 *)xq, *bn = bp + (size_t)mi_chunks(NC) * 16; /* the split vector (tensor-core form, padded) */
-    float *ixs = (float *)(bn + (size_t)mi_chunks(NC) * 16);
-    float *rsum = (float *)((uint8_t *)xq + mi_smem_x(NC)) - 2 * MR_CONS * MR_ROWS; /* warps' row sums, 2 stages */
+    const mi_layout il = mi_layout_of(NC); /* the split vector (tensor-core form) */
+    uint2 *bp = (uint2 *)xq, *bn = (uint2 *)((uint8_t *)xq + il.bn);
+    float *ixs = (float *)((uint8_t *)xq + il.xs), *rsum = (float *)((uint8_t *)xq + il.rsum);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     static_assert(MR_CONS == 8 && MR_ROWS == 16, "mi_smem_x and mi_stage: 8 consumer warps, 16-row stages");
     if (threadIdx.x == 0) ring_init(full, empty, MR_DEPTH, MR_CONS);

@@ -537,6 +537,19 @@ static void test_dp4a_split_host(void) {
              "bound (worst %.2g of it)", worst_idot);
     check_true(what, ok_idot);
     check_true("tensor-core split on the host: a chunk below 2^-100 counts as zero, a non-finite one gives NaN", ok_special);
+    /* its shared-memory layout (mi_layout_of): bp, bn, xs and the row sums in order and disjoint, each as large as the
+     * split writes (mi_chunks(NC) chunks: 16 uint2 each in bp and bn, one float in xs), within mi_smem_x and within the
+     * kernel's shared memory after the ring; every warp's chunk share whole groups of 4 */
+    int ok_layout = 1;
+    for (int NC = 1; NC <= 128; NC++) {
+        const mi_layout l = mi_layout_of(NC);
+        const size_t NCP = (size_t)mi_chunks(NC);
+        ok_layout &= NCP >= (size_t)NC && NCP % (4 * 8) == 0 && l.bn >= NCP * 16 * 8 && l.xs >= l.bn + NCP * 16 * 8 &&
+                     l.rsum >= l.xs + NCP * 4 && l.rsum % 16 == 0 && l.end >= l.rsum + 2 * 8 * 16 * 4 &&
+                     mi_smem_x(NC) == l.end && mr_smem(NC, true) >= 128 + MR_DEPTH * mr_stage_bytes(NC) + l.end;
+    }
+    check_true("tensor-core split on the host: its shared-memory layout disjoint and large enough for 1..128 chunks",
+               ok_layout);
 }
 
 /* The F16 form's pre-staged unit order (mma_f16_unit_k, moe_mma_common.cuh), which gptoss_mxfp4_stage_f16 and the
