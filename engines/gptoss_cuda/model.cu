@@ -910,10 +910,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->route_ring = 0;
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */
-    if (m->router_split && !m->moe_mma_t1 && !gptoss_pdl_enabled() &&
-        env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2) != 0) { /* default 2: in o_proj; 1: in the gate_up; 0: its own kernel */
-        int rr = env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2), ok = 1;
-        for (int l = 0; l < m->cfg.num_layers; l++)
+    if (m->router_split && !m->moe_mma_t1 && !gptoss_pdl_enabled()) {
+        /* read once (a bad value is reported once); default 2: in o_proj; 1: in the gate_up; 0: its own kernel */
+        int rr = env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2), ok = rr != 0;
+        for (int l = 0; ok && l < m->cfg.num_layers; l++)
             ok &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
                                                    m->layers[l].gu_blocks, m->layers[l].gu_scales);
         if (ok && rr == 2 && (cudaMalloc((void **)&m->rctr, sizeof(int32_t)) != cudaSuccess ||
@@ -924,7 +924,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             rr = 1;
         }
         m->route_ring = ok ? rr : 0;
-        if (!m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
+        if (rr && !m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
             mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=%d ignored: the dp4a gate_up does not apply here", rr);
     }
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);

@@ -370,7 +370,7 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
 #define MR_ROWS 16  /* rows per stage */
 #define MR_DEPTH 2  /* stages in flight per CTA (4 stages x 2 CTAs per SM: the same back to back, ~1% slower end
                      * to end; session 17 calls 7-8) */
-#define MR_CTAS 3   /* CTAs per SM: 27 warps of ~71 registers, 3 x 57 KB of shared memory */
+#define MR_CTAS 3   /* CTAs per SM: 27 warps of ~71 registers, 3 x 58 KB of shared memory (tensor-core form: 3 x 74 KB) */
 #define MR_SMEM_MAX (74 * 1024) /* 3 CTAs an SM with the tensor-core form's split vector at the 20b's K */
 
 static __host__ __device__ __forceinline__ size_t mr_stage_bytes(int NC) { return (size_t)MR_ROWS * NC * 17; }
@@ -389,12 +389,13 @@ static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, c
 
 /* The routed forms' inputs and outputs. ROUTE 1: the residual x (plain layout) and the MLP norm, the router split's
  * partial rows (gptoss_gemv1_router) and the router bias; CTA 0 writes the token's ids, weights, group table and logits
- * as gptoss_moe_router_finish would. ROUTE 2: x and the norm, the group table and r (rin) that o_proj's last block
- * wrote (gptoss_gemv1_router_finish). */
+ * as gptoss_moe_router_finish would. ROUTE 2: x and the norm, the group table (gin) and r (rin) that o_proj's last
+ * block wrote (gptoss_gemv1_router_finish). */
 struct mr_route {
     const float *x;
     const uint16_t *norm_w, *rb;
     const float *rpart, *rin;
+    const int32_t *gin;
     float eps;
     int nparts;
     int32_t *ids, *groups;
@@ -454,7 +455,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         rn = s_r;
     }
     if constexpr (ROUTE == 2) { /* routed by o_proj's last block (gptoss_gemv1_router_finish): its table and r */
-        grp = rt.groups;
+        grp = rt.gin;
         rn = *rt.rin;
     }
     const int total = grp[0] * TPG;
@@ -563,6 +564,18 @@ static decltype(&moe_gate_up_ring_kernel<ROUTE, false>) mr_kernel(void) {
 }
 static size_t mr_smem_now(int H) { return mr_smem(H / 32, g_dp4a == 2); }
 
+/* One launch of the ring kernel of the current mode with routing ROUTE (0: h_sw and groups given; rt for 1 and 2). */
+template <int ROUTE>
+static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uint8_t *blocks, const uint8_t *scales,
+                             const uint16_t *bias, int H, int I, float alpha, float limit, float *act_sw, const mr_route &rt,
+                             cudaStream_t s) {
+    const int pdl = gptoss_pdl_enabled();
+    const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+                                        dim3((MR_CONS + 1) * 32), mr_smem_now(H), s, pdl, h_sw, groups, blocks, scales,
+                                        bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 int gptoss_moe_decode_dp4a(int on) {
     g_dp4a = 0;
     if (on != 1 && on != 2) return 0;
@@ -585,13 +598,8 @@ cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *gro
     if (!g_dp4a || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || mr_smem_now(H) > MR_SMEM_MAX || I <= 0 ||
         (2 * I) % MR_ROWS || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
         return cudaErrorNotSupported;
-    const int pdl = gptoss_pdl_enabled();
     const mr_route none = {};
-    const cudaError_t e = gptoss_launch(mr_kernel<0>(),
-                                        dim3((unsigned)(MR_CTAS * gptoss_sm_count())), dim3((MR_CONS + 1) * 32),
-                                        mr_smem_now(H), s, pdl, h_sw, groups, blocks, scales, bias, H, I, alpha, limit,
-                                        act_sw, pdl, g_ring_diag, none);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s);
 }
 
 int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales) {
@@ -616,13 +624,7 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
     rt.groups = groups;
     rt.w = w;
     rt.rl = router_logits;
-    const int pdl = gptoss_pdl_enabled();
-    const cudaError_t e = gptoss_launch(mr_kernel<1>(),
-                                        dim3((unsigned)(MR_CTAS * gptoss_sm_count())), dim3((MR_CONS + 1) * 32),
-                                        mr_smem_now(H), s, pdl, (const float *)nullptr,
-                                        (const int32_t *)nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, pdl,
-                                        g_ring_diag, rt);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    return mr_launch<1>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s);
 }
 
 cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,
@@ -633,11 +635,6 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
     rt.x = x;
     rt.norm_w = norm_w;
     rt.rin = r;
-    rt.groups = (int32_t *)groups; /* read only (ROUTE 2) */
-    const int pdl = gptoss_pdl_enabled();
-    const cudaError_t e = gptoss_launch(mr_kernel<2>(), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
-                                        dim3((MR_CONS + 1) * 32), mr_smem_now(H), s, pdl, (const float *)nullptr,
-                                        (const int32_t *)nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, pdl,
-                                        g_ring_diag, rt);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    rt.gin = groups;
+    return mr_launch<2>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s);
 }
