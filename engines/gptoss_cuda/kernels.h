@@ -495,9 +495,9 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
 /* The T = 1 gate_up GEMV on integer dot products through a TMA ring (moe_decode_dp4a.cu; on by default,
  * LLMR_GPTOSS_MOE_DP4A=0 turns it off). on = 1: the activation vector split per 32-value chunk into three byte parts
  * with a shared power of two (x to ~2^-23 of the chunk's largest value), the weights as bytes 2 * e2m1,
- * exact int32 dp4a sums (the default); on = 2: four signed digits (~2^-28), the weights' positive and negative
- * magnitudes as two u8 operands of integer tensor-core mma (m16n8k32), exact int32 sums. Either equals the fp32
- * kernel to fp32 rounding, not bit for bit. On,
+ * exact int32 dp4a sums; on = 2 (the engine's default since session 28): four signed digits (~2^-28), the weights'
+ * positive and negative magnitudes as two u8 operands of integer tensor-core mma (m16n8k32), exact int32 sums.
+ * Either equals the fp32 kernel to fp32 rounding, not bit for bit. On,
  * gptoss_moe_gate_up_decode with T = 1 uses it where it applies (K % 32 == 0, K <= 3,648, 2I % 16 == 0,
  * blocks and scales 16-byte aligned; else cudaErrorNotSupported and the other kernels run); it takes
  * precedence over the cp.async variant. Sets the kernel's shared-memory opt-in, so call it outside any

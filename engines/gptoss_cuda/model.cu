@@ -813,9 +813,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_use_pdl(pd && strcmp(pd, "1") == 0);
         const char *ma = getenv("LLMR_GPTOSS_MOE_ASYNC"); /* 1: the cp.async T = 1 MXFP4 GEMVs */
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
-        /* the T = 1 gate_up's ring (moe_decode_dp4a.cu): 1 (default) its sums on dp4a, 2 on integer tensor cores
-         * (faster; its gate to be re-run after session 27's mend of its split layout), 0 the fp32 kernel instead */
-        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 1, 0, 2);
+        /* the T = 1 gate_up's ring (moe_decode_dp4a.cu): 2 (default since session 28) its sums on integer tensor
+         * cores, 1 on dp4a, 0 the fp32 kernel instead */
+        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 2, 0, 2);
         if (gptoss_moe_decode_dp4a(dp4a) != dp4a)
             mlog(m, LLMR_LOG_WARN, "the dp4a gate_up (LLMR_GPTOSS_MOE_DP4A) is off: its shared-memory size could not be set");
         if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
