@@ -128,6 +128,11 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
                                        const float *rwt, float *rpart, const uint16_t *router_b, float eps, int32_t *ctr,
                                        int32_t *ids, float *w, int32_t *groups, float *router_logits, float *r,
                                        cudaStream_t stream);
+/* How that last block reads the partial rows: on (the default since session 28) one bulk copy of all of them into its
+ * shared memory, then the sums from there, where they fit beside the kernel's static arrays in 48 KiB and are a
+ * 16-byte multiple (360 rows for the 20b); off, or where they do not fit, the sums from L2. Bit for bit the same.
+ * Queries the kernel's attributes, so call it outside any graph capture. Returns whether on. */
+int gptoss_gemv1_fin_rows(int on);
 /* rwt[n][e] = bf16 router_w[e][n] * bf16 norm_w[n] (exact in fp32), E == 32. */
 cudaError_t gptoss_router_rwt(const uint16_t *router_w, const uint16_t *norm_w, int H, int E, float *rwt,
                               cudaStream_t stream);

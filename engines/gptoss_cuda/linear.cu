@@ -9,6 +9,7 @@
  * they agree to fp32 rounding, not bit for bit. */
 #include "engines/gptoss_cuda/kernels.h"
 #include "engines/gptoss_cuda/moe_route.cuh"
+#include "engines/gptoss_cuda/tma_ring.cuh"
 #include "engines/gptoss_cuda/tile.h"
 #include "engines/gptoss_cuda/pdl.h"
 
@@ -93,12 +94,15 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
  * before using any. Blocks loop over rows (grid ~ resident blocks), so x is staged once per block. */
 #define GEMV1_WARPS 8
 
-/* The router finish by the launch's last block (gptoss_gemv1_router_finish; ctr NULL: none). */
+/* The router finish by the launch's last block (gptoss_gemv1_router_finish; ctr NULL: none). smem_rows: the last
+ * block brings every block's partial row into its dynamic shared memory (over x, no longer needed) with one bulk
+ * copy and adds them there; else it adds them from L2. */
 struct gemv1_fin {
     const uint16_t *rb;
     float eps;
     int32_t *ctr, *ids, *groups;
     float *w, *rl, *r;
+    int smem_rows;
 };
 
 template <bool ROUTER>
@@ -169,19 +173,39 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
             rpart[(size_t)blockIdx.x * 33 + threadIdx.x] = v;
         }
         if (fin.ctr) { /* the last block to get here adds every block's partial row (moe_route.cuh) */
-            __shared__ float fred[32][33], flg[32];
             __shared__ int last;
-            __threadfence(); /* this block's partial row before its count */
-            __syncthreads();
-            if (threadIdx.x == 0) last = atomicAdd(fin.ctr, 1) == (int)gridDim.x - 1;
+            __shared__ alignas(8) uint64_t landed; /* the bulk copy's barrier */
+            float *S = (float *)xs4;               /* the rows (smem_rows) or the 32 x 33 sums, over x */
+            const uint32_t bytes = (uint32_t)gridDim.x * 33u * (uint32_t)sizeof(float);
+            __syncthreads(); /* the block's partial row written, every warp done with x */
+            if (threadIdx.x == 0) {
+                /* the grid-sync pattern: the barrier above orders the row's writes before this thread's fence */
+                __threadfence();
+                last = atomicAdd(fin.ctr, 1) == (int)gridDim.x - 1;
+                if (last) {
+                    __threadfence(); /* every block's row, counted before ours, is visible from here on */
+                    if (fin.smem_rows) {
+                        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ring_smem_addr(&landed)));
+                        /* the init, the other blocks' rows (generic writes) and this block's reads of x ordered
+                         * before the copy engine's accesses */
+                        asm volatile("fence.mbarrier_init.release.cluster;\n fence.proxy.async;" ::: "memory");
+                        ring_fill(&landed, S, rpart, bytes);
+                    }
+                }
+            }
             __syncthreads();
             if (!last) return;
-            __threadfence();
             const float bias = warp == 0 ? gptoss_bf16_to_f32(fin.rb[lane]) : 0.0f; /* in flight with the sums' loads */
-            router_partials_sum8(rpart, gridDim.x, warp, lane, fred);
+            if (fin.smem_rows) {
+                ring_wait(&landed, 0);
+#pragma unroll
+                for (int i = 0; i < 4; i++) router_partials_smem_vw(S, gridDim.x, warp + 8 * i, lane);
+            } else
+                router_partials_sum8(rpart, gridDim.x, warp, lane, (float(*)[33])S);
             __syncthreads();
             if (warp == 0) {
-                const float r = router_finish_warp(fred, bias, N, fin.eps, lane, flg, fin.ids, fin.w, fin.groups, fin.rl);
+                const float r = router_finish_warp((const float(*)[33])S, bias, N, fin.eps, lane, fin.ids, fin.w,
+                                                   fin.groups, fin.rl);
                 if (lane == 0) {
                     *fin.r = r;
                     *fin.ctr = 0; /* for the next launch */
@@ -245,6 +269,31 @@ cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+/* The last block's partial rows by one bulk copy (gptoss_gemv1_fin_rows); the router kernel's static shared bytes,
+ * queried once (the same for every device). */
+static int g_fin_rows = 1;
+static size_t g_fin_static = (size_t)-1;
+
+/* Whether `rows` bytes of partial rows fit the router kernel's dynamic shared memory beside its static arrays within
+ * the default 48 KiB a block (no opt-in attribute: these launches are captured into graphs) and are a whole number
+ * of 16-byte units, as the bulk copy needs. */
+static cudaError_t gemv1_fin_room(size_t rows, int *fits) {
+    if (g_fin_static == (size_t)-1) {
+        cudaFuncAttributes a;
+        const cudaError_t e = cudaFuncGetAttributes(&a, gemv1_kernel<true>);
+        if (e != cudaSuccess) return e;
+        g_fin_static = a.sharedSizeBytes;
+    }
+    *fits = g_fin_rows && rows % 16 == 0 && rows + g_fin_static <= 48 * 1024;
+    return cudaSuccess;
+}
+
+int gptoss_gemv1_fin_rows(int on) {
+    int fits = 0;
+    g_fin_rows = on != 0;
+    return gemv1_fin_room(0, &fits) == cudaSuccess ? g_fin_rows : 0; /* the query outside any capture */
+}
+
 cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,
                                        const float *rwt, float *rpart, const uint16_t *router_b, float eps, int32_t *ctr,
                                        int32_t *ids, float *w, int32_t *groups, float *router_logits, float *r,
@@ -254,7 +303,17 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
     int blocks = 0;
     cudaError_t e = gemv1_grid(K, N, &blocks);
     if (e != cudaSuccess) return e;
+    /* x's space holds the last block's sums (32 x 33) or, where they fit beside the static arrays within the default
+     * 48 KiB (360 rows for the 20b: 47,520 bytes), all the partial rows for one bulk copy (16-byte multiple) */
+    const size_t rows = (size_t)blocks * 33 * sizeof(float);
+    size_t smem = (size_t)K * sizeof(float);
+    int smem_rows = 0;
+    e = gemv1_fin_room(rows, &smem_rows);
+    if (e != cudaSuccess) return e;
+    if (smem_rows && rows > smem) smem = rows;
+    if (smem < 32 * 33 * sizeof(float)) smem = 32 * 33 * sizeof(float);
     gemv1_fin fin;
+    fin.smem_rows = smem_rows;
     fin.rb = router_b;
     fin.eps = eps;
     fin.ctr = ctr;
@@ -264,8 +323,8 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
     fin.rl = router_logits;
     fin.r = r;
     /* no PDL: the next kernel reads what the last block writes at its very end */
-    e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), (size_t)K * sizeof(float), s, 0,
-                      x, W, b, K, N, y, 1, 0, rwt, rpart, fin);
+    e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, 0, x, W, b, K, N, y, 1,
+                      0, rwt, rpart, fin);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

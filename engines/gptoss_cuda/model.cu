@@ -816,6 +816,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* the T = 1 gate_up's ring (moe_decode_dp4a.cu): 2 (default since session 28) its sums on integer tensor
          * cores, 1 on dp4a, 0 the fp32 kernel instead */
         const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 2, 0, 2);
+        /* o_proj's last block's router finish: the partial rows by one bulk copy (1, default) or from L2 (0) */
+        const int fin_rows = env_int("LLMR_GPTOSS_FIN_ROWS", 1, 0, 1);
+        if (gptoss_gemv1_fin_rows(fin_rows) != fin_rows)
+            mlog(m, LLMR_LOG_WARN, "the router finish's bulk copy (LLMR_GPTOSS_FIN_ROWS) is off: its kernel could not be queried");
         if (gptoss_moe_decode_dp4a(dp4a) != dp4a)
             mlog(m, LLMR_LOG_WARN, "the dp4a gate_up (LLMR_GPTOSS_MOE_DP4A) is off: its shared-memory size could not be set");
         if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {

@@ -317,7 +317,6 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
                                                                        int H, float *h_sw, int32_t *ids, float *wts,
                                                                        int32_t *groups, float *rl) {
     __shared__ float red[32][33];
-    __shared__ float lg[32];
     __shared__ float r_sh;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     float xv[RT_XREG], nwv[RT_XREG];
@@ -327,7 +326,7 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_finish_kernel(const flo
     router_partials_vw(rpart, nparts, warp, lane, red);
     __syncthreads();
     if (warp == 0) {
-        const float r = router_finish_warp(red, bias, H, eps, lane, lg, ids, wts, groups, rl);
+        const float r = router_finish_warp(red, bias, H, eps, lane, ids, wts, groups, rl);
         if (lane == 0) r_sh = r;
     }
     __syncthreads();

@@ -432,14 +432,14 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
          * finish + ring one. The 32 x 33 partial sums live in the split vector's space (written after the last sync
          * below). */
         float(*red)[33] = (float(*)[33])xq;
-        __shared__ float s_lg[32], s_w[GPTOSS_TOPK], s_r;
+        __shared__ float s_w[GPTOSS_TOPK], s_r;
         __shared__ int32_t s_grp[gptoss_moe_groups_ints(1)], s_ids[GPTOSS_TOPK];
         const float bias = warp == 0 ? gptoss_bf16_to_f32(rt.rb[lane]) : 0.0f;
         if (warp < MR_CONS) router_partials_sum8(rt.rpart, rt.nparts, warp, lane, red);
         if (threadIdx.x < gptoss_moe_groups_ints(1)) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
         __syncthreads();
         if (warp == 0) {
-            const float r = router_finish_warp(red, bias, H, rt.eps, lane, s_lg, s_ids, s_w, s_grp,
+            const float r = router_finish_warp(red, bias, H, rt.eps, lane, s_ids, s_w, s_grp,
                                                blockIdx.x == 0 ? rt.rl : nullptr);
             if (lane == 0) s_r = r;
         }

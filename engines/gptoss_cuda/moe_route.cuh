@@ -22,6 +22,19 @@ static __device__ __forceinline__ void router_groups_one(const int sel[GPTOSS_TO
         groups[1 + 2 * GM + 4 * g] = k;
     }
 }
+/* Lane 0's part of a top-4: the softmax over the 4 picked values val[] (val[0] the largest) to w[4t..4t+3], the picks
+ * to ids[4t..4t+3], with one_table also the one-token group table. */
+static __device__ __forceinline__ void router_write4(const int sel[GPTOSS_TOPK], const float val[GPTOSS_TOPK], int t,
+                                                     int32_t *ids, float *w, bool one_table, int32_t *groups) {
+    float p[GPTOSS_TOPK], sum = 0.0f;
+    for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        ids[t * GPTOSS_TOPK + k] = sel[k];
+        w[t * GPTOSS_TOPK + k] = p[k] / sum;
+    }
+    if (one_table) router_groups_one(sel, groups);
+}
+
 /* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
  * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
  * with one_table also the one-token group table. A NaN logit counts as -inf (as in the sampler): every comparison with NaN is
@@ -49,15 +62,28 @@ static __device__ __forceinline__ void router_top4(const float *lg, int E, int l
         val[k] = bv;
         if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
     }
-    if (lane == 0) {
-        float p[GPTOSS_TOPK], sum = 0.0f;
-        for (int k = 0; k < GPTOSS_TOPK; k++) { p[k] = expf(val[k] - val[0]); sum += p[k]; }
-        for (int k = 0; k < GPTOSS_TOPK; k++) {
-            ids[t * GPTOSS_TOPK + k] = sel[k];
-            w[t * GPTOSS_TOPK + k] = p[k] / sum;
-        }
-        if (one_table) router_groups_one(sel, groups);
+    if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
+}
+
+/* By one whole warp, lane e holding logit e of exactly 32: the same picks as router_top4 (ties to the lower id, NaN
+ * as -inf) and the same softmax, with a warp max reduction (redux.sync) and a ballot a pick instead of five
+ * shuffle pairs. The logits become unsigned keys ordered as the floats: -0 is taken as +0 first (router_top4 finds
+ * them equal), NaN as -inf, and a taken lane's key is 0, below every float's. One table, token 0. */
+static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
+    v = v != v ? -INFINITY : v + 0.0f;
+    const uint32_t b = __float_as_uint(v);
+    uint32_t key = b >> 31 ? ~b : b | 0x80000000u;
+    int sel[GPTOSS_TOPK];
+    float val[GPTOSS_TOPK];
+#pragma unroll
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        const uint32_t top = __reduce_max_sync(0xffffffffu, key);
+        const int bi = __ffs(__ballot_sync(0xffffffffu, key == top)) - 1;
+        sel[k] = bi;
+        val[k] = __shfl_sync(0xffffffffu, v, bi);
+        if (lane == bi) key = 0;
     }
+    if (lane == 0) router_write4(sel, val, 0, ids, w, true, groups);
 }
 
 
@@ -95,6 +121,19 @@ static __device__ __forceinline__ void router_partials_vw(const float *rpart, in
     if (lane == 0) red[vw][32] = q;
 }
 
+/* The same sums from a copy of the partial rows in shared memory (S[j * 33 + c], row j column c; gemv1's last block
+ * brings them in with one bulk copy), written in place: virtual warp vw's sums over row vw, which only vw reads. So
+ * S then holds red as above in its first 32 rows, bit for bit router_partials_vw's. */
+static __device__ __forceinline__ void router_partials_smem_vw(float *S, int nparts, int vw, int lane) {
+    float p = 0.0f, q = 0.0f;
+    for (int j = vw; j < nparts; j += 32) {
+        p += S[j * 33 + lane];
+        if (lane == 0) q += S[j * 33 + 32];
+    }
+    S[vw * 33 + lane] = p;
+    if (lane == 0) S[vw * 33 + 32] = q;
+}
+
 static __device__ __forceinline__ void router_partials_sum8(const float *rpart, int nparts, int warp, int lane,
                                                             float (*red)[33]) {
 #pragma unroll 2
@@ -102,10 +141,10 @@ static __device__ __forceinline__ void router_partials_sum8(const float *rpart, 
 }
 
 /* By warp 0 after red is complete: r = rsqrt(sum sq / H + eps), the logits r v + bias (lane e: router_b[e], loaded
- * by the caller ahead of the sums; to rl when non-NULL and to lg, shared [32]), the top-4 with its softmax and the
- * one-token group table (ids, w, groups); returns r (every lane). */
+ * by the caller ahead of the sums; to rl when non-NULL), the top-4 with its softmax and the one-token group table
+ * (ids, w, groups); returns r (every lane). */
 static __device__ __forceinline__ float router_finish_warp(const float (*red)[33], float bias, int H, float eps,
-                                                           int lane, float *lg, int32_t *ids, float *w, int32_t *groups,
+                                                           int lane, int32_t *ids, float *w, int32_t *groups,
                                                            float *rl) {
     float v = 0.0f, sq = 0.0f;
 #pragma unroll
@@ -115,9 +154,7 @@ static __device__ __forceinline__ float router_finish_warp(const float (*red)[33
     }
     const float r = rsqrtf(sq / (float)H + eps), lv = r * v + bias;
     if (rl) rl[lane] = lv;
-    lg[lane] = lv;
-    __syncwarp();
-    router_top4(lg, 32, lane, 0, ids, w, true, groups);
+    router_top4_32(lv, lane, ids, w, groups);
     return r;
 }
 

@@ -1082,6 +1082,66 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
     gptoss_moe_router_blocks(1);
 }
 
+/* The router finish's top-4 of 32 (moe_route.cuh router_top4_32: a warp max reduction and a ballot a pick) on the
+ * cases a random draw never meets, each against the CPU's rule (ties to the lower id, NaN as -inf, -0 equal to +0):
+ * through gptoss_moe_router_finish with one partial row (v[e], sum of squares H, so r ~ 1) and crafted biases. */
+static void test_router_finish_top4(void) {
+    const int H = 64, E = 32;
+    const uint16_t NEG0 = 0x8000, NAN16 = 0x7FC0, NINF = 0xFF80, ONE = 0x3F80, HALF = 0x3F00, THREE = 0x4040;
+    struct tcase { const char *name; std::vector<float> v; std::vector<uint16_t> b; };
+    std::vector<tcase> cases;
+    { tcase c{"all 32 tied", std::vector<float>(E, 0.0f), std::vector<uint16_t>(E, HALF)}; cases.push_back(c); }
+    { tcase c{"a tie at the top (7 and 2)", std::vector<float>(E, 0.0f), std::vector<uint16_t>(E, HALF)};
+      c.b[7] = THREE; c.b[2] = THREE; c.b[30] = ONE; cases.push_back(c); }
+    { tcase c{"NaN logits never win", std::vector<float>(E, -1.0f), std::vector<uint16_t>(E, 0)};
+      c.b[0] = NAN16; c.b[5] = NAN16; c.v[9] = 2.0f; cases.push_back(c); }
+    { tcase c{"-0 ties +0 (the lower id first)", std::vector<float>(E, -1.0f), std::vector<uint16_t>(E, 0)};
+      c.v[4] = -0.0f; c.b[4] = NEG0; c.v[11] = 0.0f; c.v[20] = -0.0f; c.b[20] = NEG0; cases.push_back(c); }
+    { tcase c{"all NaN or -inf", std::vector<float>(E, 0.0f), std::vector<uint16_t>(E, NINF)};
+      for (int e = 0; e < E; e += 3) c.b[e] = NAN16; cases.push_back(c); }
+    auto x = randv(H, 1.0f);
+    auto nw = randbf(H, 1.0f);
+    float *dx = dev_upload(x), *dhs = dev_poison(H), *dw = dev_poison(4), *drl = dev_poison(E), *drp = dev_poison(33);
+    uint16_t *dnw = dev_upload(nw), *drb = dev_upload(std::vector<uint16_t>(E, 0));
+    md_work wk = md_work_make(1);
+    for (const tcase &c : cases) {
+        std::vector<float> row(c.v);
+        row.push_back((float)H);
+        CK(cudaMemcpy(drp, row.data(), 33 * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(drb, c.b.data(), E * 2, cudaMemcpyHostToDevice));
+        CK(gptoss_moe_router_finish(dx, dnw, 1e-5f, drp, 1, drb, H, E, dhs, wk.ids, dw, wk.grp, drl, 0));
+        auto ids = dev_download(wk.ids, 4);
+        auto w = dev_download(dw, 4), lg = dev_download(drl, E);
+        /* the CPU's picks from the GPU's own logits */
+        std::vector<int> taken(E, 0);
+        bool ok = true;
+        double val[4], z = 0.0;
+        for (int k = 0; k < 4; k++) {
+            int best = -1;
+            double bv = 0.0;
+            for (int e = 0; e < E; e++) {
+                const double v = lg[e] != lg[e] ? -INFINITY : lg[e];
+                if (!taken[e] && (best < 0 || v > bv)) { best = e; bv = v; }
+            }
+            taken[best] = 1;
+            val[k] = bv;
+            ok &= ids[k] == best;
+        }
+        for (int k = 0; k < 4; k++) z += isinf(val[k]) && isinf(val[0]) ? 1.0 : exp(val[k] - val[0]);
+        for (int k = 0; k < 4; k++) {
+            const double ref = (isinf(val[k]) && isinf(val[0]) ? 1.0 : exp(val[k] - val[0])) / z;
+            if (isinf(val[0])) continue; /* all -inf: the weights are NaN in every form (-inf - -inf) */
+            ok &= fabs(w[k] - ref) <= 1e-6 * fabs(ref) + 1e-12;
+        }
+        char what[160];
+        snprintf(what, sizeof what, "router finish top-4 of 32, %s: ids %d %d %d %d as the CPU's rule, softmax", c.name,
+                 ids[0], ids[1], ids[2], ids[3]);
+        check_true(what, ok);
+    }
+    cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(drp); cudaFree(dnw); cudaFree(drb);
+    md_work_free(&wk);
+}
+
 /* the router split (the T = 1 default for 32 experts, LLMR_GPTOSS_ROUTER_SPLIT): o_proj + the router as gptoss_gemv1_router + gptoss_moe_router_finish
  * against gptoss_gemv1 + gptoss_moe_router_decode: the residual bit for bit, h_sw, the logits and weights to fp32
  * rounding (r's sum of squares is added in another order), the same ids and groups; then both pairs timed back to back. */
@@ -1117,7 +1177,7 @@ static void test_router_split(void) {
     CK(cudaMemcpy(d_x, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
     new_pair();
     outs b = grab();
-    char what[200];
+    char what[320];
     snprintf(what, sizeof what, "router split (o_proj partials, %d blocks): residual bit for bit, ids and groups equal", parts);
     check_true(what, parts > 0 && !memcmp(a.x.data(), b.x.data(), H * 4) && a.ids == b.ids && a.grp == b.grp);
     /* h_sw = (x r) nw with r from the sum of squares in another order: equal to fp32 rounding */
@@ -1134,8 +1194,10 @@ static void test_router_split(void) {
         CK(gptoss_gemv1_router_finish(d_o, d_ow, d_ob, QD, H, d_x, d_rwt, d_rp, d_rb, eps, d_ctr, wk.ids, d_w, wk.grp, d_rl,
                                       d_r, 0));
     };
-    bool fin_ok = true;
-    for (int rep = 0; rep < 2; rep++) {
+    for (int rows = 1; rows >= 0; rows--) {
+    const int rows_on = gptoss_gemv1_fin_rows(rows);
+    bool fin_ok = rows_on == rows;
+    for (int rep = 0; rep < 6; rep++) {
         CK(cudaMemcpy(d_x, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
         CK(cudaMemset(d_w, 0xff, 16));
         CK(cudaMemset(d_rl, 0xff, E * 4));
@@ -1151,8 +1213,12 @@ static void test_router_split(void) {
         fin_ok &= ctr == 0 && hs_same && !memcmp(b.x.data(), f.x.data(), H * 4) && b.ids == f.ids && f.grp == b.grp &&
                   !memcmp(b.w.data(), f.w.data(), 16) && !memcmp(b.rl.data(), f.rl.data(), E * 4);
     }
-    check_true("router split finished by o_proj's last block: residual, ids, weights, groups, logits and r bit for bit "
-               "gemv1_router + router_finish, twice (its counter back at 0)", fin_ok);
+    snprintf(what, sizeof what, "router split finished by o_proj's last block (%s): residual, ids, weights, groups, "
+             "logits and r bit for bit gemv1_router + router_finish, 6 times (its counter back at 0)",
+             rows ? "the partial rows by one bulk copy" : "the partial rows from L2");
+    check_true(what, fin_ok);
+    }
+    gptoss_gemv1_fin_rows(1);
     /* the gate_up routed that way (gptoss_moe_routed_gate_up_dp4a: normalises x with that r, the last block's group
      * table) = the ring gate_up from the finish kernel's h_sw, bit for bit, with either ring form */
     {
@@ -1184,8 +1250,12 @@ static void test_router_split(void) {
     const double t_new = fmin(tu_time_ms(new_pair, 50), tu_time_ms(new_pair, 50));
     const double t_old2 = tu_time_ms(old_pair, 50);
     const double t_fin = fmin(tu_time_ms(fin_one, 50), tu_time_ms(fin_one, 50));
+    gptoss_gemv1_fin_rows(0);
+    const double t_fin_l2 = fmin(tu_time_ms(fin_one, 50), tu_time_ms(fin_one, 50));
+    gptoss_gemv1_fin_rows(1);
     printf("     timing o_proj + router: %.1f us (gemv1 + router_decode; again %.1f), %.1f us (gemv1_router + router_finish), "
-           "%.1f us (gemv1_router_finish)\n", t_old * 1000.0, t_old2 * 1000.0, t_new * 1000.0, t_fin * 1000.0);
+           "%.1f us (gemv1_router_finish; %.1f with the rows from L2)\n", t_old * 1000.0, t_old2 * 1000.0, t_new * 1000.0,
+           t_fin * 1000.0, t_fin_l2 * 1000.0);
     cudaFree(d_r);
     cudaFree(d_ctr);
     cudaFree(d_o); cudaFree(d_x); cudaFree(d_hs); cudaFree(d_w); cudaFree(d_rl); cudaFree(d_ow); cudaFree(d_ob); cudaFree(d_nw);
@@ -1634,6 +1704,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--moe-decode-timing")) { /* the 20b's T = 1 MoE block alone, checked and timed */
         test_host_only();
         test_moe_decode(1, 2880, 2880, 32, 1);
+        test_router_finish_top4();
         test_router_split();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
@@ -1709,6 +1780,7 @@ int main(int argc, char **argv) {
     test_moe_decode(37, 64, 96, 8, 0);     /* ~18 pairs per expert: several groups each */
     test_moe_decode(64, 256, 128, 32, 0);  /* the largest batch */
     test_moe_decode(8, 2880, 2880, 32, 1);
+    test_router_finish_top4();
     test_router_split();
     test_sampling(1000);
     test_sampling(201088);
