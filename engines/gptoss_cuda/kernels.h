@@ -529,7 +529,8 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
                                            const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
                                            int I, float alpha, float limit, float *act_sw, cudaStream_t stream);
 /* Timing diagnostics of that kernel, for gptoss_kernels only (wrong results): 1 = its copies alone (no
- * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused); 0 = off. */
+ * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused), 3 = all but the activation split
+ * (the split vector left as it is); 0 = off. */
 void gptoss_moe_ring_diag(int d);
 
 /* Multiprocessors of the current device, cached per device (132 when the query fails): the T = 1 MoE

@@ -473,8 +473,10 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         }
         return;
     }
-    /* consumers: the token's activation vector split once (T = 1: every group's pair is token 0) */
-    if constexpr (IMMA) {
+    /* consumers: the token's activation vector split once (T = 1: every group's pair is token 0; diag 3, a timing
+     * diagnostic: not split) */
+    if (diag == 3) {
+    } else if constexpr (IMMA) {
         if constexpr (ROUTE != 0) mi_split_x<true>(rt.x, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
         else mi_split_x(h_sw, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32);
     } else {
@@ -555,7 +557,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
 
 static int g_dp4a = 0, g_ring_diag = 0; /* g_dp4a: 0 off, 1 the dp4a consumers, 2 the tensor-core ones */
 
-void gptoss_moe_ring_diag(int d) { g_ring_diag = d == 1 || d == 2 ? d : 0; }
+void gptoss_moe_ring_diag(int d) { g_ring_diag = d >= 1 && d <= 3 ? d : 0; }
 
 /* The ring kernel of the current mode and its shared memory for hidden size H. */
 template <int ROUTE>

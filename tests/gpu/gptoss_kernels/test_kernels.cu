@@ -1025,16 +1025,18 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             /* Each kernel alone, back to back. Slots: 0 router, 1 gate_up, 2 down, 3 router over 8 blocks, 4 / 5
              * gate_up / down with cp.async (T = 1), 6 / 7 table decode, 8 a control (slot 6 again), 9 gate_up on dp4a
              * through the TMA ring, 10 / 11 its copies / arithmetic alone, 12 / 13 / 14 the same with the tensor-core
-             * consumers (T = 1). The slots run twice, forward then reversed, and each prints both passes and the lower: a fixed order favoured the
+             * consumers (T = 1), 15 the tensor-core ring without its activation split (wrong results: what the split
+             * costs). The slots run twice, forward then reversed, and each prints both passes and the lower: a fixed order favoured the
              * later slot by ~7% on the H200 (docs/performance.md, issue 10 step 15), which the control shows. */
-            const int NS = 15;
+            const int NS = 16;
             static const char *const slot_name[NS] = {
                 "router_decode", "gate_up_decode", "down_decode", "router_decode, 8 blocks/token",
                 "gate_up_decode, cp.async", "down_decode, cp.async", "gate_up_decode, table decode",
                 "down_decode, table decode", "gate_up_decode, table decode (control: slot 6 again)",
                 "gate_up_decode, dp4a ring", "gate_up_decode, dp4a ring: copies alone",
                 "gate_up_decode, dp4a ring: arithmetic alone", "gate_up_decode, tensor-core ring",
-                "gate_up_decode, tensor-core ring: copies alone", "gate_up_decode, tensor-core ring: arithmetic alone"};
+                "gate_up_decode, tensor-core ring: copies alone", "gate_up_decode, tensor-core ring: arithmetic alone",
+                "gate_up_decode, tensor-core ring: no activation split"};
             auto slot_gate_up = [](int k) { return k == 1 || k == 4 || k == 6 || k == 8 || k >= 9; };
             auto slot_down = [](int k) { return k == 2 || k == 5 || k == 7; };
             auto slot_t1 = [](int k) { return (k >= 4 && k <= 5) || k >= 9; }; /* T = 1 only */
@@ -1250,12 +1252,14 @@ static void test_router_split(void) {
     const double t_new = fmin(tu_time_ms(new_pair, 50), tu_time_ms(new_pair, 50));
     const double t_old2 = tu_time_ms(old_pair, 50);
     const double t_fin = fmin(tu_time_ms(fin_one, 50), tu_time_ms(fin_one, 50));
+    auto part_one = [&]() { CK(gptoss_gemv1_router(d_o, d_ow, d_ob, QD, H, d_x, d_rwt, d_rp, 0)); };
+    const double t_part = fmin(tu_time_ms(part_one, 50), tu_time_ms(part_one, 50));
     gptoss_gemv1_fin_rows(0);
     const double t_fin_l2 = fmin(tu_time_ms(fin_one, 50), tu_time_ms(fin_one, 50));
     gptoss_gemv1_fin_rows(1);
     printf("     timing o_proj + router: %.1f us (gemv1 + router_decode; again %.1f), %.1f us (gemv1_router + router_finish), "
-           "%.1f us (gemv1_router_finish; %.1f with the rows from L2)\n", t_old * 1000.0, t_old2 * 1000.0, t_new * 1000.0,
-           t_fin * 1000.0, t_fin_l2 * 1000.0);
+           "%.1f us (gemv1_router_finish; %.1f with the rows from L2; %.1f gemv1_router alone)\n", t_old * 1000.0,
+           t_old2 * 1000.0, t_new * 1000.0, t_fin * 1000.0, t_fin_l2 * 1000.0, t_part * 1000.0);
     cudaFree(d_r);
     cudaFree(d_ctr);
     cudaFree(d_o); cudaFree(d_x); cudaFree(d_hs); cudaFree(d_w); cudaFree(d_rl); cudaFree(d_ow); cudaFree(d_ob); cudaFree(d_nw);
