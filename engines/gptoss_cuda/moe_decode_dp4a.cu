@@ -475,13 +475,14 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     }
     /* consumers: the token's activation vector split once (T = 1: every group's pair is token 0; diag 3, a timing
      * diagnostic: not split) */
-    if (diag == 3) {
-    } else if constexpr (IMMA) {
-        if constexpr (ROUTE != 0) mi_split_x<true>(rt.x, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
-        else mi_split_x(h_sw, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32);
-    } else {
-        if constexpr (ROUTE != 0) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
-        else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
+    if (diag != 3) {
+        if constexpr (IMMA) {
+            if constexpr (ROUTE != 0) mi_split_x<true>(rt.x, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+            else mi_split_x(h_sw, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32);
+        } else {
+            if constexpr (ROUTE != 0) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+            else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
+        }
     }
     asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
     if constexpr (IMMA) { /* warp w: chunks [cpw w, cpw (w + 1)) of every stage's 16 rows (cpw a multiple of 4) */

@@ -1,6 +1,7 @@
-/* moe_route.cuh — one token's top-4 expert choice from its 32+ router logits, shared by the router kernels of
- * moe_decode.cu and the routed dp4a gate_up of moe_decode_dp4a.cu (so every path picks experts with the same
- * comparisons). Included by .cu files only. */
+/* moe_route.cuh — one token's top-4 expert choice from its 32+ router logits, and the router split's finish (the
+ * partial rows' sums, r, the logits), shared by the router kernels of moe_decode.cu, the routed gate_up of
+ * moe_decode_dp4a.cu and o_proj's last block in linear.cu (so every path picks experts with the same comparisons and
+ * adds the partial rows in the same order). Included by .cu files only. */
 #ifndef LLMR_GPTOSS_MOE_ROUTE_CUH
 #define LLMR_GPTOSS_MOE_ROUTE_CUH
 
