@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engines/gptoss_cuda/kernels.h"
 
@@ -66,14 +67,22 @@ static __device__ __forceinline__ void router_top4(const float *lg, int E, int l
     if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
 }
 
-/* By one whole warp, lane e holding logit e of exactly 32: the same picks as router_top4 (ties to the lower id, NaN
- * as -inf) and the same softmax, with a warp max reduction (redux.sync) and a ballot a pick instead of five
- * shuffle pairs. The logits become unsigned keys ordered as the floats: -0 is taken as +0 first (router_top4 finds
- * them equal), NaN as -inf, and a taken lane's key is 0, below every float's. One table, token 0. */
-static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
+/* A logit as an unsigned key ordered as router_top4 compares logits: key(a) > key(b) exactly when a > b, key(a) ==
+ * key(b) when they are equal, with NaN taken as -inf and -0 as +0 (first, since the two are equal as floats and their
+ * bits are not); every key is above 0 (-inf's is 0x007FFFFF). The value as compared goes to *vc. Host-checked. */
+static __host__ __device__ __forceinline__ uint32_t router_key32(float v, float *vc) {
     v = v != v ? -INFINITY : v + 0.0f;
-    const uint32_t b = __float_as_uint(v);
-    uint32_t key = b >> 31 ? ~b : b | 0x80000000u;
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    *vc = v;
+    return b >> 31 ? ~b : b | 0x80000000u;
+}
+
+/* By one whole warp, lane e holding logit e of exactly 32: the same picks as router_top4 (ties to the lower id, NaN
+ * as -inf) and the same softmax, with a warp max reduction (redux.sync) over router_key32's keys and a ballot a pick
+ * instead of five shuffle pairs; a taken lane's key is 0, below every logit's. One table, token 0. */
+static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
+    uint32_t key = router_key32(v, &v);
     int sel[GPTOSS_TOPK];
     float val[GPTOSS_TOPK];
 #pragma unroll

@@ -574,7 +574,38 @@ static void test_f16_unit_order_host(void) {
 
 /* The checks that need no GPU (decode tables, the dp4a split, the staged unit order), also run by gptoss_kernels
  * --host-checks. */
+/* router_key32 (the finish's top-4 of 32 by a max reduction over keys): the keys order every pair of logits as
+ * router_top4's comparisons do (NaN as -inf, -0 equal to +0), over the special values and 400,000 random pairs of
+ * random bit patterns and of near-equal values, and every key is above 0 (a taken lane's key). */
+static void test_router_key_host(void) {
+    const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f, 1e-45f, -1e-45f,
+                              3.4028235e38f, -3.4028235e38f, 1.17549435e-38f, -1.17549435e-38f};
+    auto as_cmp = [](float v) { return v != v ? -INFINITY : v; };
+    bool ok = true;
+    auto check = [&](float a, float b) {
+        float ca, cb;
+        const uint32_t ka = router_key32(a, &ca), kb = router_key32(b, &cb);
+        const float fa = as_cmp(a), fb = as_cmp(b);
+        ok &= ka > 0 && kb > 0 && (fa > fb) == (ka > kb) && (fa == fb) == (ka == kb) && ca == fa;
+    };
+    for (float a : specials)
+        for (float b : specials) check(a, b);
+    for (int i = 0; i < 200000; i++) {
+        const uint32_t ra = (uint32_t)rnd64(), rb = (uint32_t)rnd64();
+        float a, b;
+        memcpy(&a, &ra, 4);
+        memcpy(&b, &rb, 4);
+        check(a, b);
+        const float c = (float)((int)(rnd64() % 2001) - 1000) * 0.001f; /* near-equal and equal pairs */
+        check(c, nextafterf(c, (rnd64() & 1) ? INFINITY : -INFINITY));
+        check(c, c * 1.0f);
+    }
+    check_true("router finish's top-4 keys (router_key32) order logits as the comparisons do: NaN as -inf, -0 as +0, "
+               "every key above a taken lane's 0", ok);
+}
+
 static void test_host_only(void) {
+    test_router_key_host();
     test_mxfp4_lut_host();
     test_mxfp4_i8_host();
     test_dp4a_split_host();
