@@ -276,6 +276,24 @@ static void test_decode_at(int pos, int nh, int nkv, int window) {
 }
 
 /* ------------------------------------------------------------ router */
+/* The CPU's top-4 of the logits l[0, E) by the engine's rule (router_top4): the largest first, ties to the lower id,
+ * NaN as -inf; the picks to sel, the values as compared to val (may be NULL). */
+template <class V>
+static void ref_top4(const V *l, int E, int sel[4], double val[4]) {
+    std::vector<int> taken(E, 0);
+    for (int k = 0; k < 4; k++) {
+        int best = -1;
+        double bv = 0.0;
+        for (int e = 0; e < E; e++) {
+            const double v = l[e] != l[e] ? -INFINITY : (double)l[e];
+            if (!taken[e] && (best < 0 || v > bv)) { best = e; bv = v; }
+        }
+        taken[best] = 1;
+        sel[k] = best;
+        if (val) val[k] = bv;
+    }
+}
+
 static void test_router(int T, int E) {
     auto l = randv((size_t)T * E, 1.0f);
     for (int e = 0; e < E; e++) l[e] = 0.5f;           /* token 0: all tied -> 0,1,2,3 */
@@ -289,16 +307,10 @@ static void test_router(int T, int E) {
     int ids_ok = 1;
     std::vector<double> wref((size_t)T * 4);
     for (int t = 0; t < T; t++) {
-        std::vector<int> taken(E, 0);
         int sel[4];
-        for (int k = 0; k < 4; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++)
-                if (!taken[e] && (best < 0 || l[(size_t)t * E + e] > l[(size_t)t * E + best])) best = e;
-            taken[best] = 1;
-            sel[k] = best;
-            if (ids[(size_t)t * 4 + k] != best) ids_ok = 0;
-        }
+        ref_top4(l.data() + (size_t)t * E, E, sel, nullptr);
+        for (int k = 0; k < 4; k++)
+            if (ids[(size_t)t * 4 + k] != sel[k]) ids_ok = 0;
         double mx = l[(size_t)t * E + sel[0]], z = 0;
         for (int k = 0; k < 4; k++) z += exp(l[(size_t)t * E + sel[k]] - mx);
         for (int k = 0; k < 4; k++) wref[(size_t)t * 4 + k] = exp(l[(size_t)t * E + sel[k]] - mx) / z;
@@ -749,15 +761,10 @@ static void test_router_nan(int E) {
                 ok &= e >= 0 && e < E;
                 for (int j = 0; j < k; j++) ok &= ids[t * 4 + j] != e;
             }
-        /* token 2: the CPU's top-4 of its finite logits (the GPU's own logits; ties to the lower id) */
-        std::vector<int> taken(E, 0);
-        for (int k = 0; k < 4; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++)
-                if (!taken[e] && lg[2 * E + e] == lg[2 * E + e] && (best < 0 || lg[2 * E + e] > lg[2 * E + best])) best = e;
-            taken[best] = 1;
-            ok &= ids[8 + k] == best;
-        }
+        /* token 2: the CPU's top-4 of its logits, the NaN one as -inf (the GPU's own logits; ties to the lower id) */
+        int sel[4];
+        ref_top4(lg.data() + 2 * E, E, sel, nullptr);
+        for (int k = 0; k < 4; k++) ok &= ids[8 + k] == sel[k];
         ok &= md_groups_ok(grp, ids, P);
     }
     char what[160];
@@ -923,15 +930,9 @@ static void test_moe_decode(int T, int H, int I, int E, int timing) {
             for (int i = 0; i < H; i++) s += href[(size_t)t * H + i] * bf2f(rw[(size_t)e * H + i]);
             lg[e] = s;
         }
-        std::vector<int> taken(E, 0);
         int sel[4];
-        for (int k = 0; k < 4; k++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) if (!taken[e] && (best < 0 || lg[e] > lg[best])) best = e;
-            taken[best] = 1;
-            sel[k] = best;
-            ids_ok &= ids[t * 4 + k] == best;
-        }
+        ref_top4(lg.data(), E, sel, nullptr);
+        for (int k = 0; k < 4; k++) ids_ok &= ids[t * 4 + k] == sel[k];
         double z = 0;
         for (int k = 0; k < 4; k++) z += exp(lg[sel[k]] - lg[sel[0]]);
         for (int k = 0; k < 4; k++) wref[t * 4 + k] = exp(lg[sel[k]] - lg[sel[0]]) / z;
@@ -1146,20 +1147,11 @@ static void test_router_finish_top4(void) {
         auto ids = dev_download(wk.ids, 4);
         auto w = dev_download(dw, 4), lg = dev_download(drl, E);
         /* the CPU's picks from the GPU's own logits */
-        std::vector<int> taken(E, 0);
         bool ok = true;
+        int sel[4];
         double val[4], z = 0.0;
-        for (int k = 0; k < 4; k++) {
-            int best = -1;
-            double bv = 0.0;
-            for (int e = 0; e < E; e++) {
-                const double v = lg[e] != lg[e] ? -INFINITY : lg[e];
-                if (!taken[e] && (best < 0 || v > bv)) { best = e; bv = v; }
-            }
-            taken[best] = 1;
-            val[k] = bv;
-            ok &= ids[k] == best;
-        }
+        ref_top4(lg.data(), E, sel, val);
+        for (int k = 0; k < 4; k++) ok &= ids[k] == sel[k];
         for (int k = 0; k < 4; k++) z += isinf(val[k]) && isinf(val[0]) ? 1.0 : exp(val[k] - val[0]);
         for (int k = 0; k < 4; k++) {
             const double ref = (isinf(val[k]) && isinf(val[0]) ? 1.0 : exp(val[k] - val[0])) / z;
@@ -1228,28 +1220,28 @@ static void test_router_split(void) {
                                       d_r, 0));
     };
     for (int rows = 1; rows >= 0; rows--) {
-    const int rows_on = gptoss_gemv1_fin_rows(rows);
-    bool fin_ok = rows_on == rows;
-    for (int rep = 0; rep < 6; rep++) {
-        CK(cudaMemcpy(d_x, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
-        CK(cudaMemset(d_w, 0xff, 16));
-        CK(cudaMemset(d_rl, 0xff, E * 4));
-        fin_one();
-        outs f = grab();
-        const float r = dev_download(d_r, 1)[0];
-        const int ctr = dev_download(d_ctr, 1)[0];
-        bool hs_same = true;
-        for (int i = 0; i < H; i++) {
-            const float h = (f.x[i] * r) * gptoss_bf16_to_f32(nw[i]);
-            hs_same &= !memcmp(&h, &b.hs[gptoss_swz(i, H)], 4);
+        const int rows_on = gptoss_gemv1_fin_rows(rows);
+        bool fin_ok = rows_on == rows;
+        for (int rep = 0; rep < 6; rep++) {
+            CK(cudaMemcpy(d_x, x0.data(), x0.size() * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemset(d_w, 0xff, 16));
+            CK(cudaMemset(d_rl, 0xff, E * 4));
+            fin_one();
+            outs f = grab();
+            const float r = dev_download(d_r, 1)[0];
+            const int ctr = dev_download(d_ctr, 1)[0];
+            bool hs_same = true;
+            for (int i = 0; i < H; i++) {
+                const float h = (f.x[i] * r) * gptoss_bf16_to_f32(nw[i]);
+                hs_same &= !memcmp(&h, &b.hs[gptoss_swz(i, H)], 4);
+            }
+            fin_ok &= ctr == 0 && hs_same && !memcmp(b.x.data(), f.x.data(), H * 4) && b.ids == f.ids &&
+                      f.grp == b.grp && !memcmp(b.w.data(), f.w.data(), 16) && !memcmp(b.rl.data(), f.rl.data(), E * 4);
         }
-        fin_ok &= ctr == 0 && hs_same && !memcmp(b.x.data(), f.x.data(), H * 4) && b.ids == f.ids && f.grp == b.grp &&
-                  !memcmp(b.w.data(), f.w.data(), 16) && !memcmp(b.rl.data(), f.rl.data(), E * 4);
-    }
-    snprintf(what, sizeof what, "router split finished by o_proj's last block (%s): residual, ids, weights, groups, "
-             "logits and r bit for bit gemv1_router + router_finish, 6 times (its counter back at 0)",
-             rows ? "the partial rows by one bulk copy" : "the partial rows from L2");
-    check_true(what, fin_ok);
+        snprintf(what, sizeof what, "router split finished by o_proj's last block (%s): residual, ids, weights, "
+                 "groups, logits and r bit for bit gemv1_router + router_finish, 6 times (its counter back at 0)",
+                 rows ? "the partial rows by one bulk copy" : "the partial rows from L2");
+        check_true(what, fin_ok);
     }
     gptoss_gemv1_fin_rows(1);
     /* the gate_up routed that way (gptoss_moe_routed_gate_up_dp4a: normalises x with that r, the last block's group
