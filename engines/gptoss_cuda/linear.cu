@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
                 if (last) {
                     __threadfence(); /* every block's row, counted before ours, is visible from here on */
                     if (fin.smem_rows) {
-                        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(ring_smem_addr(&landed)));
+                        ring_bar_init(&landed, 1);
                         /* the init, the other blocks' rows (generic writes) and this block's reads of x ordered
                          * before the copy engine's accesses */
                         asm volatile("fence.mbarrier_init.release.cluster;\n fence.proxy.async;" ::: "memory");
@@ -274,24 +274,27 @@ cudaError_t gptoss_gemv1_router(const float *x, const uint16_t *W, const uint16_
 static int g_fin_rows = 1;
 static size_t g_fin_static = (size_t)-1;
 
+static cudaError_t gemv1_fin_query(void) {
+    if (g_fin_static != (size_t)-1) return cudaSuccess;
+    cudaFuncAttributes a;
+    const cudaError_t e = cudaFuncGetAttributes(&a, gemv1_kernel<true>);
+    if (e == cudaSuccess) g_fin_static = a.sharedSizeBytes;
+    return e;
+}
+
 /* Whether `rows` bytes of partial rows fit the router kernel's dynamic shared memory beside its static arrays within
  * the default 48 KiB a block (no opt-in attribute: these launches are captured into graphs) and are a whole number
  * of 16-byte units, as the bulk copy needs. */
 static cudaError_t gemv1_fin_room(size_t rows, int *fits) {
-    if (g_fin_static == (size_t)-1) {
-        cudaFuncAttributes a;
-        const cudaError_t e = cudaFuncGetAttributes(&a, gemv1_kernel<true>);
-        if (e != cudaSuccess) return e;
-        g_fin_static = a.sharedSizeBytes;
-    }
+    const cudaError_t e = gemv1_fin_query();
+    if (e != cudaSuccess) return e;
     *fits = g_fin_rows && rows % 16 == 0 && rows + g_fin_static <= 48 * 1024;
     return cudaSuccess;
 }
 
 int gptoss_gemv1_fin_rows(int on) {
-    int fits = 0;
     g_fin_rows = on != 0;
-    return gemv1_fin_room(0, &fits) == cudaSuccess ? g_fin_rows : 0; /* the query outside any capture */
+    return gemv1_fin_query() == cudaSuccess ? g_fin_rows : 0; /* the query outside any capture */
 }
 
 cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const uint16_t *b, int K, int N, float *y,

@@ -20,12 +20,18 @@ static __device__ __forceinline__ uint32_t ring_smem_addr(const void *p) {
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* One thread: one barrier expecting `count` arrivals a phase; no fence (the caller's fence.mbarrier_init follows
+ * its inits before the async proxy uses them). */
+static __device__ __forceinline__ void ring_bar_init(uint64_t *bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ring_smem_addr(bar)), "r"(count));
+}
+
 /* One thread: both barrier arrays of a D-slot ring, then a fence so the async proxy sees them (the
  * caller syncs the block before use). */
 static __device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int D, int consumers) {
     for (int i = 0; i < D; i++) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ring_smem_addr(&full[i])), "r"(1));
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ring_smem_addr(&empty[i])), "r"(consumers));
+        ring_bar_init(&full[i], 1);
+        ring_bar_init(&empty[i], consumers);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
