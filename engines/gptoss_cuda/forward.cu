@@ -358,7 +358,7 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
         CUDA_TRY(cudaMemcpyAsync(m->tok + off[i], segs[i].tokens, (size_t)segs[i].T * sizeof(int32_t), cudaMemcpyHostToDevice,
                                  st),
                  "token upload");
-    CUDA_TRY(gptoss_embed(m->embed, m->tok, T, H, m->x, st), "embedding");
+    CUDA_TRY(gptoss_embed(m->embed, m->tok, T, H, c->vocab_size, m->x, st), "embedding");
     if (dbg && dbg->hidden) {
         llmr_engine_status r = copy_rows(dbg->hidden + dbg->row0 * H, m->x, (size_t)T * H * sizeof(float), st, err, es);
         if (r != LLMR_ENGINE_OK) return r;
@@ -567,7 +567,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
         if (prof && (e = prof_mark(prof, PROF_##cat, st)) != cudaSuccess) return e;  \
     } while (0)
     if (prof) K_(gptoss_prof_begin(prof, st));
-    KP_(EMBED, gptoss_embed(m->embed, m->tok, 1, H, m->x, st));
+    KP_(EMBED, gptoss_embed(m->embed, m->tok, 1, H, c->vocab_size, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = gptoss_layer_kv(s, l);

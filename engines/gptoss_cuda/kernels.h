@@ -84,8 +84,8 @@ static __device__ __forceinline__ void gptoss_bf16x8(uint4 v, float w[8]) {
 }
 #endif
 
-/* x[t, :] = embed[tokens[t], :] for t < T (bf16 rows to fp32). */
-cudaError_t gptoss_embed(const uint16_t *embed, const int32_t *tokens, int T, int H, float *x, cudaStream_t stream);
+/* x[t, :] = embed[tokens[t], :] for t < T (bf16 rows to fp32); a row of NaN for an id outside [0, V). */
+cudaError_t gptoss_embed(const uint16_t *embed, const int32_t *tokens, int T, int H, int V, float *x, cudaStream_t stream);
 
 /* y[t, :] = x[t, :] * rsqrt(mean(x[t, :]^2) + eps) * w  (fp32 math, as transformers with fp32 norm weights). */
 cudaError_t gptoss_rmsnorm(const float *x, const uint16_t *w, int T, int H, float eps, float *y, cudaStream_t stream);

@@ -209,6 +209,8 @@ struct gptoss_model {
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
     int prefill_pack;         /* whole prompts on the cuBLAS path prefilled together (LLMR_GPTOSS_PREFILL_PACK=0: off) */
+    int step_ahead;           /* 1 (default): a lone row's step launched before its token reaches the host (scheduler.cu
+                               * sched_step_ahead); 0 (LLMR_GPTOSS_STEP_AHEAD=0): after */
     int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step;
                                * =2 also each row's argmax after its step and before sampling (synchronizes) */
     float *dbg_rl;            /* debug step only: each layer's router logits [layers, rows, experts] (device) */

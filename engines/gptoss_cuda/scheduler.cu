@@ -19,7 +19,8 @@
  *      stop, cancel, a full context), samples one token for every other row with that row's own
  *      parameters and RNG (gptoss_sample_rows: three launches for all B rows, one host wait for all B
  *      ids), hands the tokens out;
- *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged);
+ *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged; launched
+ *      right after the sampling, before the host has the token: sched_step_ahead);
  *      several -> one batched step (batched_step: B rows, each at its own position through its own
  *      block table; launches, no graph: the GPU measured busy all the time at 64 streams, so launch gaps
  *      are not what limits it yet).
@@ -433,7 +434,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
     const int moe_mma = m->fused && m->moe_mma && n >= m->moe_mma_min_rows;
     const int fuse_r = fuse_o && m->batch_fuse >= 3 && moe_mma && H <= GPTOSS_ROUTER_ADD_MAX_H;
     int presplit = 0;
-    K_(gptoss_embed(m->embed, d_tok, n, H, m->x, st));
+    K_(gptoss_embed(m->embed, d_tok, n, H, m->cfg.vocab_size, m->x, st));
     for (int l = 0; l < c->num_layers; l++) {
         const layer_weights *w = &m->layers[l];
         const gptoss_kv kv = gptoss_model_kv(m, d_tab, (int)m->max_pages, l);
@@ -687,6 +688,37 @@ static void sched_trace_dists(gptoss_model *m, const char *what, gen_req *const 
     free(h);
 }
 
+/* Step 4 for a lone row, launched right after its sampling and before the host waits for the token
+ * (LLMR_GPTOSS_STEP_AHEAD, on by default). The sampler writes the id into m->tok, where the session's graph reads it,
+ * so the GPU goes from the sampling straight into the step instead of idling while the host wakes on the token,
+ * hands it out and launches the step (bench/decode prints that host part). The step is the one step 4 would launch:
+ * every handed-out token is evaluated, a stop id too, and a callback's stop still comes before the next token is
+ * handed out. Only an id the host then finds invalid (a sampler bug), which step 4 would not evaluate, is undone by
+ * sched_step_undo (the embedding gave the step a NaN row). Returns 1 when launched, 0 when step 4 should do it as
+ * before (not a lone graph step, or the row's next KV page cannot be had: step 4 reports that), -1 on a CUDA error
+ * (err says which). */
+static int sched_step_ahead(gptoss_model *m, gen_req *r, char *err, size_t es) {
+    gptoss_session *s = r->s;
+    if (!m->step_ahead || !m->use_graph || m->prof || m->trace || r->n_emitted >= r->cap) return 0;
+    if (gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es) != LLMR_ENGINE_OK) return 0;
+    const int ea = ss_mark(m);
+    if (gptoss_decode_step(s, err, es) != LLMR_ENGINE_OK) return -1;
+    if (m->ss) {
+        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[0]);
+        m->ss->s.steps[0]++;
+        m->ss->s.step_rows[0]++;
+    }
+    r->logits = s->logits;
+    return 1;
+}
+
+/* Takes back a step sched_step_ahead launched for a token step 4 does not evaluate: its position is free again and
+ * the session has no distribution (the step's came from a NaN row), so a next turn must bring tokens. */
+static void sched_step_undo(gen_req *r) {
+    r->s->n_ctx--;
+    r->s->have_logits = 0;
+}
+
 /* One decode step over the running rows (see the section comment, steps 2-4). */
 static void sched_decode(gptoss_model *m) {
     const int V = m->cfg.vocab_size;
@@ -736,6 +768,11 @@ static void sched_decode(gptoss_model *m) {
         ss_add(m, es0, ss_mark(m), &m->ss->s.sample_ms);
         m->ss->s.samplings++;
     }
+    int ahead = 0; /* a lone row's step already launched (sched_step_ahead) */
+    if (e == cudaSuccess && B == 1 && (ahead = sched_step_ahead(m, m->rows[0], err, sizeof err)) < 0) {
+        fail_all(m, LLMR_ENGINE_INTERNAL, err);
+        return;
+    }
     const double t_tok = m->ss ? wall_ms() : 0;
     if (e == cudaSuccess) e = cudaEventSynchronize(m->tok_ev);
     if (m->ss) m->ss->s.token_wait_ms += wall_ms() - t_tok;
@@ -780,6 +817,13 @@ static void sched_decode(gptoss_model *m) {
         gen_req *r = m->rows[b];
         gptoss_session *s = r->s;
         llmr_engine_status st = LLMR_ENGINE_OK;
+        if (ahead && toks[b] >= 0 && toks[b] < V) { /* evaluated already, its pages had */
+            m->rows[keep++] = r;
+            ev[nev] = r;
+            evt[nev++] = toks[b];
+            continue;
+        }
+        if (ahead) sched_step_undo(r);
         if (toks[b] < 0 || toks[b] >= V || (st = gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, sizeof err)) != LLMR_ENGINE_OK) {
             /* Not evaluated: its distribution moves to the session before the next batched step
              * overwrites m->blogits. A row out of KV pages ends now with the pool's message. */
@@ -798,7 +842,7 @@ static void sched_decode(gptoss_model *m) {
         evt[nev++] = toks[b];
     }
     m->n_rows = keep;
-    if (nev == 0) return;
+    if (nev == 0 || ahead) return;
     if (m->trace) sched_trace_step(ev, evt, nev);
     if (nev == 1) { /* the batch-1 path: the session's CUDA graph, exactly as a lone generate */
         gptoss_session *s = ev[0]->s;
@@ -992,6 +1036,7 @@ int gptoss_sched_start(gptoss_model *m) {
     }
     m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
     m->trace = sched_env("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
+    m->step_ahead = sched_env("LLMR_GPTOSS_STEP_AHEAD", 1, 0, 1);
     m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 1); /* packed prefill (sched_prefill_packed); 0: off */
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);

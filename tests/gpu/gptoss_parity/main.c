@@ -347,6 +347,58 @@ static void selftest_generate(const char *dir) {
     free(lb);
 }
 
+/* What one model gives for the step-ahead check: greedy 12 tokens, then 4 more in a second turn of the same session;
+ * a run ended by a stop id and its next turn; the contexts after each. */
+typedef struct ahead_run {
+    collect a, b, stop, after;
+    uint32_t ctx_a, ctx_b, ctx_stop, ctx_after;
+} ahead_run;
+
+static void ahead_one(const char *dir, const char *env, const int32_t *prompt, ahead_run *o) {
+    char err[1024];
+    if (env) setenv("LLMR_GPTOSS_STEP_AHEAD", env, 1);
+    else unsetenv("LLMR_GPTOSS_STEP_AHEAD");
+    llmr_engine_model *m = NULL;
+    llmr_engine_status st = load(api, dir, 512, 0, &m, err, sizeof err);
+    unsetenv("LLMR_GPTOSS_STEP_AHEAD");
+    if (st != LLMR_ENGINE_OK) die("load %s: %s: %s", dir, llmr_engine_status_name(st), err);
+    llmr_generate_result res;
+    memset(o, 0, sizeof *o);
+    llmr_engine_session *s = new_session(api, m, 0);
+    gen(api, s, prompt, 20, 12, greedy_params(), NULL, 0, NULL, &o->a, &res, err, sizeof err);
+    o->ctx_a = res.n_context;
+    gen(api, s, NULL, 0, 4, greedy_params(), NULL, 0, NULL, &o->b, &res, err, sizeof err);
+    o->ctx_b = res.n_context;
+    api->session_destroy(s);
+    s = new_session(api, m, 0);
+    gen(api, s, prompt, 20, 12, greedy_params(), &o->a.tok[4], 1, NULL, &o->stop, &res, err, sizeof err);
+    o->ctx_stop = res.n_context;
+    gen(api, s, NULL, 0, 4, greedy_params(), NULL, 0, NULL, &o->after, &res, err, sizeof err);
+    o->ctx_after = res.n_context;
+    api->session_destroy(s);
+    api->unload(m);
+}
+
+/* A lone row's step launched before the host has its token (LLMR_GPTOSS_STEP_AHEAD, scheduler.cu) changes when the
+ * GPU starts it, not what it computes: the same tokens, turns and contexts as with it off. */
+static void selftest_step_ahead(const char *dir) {
+    int32_t prompt[20];
+    prompt_tokens(prompt, 20, 11);
+    ahead_run off, on;
+    ahead_one(dir, "0", prompt, &off);
+    ahead_one(dir, NULL, prompt, &on);
+    check(off.a.n == 12 && off.b.n == 4 && off.ctx_a == 32 && off.ctx_b == 36, "step ahead off: 12 + 4 tokens, contexts %u, %u",
+          off.ctx_a, off.ctx_b);
+    check(on.a.n == off.a.n && on.b.n == off.b.n && !memcmp(on.a.tok, off.a.tok, 12 * sizeof(int32_t)) &&
+              !memcmp(on.b.tok, off.b.tok, 4 * sizeof(int32_t)) && on.ctx_a == off.ctx_a && on.ctx_b == off.ctx_b,
+          "step ahead on: the same 12 + 4 tokens and contexts as off (%u, %u)", on.ctx_a, on.ctx_b);
+    check(off.stop.n >= 1 && off.stop.n <= 5 && on.stop.n == off.stop.n && on.ctx_stop == off.ctx_stop &&
+              on.after.n == 4 && off.after.n == 4 && !memcmp(on.after.tok, off.after.tok, 4 * sizeof(int32_t)) &&
+              on.ctx_after == off.ctx_after,
+          "a stop id: %d tokens, context %u, and the next turn's 4 tokens the same with the step ahead on and off",
+          on.stop.n, on.ctx_stop);
+}
+
 /* Logits of the C reference engine on the same prompt, when it is built. */
 /* Past the chunk size and the sliding window: 300 tokens at once vs 290 + 10 one by one, i.e. the prompt path's
  * tensor cores against the decode path. The prompt's experts on two bf16 parts (LLMR_GPTOSS_TC_F16=0) leave
@@ -425,6 +477,7 @@ static int selftest(const char *mkmodel) {
     if (run_cmd(cmd)) die("%s failed", cmd);
     selftest_errors(dir, tmpl);
     selftest_generate(dir);
+    selftest_step_ahead(dir);
     selftest_prompt_vs_steps(dir, 0);
     selftest_prompt_vs_steps(dir, 1);
     selftest_vs_ref(dir);
