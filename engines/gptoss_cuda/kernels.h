@@ -324,8 +324,10 @@ cudaError_t gptoss_moe_combine(const float *y, const float *w, const int32_t *pa
  *  5. 0 < top_p < 1: keep the largest p's whose sum reaches top_p of the kept mass (ties kept);
  *  6. min_p > 0: keep p_i >= min_p (relative to the top token);
  *  7. u in [0, 1): the first id (ascending) whose running kept mass exceeds u * total.
- * work: V floats of scratch. out: the chosen id (device int32). Deterministic for a given u. Greedy
- * (temperature <= 0, V >= 256) runs as a 128-block argmax + a one-block merge; the rest in one block. */
+ * work: gptoss_sample_work(V) floats of scratch. out: the chosen id (device int32). Deterministic for a given u.
+ * Greedy (temperature <= 0, V >= 256) runs as a 128-block argmax + a one-block merge; the rest as a multi-block
+ * radix select with exact 64-bit masses (sampling.cu; 2 + 3 per top_k or top_p + 2 launches), or in one block with
+ * gptoss_sample_use_radix(0). */
 typedef struct gptoss_sample_args {
     float temperature, top_p, min_p, frequency_penalty, presence_penalty, u;
     int top_k;
@@ -337,11 +339,27 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
  * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
 void gptoss_sample_use_fast_greedy(int on);
 
-/* All rows of a batched decode step in three launches: row b samples from rows[b].logits (V floats) with
+/* Selects the multi-block radix sampler for temperature > 0 (on, the default) or the one-block kernel (off:
+ * LLMR_GPTOSS_SAMPLER=0, for before/after comparisons). Process-wide: lone and batched rows sample alike. */
+void gptoss_sample_use_radix(int on);
+
+/* Floats of scratch one row's sampling needs (gptoss_sample's work). */
+size_t gptoss_sample_work(int V);
+
+/* Which of the non-greedy steps a row's parameters take (0 for a greedy row): the radix sampler launches only the
+ * steps some row of the call needs. */
+#define GPTOSS_SAMPLE_NEED_DRAW 1u
+#define GPTOSS_SAMPLE_NEED_TOPK 2u
+#define GPTOSS_SAMPLE_NEED_TOPP 4u
+unsigned gptoss_sample_need(const gptoss_sample_args *a);
+
+/* All rows of a batched decode step in one call (greedy rows only: three launches; with sampled rows the radix
+ * sampler's 3 + 3 per top_k or top_p launches + the count): row b samples from rows[b].logits (V floats) with
  * rows[b].counts (penalties; NULL = none) and rows[b].a (its own u), exactly as gptoss_sample would
- * (greedy rows: the same argmax rule; other rows: the one-row kernel's code), into out[b]; then
- * rows[b].counts[out[b]] += 1 where count_token is set (gptoss_count_token). rows is a device array.
- * work: gptoss_sample_rows_work(B, V) floats (ARG_BLOCKS parts per row, 128 at most, plus V per row). */
+ * (greedy rows: the same argmax rule; other rows: the same radix sampler, or the one-row kernel's code), into out[b]; then
+ * rows[b].counts[out[b]] += 1 where count_token is set (gptoss_count_token). rows is a device array; need: the OR
+ * of gptoss_sample_need over the rows (a step no row needs is not launched; 0: every row greedy).
+ * work: gptoss_sample_rows_work(B, V) floats (gptoss_sample_work(V) per row, then ARG_BLOCKS parts per row). */
 typedef struct gptoss_sample_row {
     const float *logits;
     int32_t *counts;
@@ -349,7 +367,7 @@ typedef struct gptoss_sample_row {
     int count_token;
 } gptoss_sample_row;
 size_t gptoss_sample_rows_work(int B, int V);
-cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, float *work, int32_t *out,
+cudaError_t gptoss_sample_rows(const gptoss_sample_row *rows, int B, int V, unsigned need, float *work, int32_t *out,
                                cudaStream_t stream);
 
 /* Log-probabilities of the tokens just sampled (OpenAI `logprobs`; llmr_engine.h llmr_token_logprobs): block b

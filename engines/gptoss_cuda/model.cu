@@ -297,7 +297,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(gu, float, P * 2 * I);
     CARVE(act, float, P * I);
     CARVE(dn, float, P * H);
-    CARVE(sample_work, float, V);
+    CARVE(sample_work, float, gptoss_sample_work(V));
     CARVE(ids, int32_t, C * GPTOSS_TOPK);
     CARVE(counts, int32_t, E);
     CARVE(offsets, int32_t, E);
@@ -838,6 +838,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_moe_decode_lut(!(lut && strcmp(lut, "0") == 0));
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */
         gptoss_sample_use_fast_greedy(!(fg && strcmp(fg, "0") == 0));
+        const char *smp = getenv("LLMR_GPTOSS_SAMPLER"); /* 0: the one-block sampler for temperature > 0 */
+        gptoss_sample_use_radix(!(smp && strcmp(smp, "0") == 0));
         m->prof = gptoss_prof_create(m->cfg.num_layers);
         gptoss_prefill_profile_create(m);
         /* The batched step's experts on gptoss_mxfp4_mma (each touched expert read once per step) from

@@ -17,7 +17,7 @@
  *      token t runs while the GPU evaluates t, and its "stop" must be known before t+1 is handed out);
  *   3. finishes rows that are done (stop id / max_tokens after their last token was evaluated, a callback
  *      stop, cancel, a full context), samples one token for every other row with that row's own
- *      parameters and RNG (gptoss_sample_rows: three launches for all B rows, one host wait for all B
+ *      parameters and RNG (gptoss_sample_rows: one call for all B rows, one host wait for all B
  *      ids), hands the tokens out;
  *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged; launched
  *      right after the sampling, before the host has the token: sched_step_ahead);
@@ -736,7 +736,8 @@ static void sched_decode(gptoss_model *m) {
     if (m->trace >= 2) sched_trace_dists(m, "sampling from", m->rows, B);
     cudaError_t e = m->prof ? gptoss_prof_begin(m->prof, m->stream) : cudaSuccess; /* LLMR_GPTOSS_PROFILE=1 */
     const int es0 = ss_mark(m);
-    if (m->batch_sample && B >= 2) { /* every row in three launches, each row's parameters and u in srow */
+    if (m->batch_sample && B >= 2) { /* every row in one gptoss_sample_rows, each row's parameters and u in srow */
+        unsigned need = 0;
         for (int b = 0; b < B; b++) {
             gen_req *r = m->rows[b];
             r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
@@ -745,11 +746,12 @@ static void sched_decode(gptoss_model *m) {
             sr->counts = r->penalties ? r->s->counts : NULL;
             sr->a = r->a;
             sr->count_token = r->penalties;
+            need |= gptoss_sample_need(&r->a);
         }
         /* the staging is rewritten only after this step's token wait, so one async copy suffices */
         e = cudaMemcpyAsync(m->srow_dev, m->srow_host, (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice,
                             m->stream);
-        if (e == cudaSuccess) e = gptoss_sample_rows(m->srow_dev, B, V, m->srow_work, m->tok, m->stream);
+        if (e == cudaSuccess) e = gptoss_sample_rows(m->srow_dev, B, V, need, m->srow_work, m->tok, m->stream);
     } else {
         for (int b = 0; b < B && e == cudaSuccess; b++) {
             gen_req *r = m->rows[b];

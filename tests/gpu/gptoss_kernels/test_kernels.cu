@@ -1364,7 +1364,7 @@ static int gpu_sample(const float *dl, int V, const int32_t *dcounts, gptoss_sam
 
 static void test_sampling(int V) {
     auto l = randv(V, 2.0f);
-    float *dl = dev_upload(l), *dwork = dev_poison(V);
+    float *dl = dev_upload(l), *dwork = dev_poison(gptoss_sample_work(V));
     int32_t *dout;
     CK(cudaMalloc((void **)&dout, 4));
     gptoss_sample_args a;
@@ -1406,22 +1406,55 @@ static void test_sampling(int V) {
         {1.0f, 1.0f, 0.0f, 0}, {0.7f, 0.9f, 0.0f, 0}, {1.3f, 1.0f, 0.0f, 40}, {1.0f, 0.5f, 0.0f, 50},
         {1.0f, 1.0f, 0.1f, 0}, {0.9f, 0.95f, 0.05f, 100},
     };
-    for (auto &c : cases) {
-        memset(&a, 0, sizeof a);
-        a.temperature = c.temp; a.top_p = c.top_p; a.min_p = c.min_p; a.top_k = c.top_k;
-        int agree = 0, consistent = 0, n = V > 10000 ? 40 : 300, same_u = 1;
-        for (int i = 0; i < n; i++) {
-            a.u = (float)((i + 0.5) / n);
-            const int g = gpu_sample(dl, V, NULL, a, dwork, dout);
-            agree += g == cpu_sample(l, NULL, a);
-            consistent += draw_consistent(l, a, g, 1e-5);
-            if (i % 50 == 0) same_u &= g == gpu_sample(dl, V, NULL, a, dwork, dout);
+    /* Both non-greedy forms: the multi-block radix sampler (the default; exact 64-bit masses) and the one-block
+     * kernel (fp32 masses). */
+    for (int radix = 1; radix >= 0; radix--) {
+        gptoss_sample_use_radix(radix);
+        for (auto &c : cases) {
+            memset(&a, 0, sizeof a);
+            a.temperature = c.temp; a.top_p = c.top_p; a.min_p = c.min_p; a.top_k = c.top_k;
+            int agree = 0, consistent = 0, n = V > 10000 ? 40 : 300, same_u = 1;
+            for (int i = 0; i < n; i++) {
+                a.u = (float)((i + 0.5) / n);
+                const int g = gpu_sample(dl, V, NULL, a, dwork, dout);
+                agree += g == cpu_sample(l, NULL, a);
+                consistent += draw_consistent(l, a, g, 1e-5);
+                if (i % 50 == 0) same_u &= g == gpu_sample(dl, V, NULL, a, dwork, dout);
+            }
+            snprintf(what, sizeof what,
+                     "sampling (%s) V=%d temp=%.1f top_k=%d top_p=%.2f min_p=%.2f: %d/%d draws = CPU twin, %d/%d inverse CDF "
+                     "within 1e-5, repeatable", radix ? "radix" : "one block", V, c.temp, c.top_k, c.top_p, c.min_p, agree, n,
+                     consistent, n);
+            check_true(what, consistent == n && agree >= n - (n > 100 ? 6 : 4) && same_u);
         }
-        snprintf(what, sizeof what,
-                 "sampling V=%d temp=%.1f top_k=%d top_p=%.2f min_p=%.2f: %d/%d draws = CPU twin, %d/%d inverse CDF within 1e-5, repeatable",
-                 V, c.temp, c.top_k, c.top_p, c.min_p, agree, n, consistent, n);
-        check_true(what, consistent == n && agree >= n - (n > 100 ? 6 : 4) && same_u);
+        /* top_k = 1 keeps the argmax, and every id tied with it (kernels.h step 4): the two tied ids (7 and V - 3,
+         * each half of the kept mass) split the draw at u = 0.5, ids ascending */
+        memset(&a, 0, sizeof a);
+        a.temperature = 0.8f; a.top_k = 1; a.u = 0.9f;
+        const int one = gpu_sample(dl, V, NULL, a, dwork, dout), hi = gpu_sample(dlt, V, NULL, a, dwork, dout);
+        a.u = 0.2f;
+        const int lo = gpu_sample(dlt, V, NULL, a, dwork, dout);
+        snprintf(what, sizeof what, "sampling (%s) V=%d: top_k=1 = argmax; tied at the top, u 0.2 -> id 7, u 0.9 -> id V-3 (got %d, %d, %d)",
+                 radix ? "radix" : "one block", V, one, lo, hi);
+        check_true(what, one == arg && lo == 7 && hi == V - 3);
+        a.top_k = 0; a.frequency_penalty = 60.0f; a.temperature = 1.0f; a.u = 0.3f;
+        snprintf(what, sizeof what, "sampling (%s) V=%d: temperature 1 with a frequency penalty = CPU twin", radix ? "radix" : "one block", V);
+        check_true(what, gpu_sample(dl, V, dcnt, a, dwork, dout) == cpu_sample(l, &cnti, a) ||
+                             draw_consistent(l, a, gpu_sample(dl, V, dcnt, a, dwork, dout), 1e-5));
     }
+    if (V > 100000) { /* what a lone row's non-greedy token costs */
+        const struct { float top_p; int top_k; const char *name; } tc[] = {
+            {1.0f, 0, "temperature 1"}, {0.9f, 0, "top_p 0.9"}, {1.0f, 50, "top_k 50"}, {0.9f, 50, "top_k 50 + top_p 0.9"}};
+        for (auto &c : tc)
+            for (int radix = 1; radix >= 0; radix--) {
+                gptoss_sample_use_radix(radix);
+                memset(&a, 0, sizeof a);
+                a.temperature = 1.0f; a.top_p = c.top_p; a.top_k = c.top_k; a.u = 0.37f;
+                const double ms = tu_time_ms([&]() { CK(gptoss_sample(dl, V, NULL, a, dwork, dout, 0)); }, 5);
+                printf("     timing sampling V=%d %s, %s: %.1f us\n", V, c.name, radix ? "radix" : "one block", ms * 1000.0);
+            }
+    }
+    gptoss_sample_use_radix(1);
     cudaFree(dl); cudaFree(dlt); cudaFree(dwork); cudaFree(dout); cudaFree(dcnt);
 }
 
@@ -1614,7 +1647,7 @@ static void test_fast_greedy(int V, int timing) {
     l[V / 3] = 50.0f;
     l[V - 1] = 50.0f;  /* tie: the lower id wins */
     l[V / 2] = NAN;    /* NaN never wins */
-    float *dl = dev_upload(l), *dwork = dev_poison(V);
+    float *dl = dev_upload(l), *dwork = dev_poison(gptoss_sample_work(V));
     int32_t *dout;
     CK(cudaMalloc((void **)&dout, 4));
     gptoss_sample_args a;

@@ -319,7 +319,7 @@ static void test_sample_rows(int B, int V) {
     CK(cudaMalloc((void **)&c2, counts.size() * 4));
     CK(cudaMalloc((void **)&o1, (size_t)B * 4));
     CK(cudaMalloc((void **)&o2, (size_t)B * 4));
-    CK(cudaMalloc((void **)&w1, (size_t)V * 4));
+    CK(cudaMalloc((void **)&w1, gptoss_sample_work(V) * 4));
     CK(cudaMalloc((void **)&w2, gptoss_sample_rows_work(B, V) * 4));
     CK(cudaMalloc((void **)&drows, (size_t)B * sizeof(gptoss_sample_row)));
     CK(cudaMemcpy(dl, logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
@@ -345,7 +345,9 @@ static void test_sample_rows(int B, int V) {
         if (pen) CK(gptoss_count_token(c1 + (size_t)b * V, o1 + b, 0));
     }
     CK(cudaMemcpy(drows, rows.data(), (size_t)B * sizeof(gptoss_sample_row), cudaMemcpyHostToDevice));
-    CK(gptoss_sample_rows(drows, B, V, w2, o2, 0));
+    unsigned need = 0;
+    for (int b = 0; b < B; b++) need |= gptoss_sample_need(&rows[b].a);
+    CK(gptoss_sample_rows(drows, B, V, need, w2, o2, 0));
     std::vector<int32_t> t1(B), t2(B), k1(counts.size()), k2(counts.size());
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(t1.data(), o1, (size_t)B * 4, cudaMemcpyDeviceToHost));
