@@ -19,11 +19,11 @@
  *      stop, cancel, a full context), samples one token for every other row with that row's own
  *      parameters and RNG (gptoss_sample_rows: one call for all B rows, one host wait for all B
  *      ids), hands the tokens out;
- *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged);
+ *   4. evaluates the new tokens: one row -> the session's batch-1 CUDA graph (decode_step, unchanged; launched
+ *      right after the sampling, before the host has the token: sched_step_ahead);
  *      several -> one batched step (batched_step: B rows, each at its own position through its own
  *      block table; launches, no graph: the GPU measured busy all the time at 64 streams, so launch gaps
- *      are not what limits it yet). Either is launched right after the sampling of step 3, before the host
- *      has the tokens (sched_step_ahead: the sampler writes them where the step reads them).
+ *      are not what limits it yet).
  * Every piece of GPU work is timed with CUDA events (the time accounting below; debug_api.h).
  * A row's token stream depends only on its own logits and RNG, so a seed gives the same tokens whatever
  * the batch up to fp32 summation order (the batched linear kernels sum in another order than the T = 1
@@ -578,25 +578,22 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
 
 /* Enqueues one forward step for B >= 2 rows, row b = token toks[b] of session ss[b] at its n_ctx,
  * through its own block table; distributions land in m->blogits rows. Pages must be reserved. */
-/* toks NULL: the tokens are the ones the sampler just wrote to m->tok[0 .. B - 1], row b's at b (sched_step_ahead). */
 static cudaError_t batched_step(gptoss_model *m, gptoss_session *const *ss, const int32_t *toks, int B) {
     const int MP = (int)m->max_pages;
     int max_pos = 0;
     int32_t *h_tok = m->bstage_host, *h_pos = h_tok + GPTOSS_MAX_BATCH, *h_tab = h_pos + GPTOSS_MAX_BATCH;
     for (int b = 0; b < B; b++) {
         const gptoss_session *s = ss[b];
-        if (toks) h_tok[b] = toks[b];
+        h_tok[b] = toks[b];
         h_pos[b] = (int32_t)s->n_ctx;
         if (h_pos[b] > max_pos) max_pos = h_pos[b];
         memcpy(h_tab + (size_t)b * MP, s->tab.pages, (size_t)s->tab.n * sizeof(int32_t));
     }
     int32_t *d_tok = m->bstage_dev, *d_pos = d_tok + GPTOSS_MAX_BATCH, *d_tab = d_pos + GPTOSS_MAX_BATCH;
     /* The host stage is rewritten only after the next step's host wait, so one async copy suffices. */
-    const size_t skip = toks ? 0 : GPTOSS_MAX_BATCH; /* the tokens already on the device */
-    cudaError_t e = cudaMemcpyAsync(d_tok + skip, h_tok + skip,
-                                    ((size_t)2 * GPTOSS_MAX_BATCH - skip + (size_t)B * MP) * sizeof(int32_t),
+    cudaError_t e = cudaMemcpyAsync(d_tok, h_tok, ((size_t)2 * GPTOSS_MAX_BATCH + (size_t)B * MP) * sizeof(int32_t),
                                     cudaMemcpyHostToDevice, m->stream);
-    if (e == cudaSuccess) e = batched_rows(m, toks ? d_tok : m->tok, d_pos, d_tab, B, max_pos, m->blogits);
+    if (e == cudaSuccess) e = batched_rows(m, d_tok, d_pos, d_tab, B, max_pos, m->blogits);
     return e;
 }
 
@@ -691,46 +688,27 @@ static void sched_trace_dists(gptoss_model *m, const char *what, gen_req *const 
     free(h);
 }
 
-/* Step 4 launched right after the sampling and before the host waits for the tokens (LLMR_GPTOSS_STEP_AHEAD, on by
- * default): the sampler writes row b's id into m->tok[b], where a lone row's graph and the batched step read it, so
- * the GPU goes from the sampling straight into the step instead of idling while the host wakes on the tokens, hands
- * them out and launches the step (bench/decode prints that host part). The step is the one step 4 would launch:
+/* Step 4 for a lone row, launched right after its sampling and before the host waits for the token
+ * (LLMR_GPTOSS_STEP_AHEAD, on by default). The sampler writes the id into m->tok, where the session's graph reads it,
+ * so the GPU goes from the sampling straight into the step instead of idling while the host wakes on the token,
+ * hands it out and launches the step (bench/decode prints that host part). The step is the one step 4 would launch:
  * every handed-out token is evaluated, a stop id too, and a callback's stop still comes before the next token is
  * handed out. Only an id the host then finds invalid (a sampler bug), which step 4 would not evaluate, is undone by
- * sched_step_undo (the embedding gave its row a NaN row). Returns 1 when launched, 0 when step 4 should do it as
- * before (profiling or tracing, the per-launch path, or a row whose next KV page cannot be had: step 4 reports
- * that), -1 on a CUDA error (err says which). */
-static int sched_step_ahead(gptoss_model *m, int B, char *err, size_t es) {
-    if (!m->step_ahead || m->prof || m->trace || (B == 1 && !m->use_graph)) return 0;
-    gptoss_session *ss[GPTOSS_MAX_BATCH];
-    for (int b = 0; b < B; b++) {
-        gen_req *r = m->rows[b];
-        ss[b] = r->s;
-        if (r->n_emitted >= r->cap || gptoss_ensure_pages(r->s, (uint64_t)r->s->n_ctx + 1, err, es) != LLMR_ENGINE_OK)
-            return 0;
-    }
+ * sched_step_undo (the embedding gave the step a NaN row). Returns 1 when launched, 0 when step 4 should do it as
+ * before (not a lone graph step, or the row's next KV page cannot be had: step 4 reports that), -1 on a CUDA error
+ * (err says which). */
+static int sched_step_ahead(gptoss_model *m, gen_req *r, char *err, size_t es) {
+    gptoss_session *s = r->s;
+    if (!m->step_ahead || !m->use_graph || m->prof || m->trace || r->n_emitted >= r->cap) return 0;
+    if (gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es) != LLMR_ENGINE_OK) return 0;
     const int ea = ss_mark(m);
-    if (B == 1) {
-        if (gptoss_decode_step(ss[0], err, es) != LLMR_ENGINE_OK) return -1;
-        m->rows[0]->logits = ss[0]->logits;
-    } else {
-        const cudaError_t e = batched_step(m, ss, NULL, B);
-        if (e != cudaSuccess) {
-            snprintf(err, es, "CUDA error in the batched decode step (%d rows): %s", B, cudaGetErrorString(e));
-            return -1;
-        }
-        for (int b = 0; b < B; b++) {
-            ss[b]->n_ctx++;
-            ss[b]->have_logits = 1;
-            m->rows[b]->logits = m->blogits + (size_t)b * m->cfg.vocab_size;
-        }
-    }
+    if (gptoss_decode_step(s, err, es) != LLMR_ENGINE_OK) return -1;
     if (m->ss) {
-        const int bk = stat_bucket(B);
-        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[bk]);
-        m->ss->s.steps[bk]++;
-        m->ss->s.step_rows[bk] += (uint64_t)B;
+        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[0]);
+        m->ss->s.steps[0]++;
+        m->ss->s.step_rows[0]++;
     }
+    r->logits = s->logits;
     return 1;
 }
 
@@ -792,8 +770,8 @@ static void sched_decode(gptoss_model *m) {
         ss_add(m, es0, ss_mark(m), &m->ss->s.sample_ms);
         m->ss->s.samplings++;
     }
-    int ahead = 0; /* the step already launched (sched_step_ahead) */
-    if (e == cudaSuccess && (ahead = sched_step_ahead(m, B, err, sizeof err)) < 0) {
+    int ahead = 0; /* a lone row's step already launched (sched_step_ahead) */
+    if (e == cudaSuccess && B == 1 && (ahead = sched_step_ahead(m, m->rows[0], err, sizeof err)) < 0) {
         fail_all(m, LLMR_ENGINE_INTERNAL, err);
         return;
     }
