@@ -248,7 +248,8 @@ struct rs_scratch {
 static_assert(sizeof(rs_scratch) % 16 == 0, "rs_scratch keeps the next row's region aligned");
 #define RS_ROW_FLOATS ((int)(sizeof(rs_scratch) / sizeof(float)))
 
-size_t gptoss_sample_work(int V) { return (size_t)(V > RS_ROW_FLOATS ? V : RS_ROW_FLOATS); }
+/* whole 16-byte units, so every row's region (b times this) keeps the 64-bit sums aligned whatever V is */
+size_t gptoss_sample_work(int V) { return ((size_t)(V > RS_ROW_FLOATS ? V : RS_ROW_FLOATS) + 3) & ~(size_t)3; }
 
 /* Where the rows come from: one row by value (gptoss_sample) or a device array (gptoss_sample_rows). */
 struct rs_one {
