@@ -467,6 +467,7 @@ void gptoss_test_rows_kernels(int *checks, int *failed) {
     test_rows(8, 2880, 201088 / 8, 2880, 201088 / 8, 0, 0, 1); /* an eighth of lm_head, timed */
     test_sample_rows(2, 1000);
     test_sample_rows(13, 1000);
+    test_sample_rows(5, 10001); /* a vocabulary past one row's radix scratch, odd: each row's region stays aligned */
     test_sample_rows(64, 201088); /* the 64-stream step */
     test_logprobs_rows(6, 1000);
     test_logprobs_rows(13, 3000);
