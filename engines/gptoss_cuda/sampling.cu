@@ -229,7 +229,6 @@ struct rs_state {
     uint32_t pad;
     unsigned long long above_n, above_m; /* count and mass of the values above the chosen digits */
     unsigned long long target;           /* what the current select must reach (count for top_k, mass for top_p) */
-    unsigned long long total;            /* the draw: kept mass of the row */
 };
 
 /* A row's scratch in its work region (gptoss_sample_work floats): three histograms, two states, the max parts and the
