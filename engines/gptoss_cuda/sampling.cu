@@ -13,18 +13,30 @@
 
 #define SMP_THREADS 1024
 
-__device__ float block_sum(float v, float *red) {
+/* Block sum of v (float, or 64-bit integers for the radix sampler's exact masses); every thread gets it. red: 33 words
+ * of shared scratch (synced here). Blocks of whole warps; a block of fewer than 32 warps adds zeros for the rest. */
+template <class T>
+static __device__ T block_sum(T v, T *red) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
     __syncthreads();
     if (threadIdx.x < 32) {
-        float w = red[threadIdx.x];
+        T w = (int)threadIdx.x < (int)(blockDim.x >> 5) ? red[threadIdx.x] : T(0);
         for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
         if (threadIdx.x == 0) red[32] = w;
     }
     __syncthreads();
     return red[32];
+}
+
+/* The penalized logit of id i, NaN as -inf (kernels.h steps 1-2): every form of the sampler reads logits through it. */
+static __device__ __forceinline__ float penalized_logit(const float *logits, const int32_t *counts, float fp, float pp,
+                                                        int i) {
+    float l = logits[i];
+    if (l != l) l = -INFINITY; /* NaN never wins */
+    if (counts && counts[i] > 0) l -= (float)counts[i] * fp + pp;
+    return l;
 }
 
 /* Sum (or count when count_only) of p >= thr over this thread's range, reduced over the block. */
@@ -59,9 +71,7 @@ static __device__ void sample_row(const float *logits, int V, const int32_t *cou
     float best = -INFINITY;
     int bi = -1;
     for (int i = lo; i < hi; i++) {
-        float l = logits[i];
-        if (l != l) l = -INFINITY; /* NaN never wins */
-        if (counts && counts[i] > 0) l -= (float)counts[i] * a.frequency_penalty + a.presence_penalty;
+        const float l = penalized_logit(logits, counts, a.frequency_penalty, a.presence_penalty, i);
         p[i] = l;
         if (bi < 0 || l > best) { best = l; bi = i; }
     }
@@ -163,6 +173,19 @@ static __device__ void block_argmax(float &bv, int &bi, float *sv, int *si) {
     for (int w = 0; w < nw; w++) arg_merge(bv, bi, sv[w], si[w]);
 }
 
+/* One warp: the argmax of a row's nb block parts (pv, pi), merged in block order; lane 0 gets it. */
+static __device__ __forceinline__ int warp_merge_parts(const float *pv, const int *pi, int nb, int lane) {
+    float bv = -INFINITY;
+    int bi = -1;
+    for (int k = lane; k < nb; k += 32) arg_merge(bv, bi, pv[k], pi[k]);
+    for (int o = 16; o > 0; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+        arg_merge(bv, bi, ov, oi);
+    }
+    return bi;
+}
+
 __global__ void __launch_bounds__(ARG_THREADS) argmax_part_kernel(const float *logits, int V, const int32_t *counts,
                                                                   float fp, float pp, float *part_v, int *part_i) {
     __shared__ float sv[32];
@@ -170,10 +193,7 @@ __global__ void __launch_bounds__(ARG_THREADS) argmax_part_kernel(const float *l
     float bv = -INFINITY;
     int bi = -1;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < V; i += gridDim.x * blockDim.x) {
-        float l = logits[i];
-        if (l != l) l = -INFINITY; /* NaN never wins */
-        if (counts && counts[i] > 0) l -= (float)counts[i] * fp + pp;
-        arg_merge(bv, bi, l, i);
+        arg_merge(bv, bi, penalized_logit(logits, counts, fp, pp, i), i);
     }
     block_argmax(bv, bi, sv, si);
     if (threadIdx.x == 0) { part_v[blockIdx.x] = bv; part_i[blockIdx.x] = bi; }
@@ -260,12 +280,9 @@ struct rs_many {
     __device__ gptoss_sample_row get(int b) const { return rows[b]; }
 };
 
-/* The penalized logit of id i (NaN as -inf), as sample_row computes it. */
+/* The penalized logit of id i of a row. */
 static __device__ __forceinline__ float rs_logit(const gptoss_sample_row &r, int i) {
-    float l = r.logits[i];
-    if (l != l) l = -INFINITY;
-    if (r.counts && r.counts[i] > 0) l -= (float)r.counts[i] * r.a.frequency_penalty + r.a.presence_penalty;
-    return l;
+    return penalized_logit(r.logits, r.counts, r.a.frequency_penalty, r.a.presence_penalty, i);
 }
 
 /* p of id i and its bit pattern (sample_row's expression: the same float for the same logit). */
@@ -274,17 +291,6 @@ static __device__ __forceinline__ float rs_p(const gptoss_sample_row &r, int i, 
 }
 
 static __device__ __forceinline__ unsigned long long rs_fx(float p) { return (unsigned long long)(p * RS_FX); }
-
-/* Block sum of a 64-bit value; every thread gets it. red: 32 words of shared scratch (synced here). */
-static __device__ unsigned long long rs_block_sum(unsigned long long v, unsigned long long *red) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    __syncthreads();
-    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    unsigned long long t = 0;
-    for (int w = 0; w < (int)(blockDim.x >> 5); w++) t += red[w];
-    return t;
-}
 
 /* Exclusive prefix of v over the block's threads in thread order; *total gets the block's sum. red: 32 words. */
 static __device__ unsigned long long rs_block_excl(unsigned long long v, unsigned long long *red, unsigned long long *total) {
@@ -330,8 +336,8 @@ static __device__ void rs_finish_digit(rs_state &st, const uint32_t *hn, const u
     unsigned long long n_up = 0, m_up = 0;
     if (b0 > b) { n_up += hn[b0]; m_up += hm[b0]; }
     if (b1 > b) { n_up += hn[b1]; m_up += hm[b1]; }
-    n_up = rs_block_sum(n_up, red);
-    m_up = rs_block_sum(m_up, red);
+    n_up = block_sum(n_up, red);
+    m_up = block_sum(m_up, red);
     st.above_n += n_up;
     st.above_m += m_up;
     st.prefix = (st.prefix << 10) | (uint32_t)b;
@@ -361,7 +367,7 @@ static __device__ rs_state rs_enter(const gptoss_sample_row &r, rs_scratch *sc, 
             if (topp && st.digit == 0) { /* the kept mass is known now: the target is top_p of it */
                 unsigned long long z = 0;
                 for (int k = threadIdx.x; k < RS_BINS; k += blockDim.x) z += sh->m[k];
-                z = rs_block_sum(z, red);
+                z = block_sum(z, red);
                 st.target = (unsigned long long)((double)r.a.top_p * (double)z);
                 if (st.target < 1) st.target = 1; /* a top_p so small it rounds to nothing keeps the top value(s) */
             }
@@ -394,7 +400,7 @@ template <class ROWS>
 __global__ void __launch_bounds__(RS_THREADS) rs_kernel(ROWS rows, int V, int nb, float *work, size_t wrow, int j,
                                                         int stage, int d, int32_t *out) {
     __shared__ rs_hist sh;
-    __shared__ unsigned long long red[32];
+    __shared__ unsigned long long red[33];
     __shared__ float fv[32];
     __shared__ int fi[32], sel;
     const int b = blockIdx.y, x = blockIdx.x, tid = threadIdx.x;
@@ -418,14 +424,7 @@ __global__ void __launch_bounds__(RS_THREADS) rs_kernel(ROWS rows, int V, int nb
     }
     if (greedy) { /* the merge of the parts, as rows_sample_kernel's */
         if (stage != RS_DRAW || x != 0 || tid >= 32) return;
-        float bv = -INFINITY;
-        int bi = -1;
-        for (int k = tid; k < nb; k += 32) arg_merge(bv, bi, sc->pv[k], sc->pi[k]);
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            arg_merge(bv, bi, ov, oi);
-        }
+        const int bi = warp_merge_parts(sc->pv, sc->pi, nb, tid);
         if (tid == 0) out[b] = bi;
         return;
     }
@@ -471,7 +470,7 @@ __global__ void __launch_bounds__(RS_THREADS) rs_kernel(ROWS rows, int V, int nb
                 const float p = rs_p(r, i, st.mx);
                 if (p >= thr) m += rs_fx(p);
             }
-        m = rs_block_sum(m, red);
+        m = block_sum(m, red);
         if (tid == 0) sc->bm[x] = m;
     } else { /* RS_DRAW: the block holding u * total finds the id */
         if (degenerate) {
@@ -590,10 +589,7 @@ __global__ void __launch_bounds__(ARG_THREADS) rows_argmax_part_kernel(const gpt
     float bv = -INFINITY;
     int bi = -1;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < V; i += nb * blockDim.x) {
-        float l = r.logits[i];
-        if (l != l) l = -INFINITY;
-        if (r.counts && r.counts[i] > 0) l -= (float)r.counts[i] * r.a.frequency_penalty + r.a.presence_penalty;
-        arg_merge(bv, bi, l, i);
+        arg_merge(bv, bi, rs_logit(r, i), i);
     }
     block_argmax(bv, bi, sv, si);
     if (threadIdx.x == 0) { part_v[blockIdx.y * nb + blockIdx.x] = bv; part_i[blockIdx.y * nb + blockIdx.x] = bi; }
@@ -612,14 +608,7 @@ __global__ void __launch_bounds__(SMP_THREADS) rows_sample_kernel(const gptoss_s
         return;
     }
     if (threadIdx.x >= 32) return; /* one warp merges the row's nb parts in block order */
-    float bv = -INFINITY;
-    int bi = -1;
-    for (int k = threadIdx.x; k < nb; k += 32) arg_merge(bv, bi, part_v[b * nb + k], part_i[b * nb + k]);
-    for (int o = 16; o > 0; o >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-        const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        arg_merge(bv, bi, ov, oi);
-    }
+    const int bi = warp_merge_parts(part_v + (size_t)b * nb, part_i + (size_t)b * nb, nb, threadIdx.x);
     if (threadIdx.x == 0) out[b] = bi;
 }
 
