@@ -129,6 +129,15 @@ static void ss_add(gptoss_model *m, int a, int b, double *dst) {
     ss->nq++;
 }
 
+/* A decode step of `rows` rows whose launches began at event a: its GPU time and count into the rows' bucket. */
+static void ss_step(gptoss_model *m, int a, int rows) {
+    if (!m->ss) return;
+    const int bk = stat_bucket(rows);
+    ss_add(m, a, ss_mark(m), &m->ss->s.step_ms[bk]);
+    m->ss->s.steps[bk]++;
+    m->ss->s.step_rows[bk] += (uint64_t)rows;
+}
+
 static void ss_collect(gptoss_model *m, int wait) {
     if (m->ss)
         while (ss_take(m->ss, wait)) {
@@ -703,11 +712,7 @@ static int sched_step_ahead(gptoss_model *m, gen_req *r, char *err, size_t es) {
     if (gptoss_ensure_pages(s, (uint64_t)s->n_ctx + 1, err, es) != LLMR_ENGINE_OK) return 0;
     const int ea = ss_mark(m);
     if (gptoss_decode_step(s, err, es) != LLMR_ENGINE_OK) return -1;
-    if (m->ss) {
-        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[0]);
-        m->ss->s.steps[0]++;
-        m->ss->s.step_rows[0]++;
-    }
+    ss_step(m, ea, 1);
     r->logits = s->logits;
     return 1;
 }
@@ -857,11 +862,7 @@ static void sched_decode(gptoss_model *m) {
         const int ea = ss_mark(m);
         st = m->use_graph ? gptoss_decode_step(s, err, sizeof err) : gptoss_forward(s, &evt[0], 1, NULL, err, sizeof err);
         if (st != LLMR_ENGINE_OK) { fail_all(m, st, err); return; }
-        if (m->ss) {
-            ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[0]);
-            m->ss->s.steps[0]++;
-            m->ss->s.step_rows[0]++;
-        }
+        ss_step(m, ea, 1);
         ev[0]->logits = s->logits;
         return;
     }
@@ -869,12 +870,7 @@ static void sched_decode(gptoss_model *m) {
     gptoss_session *evs[GPTOSS_MAX_BATCH];
     for (int b = 0; b < nev; b++) evs[b] = ev[b]->s;
     e = batched_step(m, evs, evt, nev);
-    if (e == cudaSuccess && m->ss) {
-        const int bk = stat_bucket(nev);
-        ss_add(m, ea, ss_mark(m), &m->ss->s.step_ms[bk]);
-        m->ss->s.steps[bk]++;
-        m->ss->s.step_rows[bk] += (uint64_t)nev;
-    }
+    if (e == cudaSuccess) ss_step(m, ea, nev);
     if (e != cudaSuccess) {
         snprintf(err, sizeof err, "CUDA error in the batched decode step (%d rows): %s", nev, cudaGetErrorString(e));
         fail_all(m, LLMR_ENGINE_INTERNAL, err);
