@@ -675,11 +675,29 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
  * ~20 instructions to decode 8 weights. The caller keeps |x| < 65,504 (fp16's range: the engine checks a bound at
  * load). Not bit for bit the bf16 form (another rounding of x, another k order in the mma); the same bits at any
  * tile size and occupancy. x 16-byte aligned when x_swz. Other arguments and limits as above with parts 2. */
+/* The tiled copy of a matrix of experts (gptoss_mxfp4_tile): the bytes each warp of the streaming kernel loads for one
+ * 128-value super-chunk lie together, so a warp's load is 1 KB in one piece instead of 64 bytes from each of 16 rows
+ * (loads alone, 398 MB: 3.0 against 2.1 TB/s on an H100, session 30). For tile i (rows 16i .. 16i + 15), super-chunk c
+ * (NSC = ceil(K / 128) of them), lane (g, t) and r in {0, 1}: unit ((i NSC + c) 32 + lane) 2 + r (16 bytes) holds MXFP4
+ * block 4c + t of row 16i + (swiglu ? 2g + r : g + 8r), the lane's fragment rows; scales[] the block's scale byte at
+ * the same index. Blocks past K and rows past N hold zeros and scale 127 (what the kernel reads there). Expert e's
+ * tiles start at unit e ceil(N / 16) NSC 64. */
+typedef struct gptoss_mxfp4_tiled {
+    const uint8_t *blocks, *scales;
+} gptoss_mxfp4_tiled;
+/* Bytes of the tiled copy of E experts of N x K (blocks, then scales: 17 bytes a unit). */
+size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
+/* Writes the tiled copy of blocks / scales (E experts of N x K, the checkpoint's layout) into out
+ * (gptoss_mxfp4_tiled_bytes, 16-byte aligned) and points *t into it. swiglu: gate_up's row order (as the kernel's). */
+cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
+                              gptoss_mxfp4_tiled *t, cudaStream_t stream);
+/* tiled (NULL: the checkpoint's layout only): the same weights in gptoss_mxfp4_tile's layout, read instead of blocks /
+ * scales by the pre-staged launches (gptoss_mxfp4_mma_stream_f16_prestaged); the same bits either way. */
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
-                                        float alpha, float limit, int max_pairs, int warps, const void *staged, float *y,
-                                        cudaStream_t stream);
+                                        float alpha, float limit, int max_pairs, int warps, const void *staged,
+                                        const gptoss_mxfp4_tiled *tiled, float *y, cudaStream_t stream);
 /* Pre-staged activations for the F16 form (the batched decode step's experts). Every CTA of a launch stages its tile's
  * activations into shared memory, converting each value to its two fp16 parts in the mma's k order; the same rows are
  * staged again by every row chunk (23 CTAs per tile at the 20b's shapes), and at 64 rows that staging (its index

@@ -412,6 +412,40 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
     return LLMR_ENGINE_OK;
 }
 
+/* LLMR_GPTOSS_MOE_TILED=1: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the batched
+ * step's pre-staged expert launches read (each warp's loads 1 KB in one piece; docs/performance.md, session 30). A
+ * speed-up only: without the memory for it the load goes on without it, and says so. */
+static void moe_tiled_fill(gptoss_model *m) {
+    const gptoss_config *c = &m->cfg;
+    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    const size_t gu = gptoss_mxfp4_tiled_bytes(E, 2 * I, H), dn = gptoss_mxfp4_tiled_bytes(E, H, I);
+    const size_t per = (gu + 255) / 256 * 256 + (dn + 255) / 256 * 256, total = per * (size_t)c->num_layers;
+    if (!gu || !dn || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        m->moe_tiled = NULL;
+        mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_TILED=1 ignored: no room for the experts' tiled copy (%.1f MB)", total / 1e6);
+        return;
+    }
+    cudaError_t e = cudaSuccess;
+    for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
+        layer_weights *w = &m->layers[l];
+        uint8_t *at = (uint8_t *)m->moe_tiled + per * (size_t)l;
+        e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, at, &w->gu_tiled, m->stream);
+        if (e == cudaSuccess)
+            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, at + (gu + 255) / 256 * 256, &w->dn_tiled, m->stream);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess) {
+        mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_TILED=1: the tiled copy failed (%s); going on without it", cudaGetErrorString(e));
+        for (int l = 0; l < c->num_layers; l++) m->layers[l].gu_tiled = m->layers[l].dn_tiled = gptoss_mxfp4_tiled{NULL, NULL};
+        cudaFree(m->moe_tiled);
+        m->moe_tiled = NULL;
+        return;
+    }
+    m->moe_tiled_bytes = total;
+    mlog(m, LLMR_LOG_INFO, "tiled expert copy for the batched step: %.1f MB (LLMR_GPTOSS_MOE_TILED)", total / 1e6);
+}
+
 /* Whether the batched step's experts may take the streaming kernel's F16 form (m->batch_moe_f16): its activations
  * must stay within fp16's range. gate_up's input is the MLP norm's output, |x_i r w_i| <= sqrt(H) max |w| (x_i^2 <=
  * the sum of squares, so |x_i| r <= sqrt(H)); down's is the clamped SwiGLU, |g' sigmoid(alpha g')| <= max(limit,
@@ -640,6 +674,7 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFree(m->bstage_dev);
     cudaFree(m->arena);
     cudaFree(m->expert_cache);
+    cudaFree(m->moe_tiled);
     cudaFree(m->rwt);
     cudaFree(m->rpart);
     cudaFree(m->rctr);
@@ -910,6 +945,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
+    if (m->batch_moe_prestage && env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) moe_tiled_fill(m);
     /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
      * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
     m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);

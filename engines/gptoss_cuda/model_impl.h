@@ -66,6 +66,9 @@ typedef struct layer_weights {
     /* the fp16 experts (tc.h, LLMR_GPTOSS_TC_F16): each expert's power-of-two shift c_e, device [E] each (in
      * gptoss_model.f16_shift); with them the expert cache holds fp16 values, not bf16. NULL otherwise */
     const int32_t *gu_shift, *dn_shift;
+    /* the experts' tiled copies (gptoss_mxfp4_tile) in m->moe_tiled, for the batched step's pre-staged launches; NULL
+     * pointers without it (LLMR_GPTOSS_MOE_TILED) */
+    gptoss_mxfp4_tiled gu_tiled, dn_tiled;
 } layer_weights;
 
 
@@ -80,6 +83,8 @@ struct gptoss_model {
     uint64_t arena_bytes, work_bytes;
     void *expert_cache; /* owned; NULL without the expert cache (layer_weights gu_bf16 / dn_bf16 point in it) */
     uint64_t expert_cache_bytes;
+    void *moe_tiled; /* owned; NULL without the tiled expert copies (LLMR_GPTOSS_MOE_TILED; layer_weights gu_tiled) */
+    uint64_t moe_tiled_bytes;
     layer_weights layers[GPTOSS_MAX_LAYERS];
     const uint16_t *embed, *norm, *lm_head;
     float *inv_freq, attn_factor;

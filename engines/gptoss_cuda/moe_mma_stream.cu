@@ -66,6 +66,17 @@ static __device__ __forceinline__ void ms_load(const uint4 *const wp[2], const u
     }
 }
 
+/* ms_load's values from the tiled copy (gptoss_mxfp4_tile): the lane's two units of super-chunk c and their two scale
+ * bytes, pads included (zeros, 127), so no bound checks. */
+static __device__ __forceinline__ void ms_load_tiled(const uint4 *tw, const uint16_t *ts, int c, bool once, uint4 q[2],
+                                                     uint32_t s[2]) {
+    q[0] = once ? __ldcs(tw + 64 * c) : __ldg(tw + 64 * c);
+    q[1] = once ? __ldcs(tw + 64 * c + 1) : __ldg(tw + 64 * c + 1);
+    const uint32_t v = __ldg(ts + 32 * c);
+    s[0] = v & 0xffu;
+    s[1] = v >> 8;
+}
+
 /* The products of one super-chunk (staged at unit 32 cp of the phase) for one m16 tile and NT n8 tiles:
  * 8 k16 steps, A decoded once in registers, B (hi, mid, lo; lo only with PARTS = 3) from the staged rows
  * of the lane's tokens, each n8 tile into a fresh accumulator added to acc in fp32 (moe_mma.cu's
@@ -242,12 +253,13 @@ static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, const in
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
  * phase, ms_shape: all of K or a multiple of the depth); with PRE 16 bytes a unit and pc = all of K. */
-template <int NT, int PARTS, int OCC, bool F16, bool PRE>
+template <int NT, int PARTS, int OCC, bool F16, bool PRE, bool TILED = false>
 __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                             const uint8_t *scales, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                             const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int tn,
-                            int pc, const uint4 *staged, float *y) {
+                            int pc, const uint4 *staged, gptoss_mxfp4_tiled tiled, float *y) {
+    static_assert(!TILED || (F16 && PRE), "the tiled copy is read by the pre-staged F16 launches");
     static_assert(!F16 || PARTS == 2, "the F16 form has two activation parts");
     static_assert(!PRE || F16, "only the F16 form is pre-staged");
     extern __shared__ uint4 ms_smem[];
@@ -276,12 +288,19 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         wp[r] = rows[r] < N ? (const uint4 *)(eb + ((size_t)rows[r] * NC + t) * 16) : NULL;
         sp[r] = es + (size_t)rows[r] * NC + t;
     }
+    /* TILED: this lane's units of the warp's tile, super-chunk c at tw + 64 c and ts + 32 c (gptoss_mxfp4_tile) */
+    const size_t tile = ((size_t)e * ((N + 15) / 16) + row0 / 16) * nsc * 32 + lane;
+    const uint4 *tw = (const uint4 *)tiled.blocks + 2 * tile;
+    const uint16_t *ts = (const uint16_t *)tiled.scales + tile;
     uint4 q[MS_DEPTH][2];
     uint32_t s[MS_DEPTH][2];
     if (active) /* the first weights in flight during the staging */
 #pragma unroll
         for (int d = 0; d < MS_DEPTH; d++)
-            if (d < nsc) ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
+            if (d < nsc) {
+                if constexpr (TILED) ms_load_tiled(tw, ts, d, once, q[d], s[d]);
+                else ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
+            }
 
     /* this lane's staged units (token 8n + g, lane t); columns past tn read a staged row, not written */
     const uint4 *xs_row[NT];
@@ -316,7 +335,10 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                 if constexpr (F16) {
                     const uint32_t sc2[2] = {mma_f16_scale2((int)s[d][0] - 127 - sh), mma_f16_scale2((int)s[d][1] - 127 - sh)};
                     ms_superchunk_f16<NT>(q[d], sc2, xs_row, c - cb, acc);
-                    if (c + MS_DEPTH < nsc) ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
+                    if (c + MS_DEPTH < nsc) {
+                        if constexpr (TILED) ms_load_tiled(tw, ts, c + MS_DEPTH, once, q[d], s[d]);
+                        else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
+                    }
                     continue;
                 }
                 const bool fast = MMA_FAST_S(s[d][0]) && MMA_FAST_S(s[d][1]);
@@ -406,20 +428,22 @@ static ms_shape_t ms_shape(int K, int max_pairs, int f16) {
 
 /* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE>, opting it into the large staging at its first launch
  * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
-template <int NT, int PARTS, int OCC, bool F16, bool PRE = false>
+template <int NT, int PARTS, int OCC, bool F16, bool PRE = false, bool TILED = false>
 static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t stream, const float *x, int ldx, int swz,
                              const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
                              const int32_t *shift, const int32_t *counts, const int32_t *offsets, int E, int K, int N,
-                             int swiglu, float alpha, float limit, int tn, int pc, const uint4 *staged, float *y) {
+                             int swiglu, float alpha, float limit, int tn, int pc, const uint4 *staged, float *y,
+                             gptoss_mxfp4_tiled tiled = gptoss_mxfp4_tiled{nullptr, nullptr}) {
     static int opted;
     if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE>,
+        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
         if (e != cudaSuccess) return e;
         opted = 1;
     }
-    mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE><<<grid, threads, smem, stream>>>(
-        x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged, y);
+    mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED><<<grid, threads, smem, stream>>>(
+        x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged,
+        tiled, y);
     return cudaGetLastError();
 }
 
@@ -482,7 +506,8 @@ cudaError_t gptoss_mxfp4_stage_f16(const float *x, int ldx, int x_swz, const int
 static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                           const uint8_t *scales, const uint16_t *b, const int32_t *shift, const int32_t *counts,
                           const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int max_pairs,
-                          int parts, int warps, const void *staged, float *y, cudaStream_t stream) {
+                          int parts, int warps, const void *staged, const gptoss_mxfp4_tiled *tiled, float *y,
+                          cudaStream_t stream) {
     if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
         ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
@@ -509,6 +534,10 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
                                offsets, E, K, N, swiglu, alpha, limit, tn, pc, NULL, y)
 #define MS_LAUNCH_OCC(NT_, P_, F_) \
     (occ == 2 ? MS_LAUNCH(NT_, P_, 2, F_) : occ == 3 ? MS_LAUNCH(NT_, P_, 3, F_) : MS_LAUNCH(NT_, P_, 1, F_))
+    if (pre && tiled && tiled->blocks && tiled->scales)
+        return ms_launch<1, 2, 2, true, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b,
+                                                    shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc,
+                                                    (const uint4 *)staged, y, *tiled);
     if (pre)
         return ms_launch<1, 2, 2, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,
                                               counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y);
@@ -524,15 +553,61 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
                                     int max_pairs, int parts, int warps, float *y, cudaStream_t stream) {
     return ms_run(x, ldx, x_swz, gather, blocks, scales, b, NULL, counts, offsets, E, K, N, swiglu, alpha, limit, max_pairs,
-                  parts, warps, NULL, y, stream);
+                  parts, warps, NULL, NULL, y, stream);
 }
 
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
-                                        float alpha, float limit, int max_pairs, int warps, const void *staged, float *y,
-                                        cudaStream_t stream) {
-    if (!shift || ((uintptr_t)staged & 15)) return cudaErrorInvalidValue;
+                                        float alpha, float limit, int max_pairs, int warps, const void *staged,
+                                        const gptoss_mxfp4_tiled *tiled, float *y, cudaStream_t stream) {
+    if (!shift || ((uintptr_t)staged & 15) || (tiled && ((uintptr_t)tiled->blocks & 15 || (uintptr_t)tiled->scales & 1)))
+        return cudaErrorInvalidValue;
     return ms_run(x, ldx, x_swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit,
-                  max_pairs, 2, warps, staged, y, stream);
+                  max_pairs, 2, warps, staged, tiled, y, stream);
+}
+
+/* ---------------------------------------------------------------- the tiled copy (gptoss_mxfp4_tile, kernels.h) */
+
+static size_t mt_units(int E, int N, int K) { return (size_t)E * ((N + 15) / 16) * ((K + 127) / 128) * 64; }
+
+size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K) {
+    return E <= 0 || N <= 0 || K <= 0 || K % 32 ? 0 : mt_units(E, N, K) * 17;
+}
+
+/* One thread per unit u = ((tile * NSC + c) * 32 + lane) * 2 + r, tile = e * tiles + i (kernels.h). */
+__global__ void mxfp4_tile_kernel(const uint8_t *blocks, const uint8_t *scales, int N, int K, int swiglu, size_t units,
+                                  uint4 *tb, uint8_t *ts) {
+    const size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= units) return;
+    const int NC = K / 32, NSC = (K + 127) / 128, tiles = (N + 15) / 16;
+    const int r = (int)(u & 1), lane = (int)((u >> 1) & 31), g = lane >> 2, t = lane & 3;
+    const size_t tc = u >> 6; /* tile * NSC + c */
+    const int c = (int)(tc % NSC);
+    const size_t tile = tc / NSC;
+    const int e = (int)(tile / tiles), i = (int)(tile % tiles);
+    const int row = 16 * i + (swiglu ? 2 * g + r : g + 8 * r), b = 4 * c + t;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    uint8_t s = 127;
+    if (row < N && b < NC) {
+        const size_t at = ((size_t)e * N + row) * NC + b;
+        v = ((const uint4 *)blocks)[at];
+        s = scales[at];
+    }
+    tb[u] = v;
+    ts[u] = s;
+}
+
+cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
+                              gptoss_mxfp4_tiled *t, cudaStream_t stream) {
+    if (!blocks || !scales || !out || !t || E <= 0 || N <= 0 || K <= 0 || K % 32 || (swiglu && N % 2) ||
+        ((uintptr_t)blocks & 15) || ((uintptr_t)out & 15))
+        return cudaErrorInvalidValue;
+    const size_t units = mt_units(E, N, K);
+    uint4 *tb = (uint4 *)out;
+    uint8_t *ts = (uint8_t *)out + units * 16;
+    mxfp4_tile_kernel<<<(unsigned)((units + 255) / 256), 256, 0, stream>>>(blocks, scales, N, K, swiglu, units, tb, ts);
+    t->blocks = (const uint8_t *)tb;
+    t->scales = ts;
+    return cudaGetLastError();
 }

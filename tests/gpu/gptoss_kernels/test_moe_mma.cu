@@ -181,15 +181,24 @@ static void mm_f16_shifts(const mm_layer *L, int32_t **gsh, int32_t **dsh) {
  * pair rows), which the shapes that read pre-staged rows copy; NULL: the CTAs stage. */
 static size_t mm_stage_bytes(int P, int H, int I) { return (size_t)(P + P / GPTOSS_TOPK) * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16; }
 static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, int swz, const int32_t *gsh,
-                       const int32_t *dsh, int P, void *staged, float *dact, float *ddn) {
+                       const int32_t *dsh, int P, void *staged, float *dact, float *ddn,
+                       const gptoss_mxfp4_tiled *gt = NULL, const gptoss_mxfp4_tiled *dt = NULL) {
     const float alpha = 1.702f, limit = 7.0f;
     void *tok = staged ? (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16 : NULL;
     if (staged) CK(gptoss_mxfp4_stage_f16(dx, L->H, swz, NULL, P / GPTOSS_TOPK, L->H, tok, 0)); /* the tokens' rows */
     CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
-                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, dact, 0));
+                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, gt, dact, 0));
     if (staged) CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
     CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets, L->E,
-                                   L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, ddn, 0));
+                                   L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
+}
+
+/* The tiled copies (gptoss_mxfp4_tile) of L's gate_up and down in one allocation (*buf, the caller frees it). */
+static void mm_tiled(const mm_layer *L, void **buf, gptoss_mxfp4_tiled *gt, gptoss_mxfp4_tiled *dt) {
+    const size_t gb = (gptoss_mxfp4_tiled_bytes(L->E, 2 * L->I, L->H) + 255) / 256 * 256;
+    CK(cudaMalloc(buf, gb + gptoss_mxfp4_tiled_bytes(L->E, L->H, L->I)));
+    CK(gptoss_mxfp4_tile(L->d_gub, L->d_gus, L->E, 2 * L->I, L->H, 1, *buf, gt, 0));
+    CK(gptoss_mxfp4_tile(L->d_dnb, L->d_dns, L->E, L->H, L->I, 0, (uint8_t *)*buf + gb, dt, 0));
 }
 
 /* One pair's down_proj against the CPU (double): got[n] vs b[e, n] + sum_j act[j] W_e[n, j], into the
@@ -369,20 +378,25 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
         float *dxs = dev_upload(xs);
         /* tiles (0 = automatic), occupancy (0 = automatic), swizzled, pre-staged (gptoss_mxfp4_stage_f16; read only where
-         * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored) */
-        const int forms[12][4] = {{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 0, 1, 0}, {1, 2, 1, 0}, {1, 3, 0, 0},
-                                  {2, 1, 0, 0}, {2, 2, 0, 0}, {4, 1, 0, 0}, {4, 1, 1, 0}, {0, 0, 0, 1},
-                                  {0, 0, 1, 1}, {1, 2, 0, 1}};
+         * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored), the tiled weights (gptoss_mxfp4_tile; read with the
+         * pre-staged rows) */
+        const int forms[14][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 3, 0, 0, 0},
+                                  {2, 1, 0, 0, 0}, {2, 2, 0, 0, 0}, {4, 1, 0, 0, 0}, {4, 1, 1, 0, 0}, {0, 0, 0, 1, 0},
+                                  {0, 0, 1, 1, 0}, {1, 2, 0, 1, 0}, {0, 0, 0, 1, 1}, {0, 0, 1, 1, 1}};
+        void *tbuf;
+        gptoss_mxfp4_tiled gt, dt;
+        mm_tiled(L, &tbuf, &gt, &dt);
         uint8_t *dstage;
         CK(cudaMalloc((void **)&dstage, mm_stage_bytes(P, H, I)));
         CK(cudaMemset(dstage, 0xFF, mm_stage_bytes(P, H, I))); /* NaN halves wherever nothing is staged */
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
-        for (int f = 0; f < 12; f++) {
+        for (int f = 0; f < 14; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
-            mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dstage : NULL, dact2, ddn2);
+            mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dstage : NULL, dact2, ddn2,
+                       forms[f][4] ? &gt : NULL, forms[f][4] ? &dt : NULL);
             gptoss_mxfp4_mma_stream_force_occ(0);
             mm_stream_tiles(0);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -398,7 +412,8 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             cudaFree(dact2); cudaFree(ddn2);
         }
         cudaFree(dstage);
-        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: pre-staged rows (%s) give the same bits", T,
+        cudaFree(tbuf);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: pre-staged rows (%s; and the tiled weights) give the same bits", T,
                  gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "read" : "not read at this shape");
         mm_check(what, same_pre, NULL);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
@@ -556,12 +571,19 @@ static void time_stream(int T, const mm_layer *L) {
         CK(cudaMalloc((void **)&dstage, mm_stage_bytes(P, H, I)));
         auto f16 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn); };
         auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn); };
+        void *tbuf;
+        gptoss_mxfp4_tiled gt, dt;
+        mm_tiled(L, &tbuf, &gt, &dt);
+        auto f16_tiled = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn, &gt, &dt); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
         const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),
-                     c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps), a2 = tu_time_ms(bf16, reps);
-        printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s)",
+                     d1 = tu_time_ms(f16_tiled, reps), d2 = tu_time_ms(f16_tiled, reps), c2 = tu_time_ms(f16_pre, reps),
+                     b2 = tu_time_ms(f16, reps), a2 = tu_time_ms(bf16, reps);
+        cudaFree(tbuf);
+        printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s), "
+               "the same with the tiled weights %.3f / %.3f ms (%.2f TB/s)",
                a1, a2, b1, b2, bytes / (fmin(b1, b2) * 1e-3) / 1e12, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "" : " (not read)",
-               c1, c2, bytes / (fmin(c1, c2) * 1e-3) / 1e12);
+               c1, c2, bytes / (fmin(c1, c2) * 1e-3) / 1e12, d1, d2, bytes / (fmin(d1, d2) * 1e-3) / 1e12);
         /* the F16 form in mode 1 with 16- against 32-pair tiles (prompt chunks), A B B A */
         auto f16_tiles = [&](int nt) {
             return [&, nt]() {
