@@ -414,13 +414,20 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
 
 /* LLMR_GPTOSS_MOE_TILED=1: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the batched
  * step's pre-staged expert launches read (each warp's loads 1 KB in one piece; docs/performance.md, session 30). A
- * speed-up only: without the memory for it the load goes on without it, and says so. */
-static void moe_tiled_fill(gptoss_model *m) {
+ * speed-up only: where it does not fit (the device, or the load's budget beside need, the bytes the load already
+ * counts) the load goes on without it, and says so. */
+static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
+    return (gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size) + 255) / 256 * 256;
+}
+static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
+    const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
+    return dn ? moe_tiled_gu_bytes(c) + (dn + 255) / 256 * 256 : 0;
+}
+static void moe_tiled_fill(gptoss_model *m, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
-    const size_t gu = gptoss_mxfp4_tiled_bytes(E, 2 * I, H), dn = gptoss_mxfp4_tiled_bytes(E, H, I);
-    const size_t per = (gu + 255) / 256 * 256 + (dn + 255) / 256 * 256, total = per * (size_t)c->num_layers;
-    if (!gu || !dn || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
+    const size_t gu = moe_tiled_gu_bytes(c), per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
+    if (!gu || !per || (budget && need + total > budget) || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
         (void)cudaGetLastError();
         m->moe_tiled = NULL;
         mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_TILED=1 ignored: no room for the experts' tiled copy (%.1f MB)", total / 1e6);
@@ -432,7 +439,7 @@ static void moe_tiled_fill(gptoss_model *m) {
         uint8_t *at = (uint8_t *)m->moe_tiled + per * (size_t)l;
         e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, at, &w->gu_tiled, m->stream);
         if (e == cudaSuccess)
-            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, at + (gu + 255) / 256 * 256, &w->dn_tiled, m->stream);
+            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, at + gu, &w->dn_tiled, m->stream);
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
     if (e != cudaSuccess) {
@@ -525,6 +532,7 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
                  (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
         /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
+        if (env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -945,7 +953,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
-    if (m->batch_moe_prestage && env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) moe_tiled_fill(m);
+    if (m->batch_moe_prestage && env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) moe_tiled_fill(m, need, budget);
     /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
      * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
     m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
@@ -999,7 +1007,7 @@ uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context
 
 /* Lock-free: a heartbeat must not wait for a generate that holds the model's mutex for minutes. */
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
-    out->vram_bytes = m->arena_bytes + m->expert_cache_bytes + m->work_bytes + m->kv_pool_bytes +
+    out->vram_bytes = m->arena_bytes + m->expert_cache_bytes + m->moe_tiled_bytes + m->work_bytes + m->kv_pool_bytes +
                       __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
     out->ram_bytes = sizeof *m;
     out->active_sessions = __atomic_load_n(&m->active_sessions, __ATOMIC_RELAXED);
