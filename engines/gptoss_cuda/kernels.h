@@ -685,6 +685,20 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
 typedef struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
 } gptoss_mxfp4_tiled;
+/* Where unit u of a tiled copy of N x K experts comes from: expert *e, row *row and block *blk of the checkpoint's
+ * layout; returns 0 for a pad (zeros, scale 127). Host and device (the tiling kernel, and the host checks that every
+ * block lands once). */
+static __host__ __device__ inline int gptoss_mxfp4_tiled_source(size_t u, int N, int K, int swiglu, int *e, int *row,
+                                                                int *blk) {
+    const int NC = K / 32, NSC = (K + 127) / 128, tiles = (N + 15) / 16;
+    const int r = (int)(u & 1), lane = (int)((u >> 1) & 31), g = lane >> 2, t = lane & 3;
+    const size_t tc = u >> 6; /* tile * NSC + super-chunk */
+    const size_t tile = tc / (size_t)NSC;
+    *e = (int)(tile / (size_t)tiles);
+    *row = 16 * (int)(tile % (size_t)tiles) + (swiglu ? 2 * g + r : g + 8 * r);
+    *blk = 4 * (int)(tc % (size_t)NSC) + t;
+    return *row < N && *blk < NC;
+}
 /* Bytes of the tiled copy of E experts of N x K (blocks, then scales: 17 bytes a unit). */
 size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
 /* Writes the tiled copy of blocks / scales (E experts of N x K, the checkpoint's layout) into out

@@ -580,17 +580,11 @@ __global__ void mxfp4_tile_kernel(const uint8_t *blocks, const uint8_t *scales, 
                                   uint4 *tb, uint8_t *ts) {
     const size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (u >= units) return;
-    const int NC = K / 32, NSC = (K + 127) / 128, tiles = (N + 15) / 16;
-    const int r = (int)(u & 1), lane = (int)((u >> 1) & 31), g = lane >> 2, t = lane & 3;
-    const size_t tc = u >> 6; /* tile * NSC + c */
-    const int c = (int)(tc % NSC);
-    const size_t tile = tc / NSC;
-    const int e = (int)(tile / tiles), i = (int)(tile % tiles);
-    const int row = 16 * i + (swiglu ? 2 * g + r : g + 8 * r), b = 4 * c + t;
+    int e, row, b;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     uint8_t s = 127;
-    if (row < N && b < NC) {
-        const size_t at = ((size_t)e * N + row) * NC + b;
+    if (gptoss_mxfp4_tiled_source(u, N, K, swiglu, &e, &row, &b)) {
+        const size_t at = ((size_t)e * N + row) * (K / 32) + b;
         v = ((const uint4 *)blocks)[at];
         s = scales[at];
     }

@@ -584,8 +584,39 @@ static void test_f16_unit_order_host(void) {
     check_true("F16 staged unit order on the host: every k = 0, 4, .. once per row, in its super-chunk and lane (K = 64, 2880, 4096)", ok);
 }
 
-/* The checks that need no GPU (decode tables, the dp4a split, the staged unit order), also run by gptoss_kernels
- * --host-checks. */
+/* The experts' tiled copy (gptoss_mxfp4_tiled_source, kernels.h): every block of every expert lands in exactly one
+ * unit, in its lane's fragment rows (swiglu: 2g + r, else g + 8r) and super-chunk, the rest are pads; shapes with K not
+ * a multiple of 128 and N not of 16 among them. */
+static void test_tiled_layout_host(void) {
+    int ok = 1;
+    const int shapes[5][3] = {{3, 40, 96}, {2, 32, 160}, {1, 16, 128}, {2, 5760, 2880}, {2, 2880, 2880}};
+    for (const auto &sh : shapes)
+        for (int swiglu = 0; swiglu < 2; swiglu++) {
+            const int E = sh[0], N = sh[1], K = sh[2], NC = K / 32, NSC = (K + 127) / 128;
+            const size_t units = gptoss_mxfp4_tiled_bytes(E, N, K) / 17;
+            ok &= units == (size_t)E * ((N + 15) / 16) * NSC * 64;
+            std::vector<uint8_t> seen((size_t)E * N * NC, 0);
+            size_t pads = 0;
+            for (size_t u = 0; u < units; u++) {
+                int e, row, blk;
+                if (!gptoss_mxfp4_tiled_source(u, N, K, swiglu, &e, &row, &blk)) {
+                    pads++;
+                    continue;
+                }
+                const int lane = (int)((u >> 1) & 31), r = (int)(u & 1), in_tile = row % 16;
+                ok &= e >= 0 && e < E && blk % 4 == (lane & 3) && blk / 4 == (int)((u >> 6) % NSC) &&
+                      in_tile == (swiglu ? 2 * (lane >> 2) + r : (lane >> 2) + 8 * r);
+                if (e >= 0 && e < E && row >= 0 && row < N && blk >= 0 && blk < NC) seen[((size_t)e * N + row) * NC + blk]++;
+            }
+            for (uint8_t v : seen) ok &= v == 1;
+            ok &= pads == units - (size_t)E * N * NC;
+        }
+    check_true("experts' tiled copy on the host: every block of every expert in one unit, its lane's rows and super-chunk "
+               "(5 shapes, gate_up and down orders)", ok);
+}
+
+/* The checks that need no GPU (decode tables, the dp4a split, the staged unit order, the tiled copy), also run by
+ * gptoss_kernels --host-checks. */
 /* router_key32 (the finish's top-4 of 32 by a max reduction over keys): the keys order every pair of logits as
  * router_top4's comparisons do (NaN as -inf, -0 equal to +0), over the special values and 400,000 random pairs of
  * random bit patterns and of near-equal values, and every key is above 0 (a taken lane's key). */
@@ -622,6 +653,7 @@ static void test_host_only(void) {
     test_mxfp4_i8_host();
     test_dp4a_split_host();
     test_f16_unit_order_host();
+    test_tiled_layout_host();
 }
 
 /* The decode MoE kernels' device workspace for T tokens: ids [4T], the group table, the router's
