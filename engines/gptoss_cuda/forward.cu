@@ -250,7 +250,7 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
             return e;
         if ((e = gptoss_mxfp4_mma_stream_f16(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, w->gu_shift,
                                              m->counts, m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit,
-                                             max_pairs, m->moe_stream_warps, gu_staged, m->moe_tiled ? &w->gu_tiled : NULL,
+                                             max_pairs, m->moe_stream_warps, gu_staged, &w->gu_tiled,
                                              m->act, m->stream)) != cudaSuccess)
             return e;
         if (dn_staged &&
@@ -258,7 +258,7 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
             return e;
         return gptoss_mxfp4_mma_stream_f16(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, w->dn_shift, m->counts,
                                            m->offsets, E, I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, dn_staged,
-                                           m->moe_tiled ? &w->dn_tiled : NULL, m->dn, m->stream);
+                                           &w->dn_tiled, m->dn, m->stream);
     }
     if (m->moe_mma_stream) {
         if ((e = gptoss_mxfp4_mma_stream(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,

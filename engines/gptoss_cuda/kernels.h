@@ -685,6 +685,11 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
 typedef struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
 } gptoss_mxfp4_tiled;
+/* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; lane (g, t)'s units of
+ * super-chunk c follow at + (32 c + lane) 2 + r. With e = E, i = 0: the copy's units. Host and device. */
+static __host__ __device__ inline size_t gptoss_mxfp4_tiled_first(int e, int i, int N, int K) {
+    return ((size_t)e * ((N + 15) / 16) + i) * ((K + 127) / 128) * 64;
+}
 /* Where unit u of a tiled copy of N x K experts comes from: expert *e, row *row and block *blk of the checkpoint's
  * layout; returns 0 for a pad (zeros, scale 127). Host and device (the tiling kernel, and the host checks that every
  * block lands once). */
@@ -705,7 +710,7 @@ size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
  * (gptoss_mxfp4_tiled_bytes, 16-byte aligned) and points *t into it. swiglu: gate_up's row order (as the kernel's). */
 cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
                               gptoss_mxfp4_tiled *t, cudaStream_t stream);
-/* tiled (NULL: the checkpoint's layout only): the same weights in gptoss_mxfp4_tile's layout, read instead of blocks /
+/* tiled (NULL, or NULL pointers in it: the checkpoint's layout only): the same weights in gptoss_mxfp4_tile's layout, read instead of blocks /
  * scales by the pre-staged launches (gptoss_mxfp4_mma_stream_f16_prestaged); the same bits either way. */
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,

@@ -417,11 +417,11 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
  * speed-up only: where it does not fit (the device, or the load's budget beside need, the bytes the load already
  * counts) the load goes on without it, and says so. */
 static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
-    return (gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size) + 255) / 256 * 256;
+    return align256(gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size));
 }
 static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
     const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
-    return dn ? moe_tiled_gu_bytes(c) + (dn + 255) / 256 * 256 : 0;
+    return dn ? moe_tiled_gu_bytes(c) + align256(dn) : 0;
 }
 static void moe_tiled_fill(gptoss_model *m, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;

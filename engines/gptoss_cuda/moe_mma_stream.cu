@@ -289,9 +289,9 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         sp[r] = es + (size_t)rows[r] * NC + t;
     }
     /* TILED: this lane's units of the warp's tile, super-chunk c at tw + 64 c and ts + 32 c (gptoss_mxfp4_tile) */
-    const size_t tile = ((size_t)e * ((N + 15) / 16) + row0 / 16) * nsc * 32 + lane;
-    const uint4 *tw = (const uint4 *)tiled.blocks + 2 * tile;
-    const uint16_t *ts = (const uint16_t *)tiled.scales + tile;
+    const size_t u0 = gptoss_mxfp4_tiled_first(e, row0 / 16, N, K) + 2 * lane;
+    const uint4 *tw = (const uint4 *)tiled.blocks + u0;
+    const uint16_t *ts = (const uint16_t *)tiled.scales + u0 / 2;
     uint4 q[MS_DEPTH][2];
     uint32_t s[MS_DEPTH][2];
     if (active) /* the first weights in flight during the staging */
@@ -569,10 +569,8 @@ cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, cons
 
 /* ---------------------------------------------------------------- the tiled copy (gptoss_mxfp4_tile, kernels.h) */
 
-static size_t mt_units(int E, int N, int K) { return (size_t)E * ((N + 15) / 16) * ((K + 127) / 128) * 64; }
-
 size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K) {
-    return E <= 0 || N <= 0 || K <= 0 || K % 32 ? 0 : mt_units(E, N, K) * 17;
+    return E <= 0 || N <= 0 || K <= 0 || K % 32 ? 0 : gptoss_mxfp4_tiled_first(E, 0, N, K) * 17;
 }
 
 /* One thread per unit u = ((tile * NSC + c) * 32 + lane) * 2 + r, tile = e * tiles + i (kernels.h). */
@@ -597,7 +595,7 @@ cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int 
     if (!blocks || !scales || !out || !t || E <= 0 || N <= 0 || K <= 0 || K % 32 || (swiglu && N % 2) ||
         ((uintptr_t)blocks & 15) || ((uintptr_t)out & 15))
         return cudaErrorInvalidValue;
-    const size_t units = mt_units(E, N, K);
+    const size_t units = gptoss_mxfp4_tiled_first(E, 0, N, K);
     uint4 *tb = (uint4 *)out;
     uint8_t *ts = (uint8_t *)out + units * 16;
     mxfp4_tile_kernel<<<(unsigned)((units + 255) / 256), 256, 0, stream>>>(blocks, scales, N, K, swiglu, units, tb, ts);

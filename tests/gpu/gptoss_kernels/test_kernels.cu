@@ -599,11 +599,14 @@ static void test_tiled_layout_host(void) {
             size_t pads = 0;
             for (size_t u = 0; u < units; u++) {
                 int e, row, blk;
-                if (!gptoss_mxfp4_tiled_source(u, N, K, swiglu, &e, &row, &blk)) {
+                const int in = gptoss_mxfp4_tiled_source(u, N, K, swiglu, &e, &row, &blk);
+                const int lane = (int)((u >> 1) & 31), r = (int)(u & 1), in_tile = row % 16;
+                /* the kernel's forward index (its tile's first unit, then super-chunk and lane) gives u back */
+                ok &= gptoss_mxfp4_tiled_first(e, row / 16, N, K) + ((size_t)(blk / 4) * 32 + lane) * 2 + r == u;
+                if (!in) {
                     pads++;
                     continue;
                 }
-                const int lane = (int)((u >> 1) & 31), r = (int)(u & 1), in_tile = row % 16;
                 ok &= e >= 0 && e < E && blk % 4 == (lane & 3) && blk / 4 == (int)((u >> 6) % NSC) &&
                       in_tile == (swiglu ? 2 * (lane >> 2) + r : (lane >> 2) + 8 * r);
                 if (e >= 0 && e < E && row >= 0 && row < N && blk >= 0 && blk < NC) seen[((size_t)e * N + row) * NC + blk]++;
@@ -611,7 +614,8 @@ static void test_tiled_layout_host(void) {
             for (uint8_t v : seen) ok &= v == 1;
             ok &= pads == units - (size_t)E * N * NC;
         }
-    check_true("experts' tiled copy on the host: every block of every expert in one unit, its lane's rows and super-chunk "
+    check_true("experts' tiled copy on the host: every block of every expert in one unit, its lane's rows and super-chunk, "
+               "the kernel's forward index back to it "
                "(5 shapes, gate_up and down orders)", ok);
 }
 
