@@ -711,8 +711,7 @@ size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
 cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
                               gptoss_mxfp4_tiled *t, cudaStream_t stream);
 /* tiled (NULL, or NULL pointers in it: the checkpoint's layout only): the same weights in gptoss_mxfp4_tile's layout,
- * read instead of blocks / scales by the pre-staged launches (gptoss_mxfp4_mma_stream_f16_prestaged); the same bits
- * either way. */
+ * read instead of blocks / scales by every launch of the F16 form; the same bits either way. */
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,
                                         const uint8_t *scales, const uint16_t *b, const int32_t *shift,
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,

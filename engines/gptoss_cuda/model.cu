@@ -376,9 +376,9 @@ static uint64_t expert_cache_bytes_for(const gptoss_config *c, prefill_settings 
 /* Auto mode: the cache is taken only when the load, with it, stays within the budget (when one is given)
  * and leaves a fifth of the device (at least 2 GiB) free for other work: it is a speed-up, never the
  * reason a load fails or a later model does not fit. */
+static uint64_t vram_reserve(size_t total_b) { return total_b / 5 > (2ull << 30) ? total_b / 5 : (2ull << 30); }
 static int expert_cache_fits(uint64_t need, uint64_t cache, uint64_t budget, size_t free_b, size_t total_b) {
-    const uint64_t reserve = total_b / 5 > (2ull << 30) ? total_b / 5 : (2ull << 30);
-    return (!budget || need + cache <= budget) && need + cache + reserve <= free_b;
+    return (!budget || need + cache <= budget) && need + cache + vram_reserve(total_b) <= free_b;
 }
 
 /* The fp16 experts' shifts (tc.h gptoss_mxfp4_f16_shifts) of every layer's gate_up and down, into m->f16_shift. */
@@ -412,10 +412,12 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
     return LLMR_ENGINE_OK;
 }
 
-/* LLMR_GPTOSS_MOE_TILED=1: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the batched
- * step's pre-staged expert launches read (each warp's loads 1 KB in one piece; docs/performance.md, session 30). A
- * speed-up only: where it does not fit (the device, or the load's budget beside need, the bytes the load already
- * counts) the load goes on without it, and says so. */
+/* LLMR_GPTOSS_MOE_TILED: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the F16 form of
+ * the streaming expert kernel reads (the batched steps' experts and short prompts': each warp's loads 1 KB in one
+ * piece; docs/performance.md, sessions 30-31). A speed-up only, never the reason a load fails: 2 (auto, the default)
+ * takes it where the device keeps, beside it, the reserve the expert cache's auto mode leaves (expert_cache_fits: a
+ * fifth of the device, at least 2 GiB) and the load's budget allows it; 1 wherever the device and the budget allow it;
+ * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. */
 static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
     return align256(gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size));
 }
@@ -423,14 +425,24 @@ static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
     const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
     return dn ? moe_tiled_gu_bytes(c) + align256(dn) : 0;
 }
-static void moe_tiled_fill(gptoss_model *m, uint64_t need, uint64_t budget) {
+static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
     const size_t gu = moe_tiled_gu_bytes(c), per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
+    size_t free_b = 0, total_b = 0;
+    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) { /* free_b: after every other allocation */
+        if (total + vram_reserve(total_b) > free_b || (budget && need + total > budget)) {
+            mlog(m, LLMR_LOG_INFO, "tiled expert copy off: %.2f GB more would leave too little of device %d's %.2f GB free "
+                 "(%.2f GB free%s; LLMR_GPTOSS_MOE_TILED=1 takes it wherever it fits)", total / 1e9, m->device,
+                 total_b / 1e9, free_b / 1e9, budget ? ", or the budget" : "");
+            return;
+        }
+    }
     if (!gu || !per || (budget && need + total > budget) || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
         (void)cudaGetLastError();
         m->moe_tiled = NULL;
-        mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_TILED=1 ignored: no room for the experts' tiled copy (%.1f MB)", total / 1e6);
+        mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "tiled expert copy off: no room for it (%.1f MB; "
+             "LLMR_GPTOSS_MOE_TILED=%d)", total / 1e6, mode);
         return;
     }
     cudaError_t e = cudaSuccess;
@@ -443,14 +455,15 @@ static void moe_tiled_fill(gptoss_model *m, uint64_t need, uint64_t budget) {
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
     if (e != cudaSuccess) {
-        mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_TILED=1: the tiled copy failed (%s); going on without it", cudaGetErrorString(e));
+        mlog(m, LLMR_LOG_WARN, "the experts' tiled copy failed (%s); going on without it", cudaGetErrorString(e));
         for (int l = 0; l < c->num_layers; l++) m->layers[l].gu_tiled = m->layers[l].dn_tiled = gptoss_mxfp4_tiled{NULL, NULL};
         cudaFree(m->moe_tiled);
         m->moe_tiled = NULL;
         return;
     }
     m->moe_tiled_bytes = total;
-    mlog(m, LLMR_LOG_INFO, "tiled expert copy for the batched step: %.1f MB (LLMR_GPTOSS_MOE_TILED)", total / 1e6);
+    mlog(m, LLMR_LOG_INFO, "tiled expert copy for the batched steps' experts: %.1f MB (LLMR_GPTOSS_MOE_TILED=0 turns it off)",
+         total / 1e6);
 }
 
 /* Whether the batched step's experts may take the streaming kernel's F16 form (m->batch_moe_f16): its activations
@@ -532,7 +545,8 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
                  (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
         /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
-        if (env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
+        /* the tiled copy likewise (auto, the default, goes without where it does not fit) */
+        if (env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2) == 1) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -953,7 +967,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
-    if (m->batch_moe_prestage && env_int("LLMR_GPTOSS_MOE_TILED", 0, 0, 1)) moe_tiled_fill(m, need, budget);
+    if (m->batch_moe_f16) { /* the tiled copy: read by the F16 form only */
+        const int tiled = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2);
+        if (tiled) moe_tiled_fill(m, tiled, need, budget);
+    }
     /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
      * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
     m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);

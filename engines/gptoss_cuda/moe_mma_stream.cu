@@ -259,7 +259,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                             const uint8_t *scales, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                             const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int tn,
                             int pc, const uint4 *staged, gptoss_mxfp4_tiled tiled, float *y) {
-    static_assert(!TILED || (F16 && PRE), "the tiled copy is read by the pre-staged F16 launches");
+    static_assert(!TILED || F16, "the tiled copy is read by the F16 launches");
     static_assert(!F16 || PARTS == 2, "the F16 form has two activation parts");
     static_assert(!PRE || F16, "only the F16 form is pre-staged");
     extern __shared__ uint4 ms_smem[];
@@ -529,23 +529,32 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-#define MS_LAUNCH(NT_, P_, O_, F_)                                                                                    \
-    ms_launch<NT_, P_, O_, F_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, counts,   \
-                               offsets, E, K, N, swiglu, alpha, limit, tn, pc, NULL, y)
+    const bool tl = tiled && tiled->blocks && tiled->scales;
+    const gptoss_mxfp4_tiled tv = tl ? *tiled : gptoss_mxfp4_tiled{nullptr, nullptr};
+#define MS_LAUNCH_T(NT_, P_, O_, F_, T_)                                                                              \
+    ms_launch<NT_, P_, O_, F_, false, T_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, \
+                                          counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, NULL, y, tv)
+#define MS_LAUNCH(NT_, P_, O_, F_) MS_LAUNCH_T(NT_, P_, O_, F_, false)
+/* the F16 form: reading the tiled copy where one is given */
+#define MS_LAUNCH_F(NT_, O_) (tl ? MS_LAUNCH_T(NT_, 2, O_, true, true) : MS_LAUNCH_T(NT_, 2, O_, true, false))
 #define MS_LAUNCH_OCC(NT_, P_, F_) \
     (occ == 2 ? MS_LAUNCH(NT_, P_, 2, F_) : occ == 3 ? MS_LAUNCH(NT_, P_, 3, F_) : MS_LAUNCH(NT_, P_, 1, F_))
-    if (pre && tiled && tiled->blocks && tiled->scales)
+#define MS_LAUNCH_OCC_F(NT_) (occ == 2 ? MS_LAUNCH_F(NT_, 2) : occ == 3 ? MS_LAUNCH_F(NT_, 3) : MS_LAUNCH_F(NT_, 1))
+    if (pre && tl)
         return ms_launch<1, 2, 2, true, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b,
                                                     shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc,
                                                     (const uint4 *)staged, y, *tiled);
     if (pre)
         return ms_launch<1, 2, 2, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,
                                               counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y);
-    if (shift) return nt == 4 ? MS_LAUNCH(4, 2, 1, true) : nt == 2 ? MS_LAUNCH_OCC(2, 2, true) : MS_LAUNCH_OCC(1, 2, true);
+    if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
     return nt == 2 ? MS_LAUNCH_OCC(2, 2, false) : MS_LAUNCH_OCC(1, 2, false);
+#undef MS_LAUNCH_OCC_F
 #undef MS_LAUNCH_OCC
+#undef MS_LAUNCH_F
 #undef MS_LAUNCH
+#undef MS_LAUNCH_T
 }
 
 cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,

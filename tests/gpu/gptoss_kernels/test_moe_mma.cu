@@ -380,9 +380,10 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         /* tiles (0 = automatic), occupancy (0 = automatic), swizzled, pre-staged (gptoss_mxfp4_stage_f16; read only where
          * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored), the tiled weights (gptoss_mxfp4_tile; read with the
          * pre-staged rows) */
-        const int forms[14][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 3, 0, 0, 0},
+        const int forms[19][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 3, 0, 0, 0},
                                   {2, 1, 0, 0, 0}, {2, 2, 0, 0, 0}, {4, 1, 0, 0, 0}, {4, 1, 1, 0, 0}, {0, 0, 0, 1, 0},
-                                  {0, 0, 1, 1, 0}, {1, 2, 0, 1, 0}, {0, 0, 0, 1, 1}, {0, 0, 1, 1, 1}};
+                                  {0, 0, 1, 1, 0}, {1, 2, 0, 1, 0}, {0, 0, 0, 1, 1}, {0, 0, 1, 1, 1}, {0, 0, 0, 0, 1},
+                                  {1, 2, 1, 0, 1}, {1, 3, 0, 0, 1}, {2, 1, 0, 0, 1}, {4, 1, 1, 0, 1}};
         void *tbuf;
         gptoss_mxfp4_tiled gt, dt;
         mm_tiled(L, &tbuf, &gt, &dt);
@@ -391,7 +392,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         CK(cudaMemset(dstage, 0xFF, mm_stage_bytes(P, H, I))); /* NaN halves wherever nothing is staged */
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
-        for (int f = 0; f < 14; f++) {
+        for (int f = 0; f < 19; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
@@ -418,7 +419,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         mm_check(what, same_pre, NULL);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
         mm_check_against(what, L, ids, pair_of, step, ref_act, a0, d0, wr.data(), 5e-6 * loose);
-        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8-, 16- and 32-pair tiles, swizzled x, every occupancy mode", T);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8-, 16- and 32-pair tiles, swizzled x, every occupancy mode, the tiled weights", T);
         mm_check(what, same, NULL);
         cudaFree(dxs); cudaFree(dgsh); cudaFree(ddsh);
     }
@@ -570,6 +571,13 @@ static void time_stream(int T, const mm_layer *L) {
         uint8_t *dstage;
         CK(cudaMalloc((void **)&dstage, mm_stage_bytes(P, H, I)));
         auto f16 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn); };
+        void *tbuf0;
+        gptoss_mxfp4_tiled gt0, dt0;
+        mm_tiled(L, &tbuf0, &gt0, &dt0);
+        auto f16_t = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, NULL, dact, ddn, &gt0, &dt0); };
+        const double e1 = tu_time_ms(f16_t, reps), e2 = tu_time_ms(f16_t, reps);
+        cudaFree(tbuf0);
+        printf("; F16 (not pre-staged) with the tiled weights %.3f / %.3f ms (%.2f TB/s)", e1, e2, bytes / (fmin(e1, e2) * 1e-3) / 1e12);
         auto f16_pre = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn); };
         void *tbuf;
         gptoss_mxfp4_tiled gt, dt;
