@@ -307,6 +307,7 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
             *combined = e == cudaSuccess;
             return e;
         }
+        if (m->moe_tiled_in_place) return cudaErrorNotSupported; /* they dequantize the checkpoint's layout */
         /* the four calls are bf16 only: an fp16 expert cache is left out (they dequantize to bf16 themselves) */
         const uint16_t *gu_cache = m->tc.f16 ? NULL : gu.bf16, *dn_cache = m->tc.f16 ? NULL : dn.bf16;
         if ((e = gptoss_tc_experts(&m->tc, m->h, H, m->pair_token, gu.blocks, gu.scales, gu_cache, gu.bias, m->counts,
@@ -590,7 +591,8 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                 KP_(O, gptoss_gemv1_router_finish(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart,
                                                   w->router_b, eps, m->rctr, m->ids, m->rw, m->grp, m->rl, m->rnorm, st));
                 KP_(GATE_UP, gptoss_moe_routed_gate_up_dp4a(m->x, w->mlp_norm, m->rnorm, m->grp, w->gu_blocks, w->gu_scales,
-                                                            w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st));
+                                                            w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st,
+                                                            gptoss_gu_tiled(m, w)));
             } else if (m->router_split) { /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0: off): the router's GEMV in o_proj's blocks */
                 KP_(O, gptoss_gemv1_router(m->o, w->o_w, w->o_b, QD, H, m->x, m->rwt + (size_t)l * H * 32, m->rpart, st));
                 if (!m->route_ring) /* with the routed ring (1) the finish runs inside the gate_up below */
@@ -610,12 +612,13 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
             if (m->route_ring == 1) /* LLMR_GPTOSS_ROUTE_RING=1 (set only with the router split, never with MMA_T1) */
                 KP_(GATE_UP, gptoss_moe_route_gate_up_dp4a(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, E,
                                                            w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
-                                                           c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st));
+                                                           c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st,
+                                                           gptoss_gu_tiled(m, w)));
             else if (m->route_ring == 0) /* (2: above, with o_proj) */
                 KP_(GATE_UP, gptoss_moe_gate_up_decode(m->hsw, m->grp, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
-                                                       c->swiglu_alpha, c->swiglu_limit, m->act, st));
+                                                       c->swiglu_alpha, c->swiglu_limit, m->act, st, gptoss_gu_tiled(m, w)));
             KP_(DOWN, gptoss_moe_down_decode(m->act, m->grp, 1, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x,
-                                             st));
+                                             st, gptoss_dn_tiled(m, w)));
             continue;
         }
         KP_(NORM, gptoss_rmsnorm(m->x, w->attn_norm, 1, H, eps, m->h, st));

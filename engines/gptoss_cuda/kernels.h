@@ -494,13 +494,17 @@ cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w
  * measured split). Same results bit for bit. Process-wide; set it before launching. */
 void gptoss_moe_router_blocks(int n);
 
+/* The experts' tiled copy (gptoss_mxfp4_tile; the struct and its layout further down, with the streaming kernel). */
+typedef struct gptoss_mxfp4_tiled gptoss_mxfp4_tiled;
+
 /* For every pair p in the groups: gu = W_e h_sw[p / 4] + b_e (MXFP4 gate_up of expert e, rows 2j = gate,
  * 2j+1 = up, checkpoint layout [E, 2I, H/32, 16] + scales [E, 2I, H/32]), then the clamped SwiGLU
  * (as gptoss_swiglu) written swizzled to act_sw[p, :] (I values). Only the selected experts' rows are
  * read, once per group of up to 4 pairs. */
 cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, int T, const uint8_t *blocks,
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
-                                      float limit, float *act_sw, cudaStream_t stream);
+                                      float limit, float *act_sw, cudaStream_t stream,
+                                      const gptoss_mxfp4_tiled *tiled = nullptr);
 
 /* The T = 1 MXFP4 GEMVs with the weights streamed through shared memory by cp.async, one warp task
  * ahead (moe_decode_async.cu; LLMR_GPTOSS_MOE_ASYNC=1): on, gptoss_moe_gate_up_decode and
@@ -528,7 +532,8 @@ cudaError_t gptoss_moe_down_decode_async(const float *act_sw, const int32_t *gro
 int gptoss_moe_decode_dp4a(int on);
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
-                                           float limit, float *act_sw, cudaStream_t stream);
+                                           float limit, float *act_sw, cudaStream_t stream,
+                                           const gptoss_mxfp4_tiled *tiled = nullptr);
 /* The router finish folded into that kernel (the default with the router split; LLMR_GPTOSS_ROUTE_RING=0 turns it
  * off): every CTA adds the router split's nparts partial rows (gptoss_gemv1_router), forms r, the logits and the
  * top-4 as gptoss_moe_router_finish does (its sums in the same order: bit for bit), normalises x itself and runs
@@ -539,13 +544,21 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
                                           const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
                                           const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
                                           float *w, int32_t *groups, float *router_logits, float *act_sw,
-                                          cudaStream_t stream);
+                                          cudaStream_t stream, const gptoss_mxfp4_tiled *tiled = nullptr);
 /* The same gate_up routed upstream (LLMR_GPTOSS_ROUTE_RING=2): the group table and r (rsqrt of the mean square plus
  * eps) as o_proj's last block left them (gptoss_gemv1_router_finish); normalises x itself as the routed form does.
  * Applies where gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, ...) does. */
 cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,
                                            const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
-                                           int I, float alpha, float limit, float *act_sw, cudaStream_t stream);
+                                           int I, float alpha, float limit, float *act_sw, cudaStream_t stream,
+                                           const gptoss_mxfp4_tiled *tiled = nullptr);
+/* The experts' tiled copy (gptoss_mxfp4_tile) at T = 1: the tiled argument of gptoss_moe_gate_up_decode,
+ * gptoss_moe_route_gate_up_dp4a and gptoss_moe_routed_gate_up_dp4a (blocks / scales then unused, may be NULL) is read by
+ * the tensor-core ring only (a stage one tile; the same bits as from the checkpoint's layout); _ok says whether it
+ * applies (that ring on, the shapes within its shared memory). gptoss_moe_down_decode's tiled argument is read by the
+ * 2-rows-a-warp kernel at any T (H % 16 == 0; the same bits), never by the cp.async one. Elsewhere
+ * cudaErrorNotSupported, never a fall back to the checkpoint's layout. */
+int gptoss_moe_decode_tiled_ok(int H, int I);
 /* Timing diagnostics of that kernel, for gptoss_kernels only (wrong results): 1 = its copies alone (no
  * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused), 3 = all but the activation split
  * (the split vector left as it is); 0 = off. */
@@ -571,7 +584,7 @@ void gptoss_moe_decode_rows(int r);
  * of pair t*4+k (MXFP4 down, layout [E, H, I/32, 16]); the residual add of the MoE block. */
 cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
                                    const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
-                                   int H, float *x, cudaStream_t stream);
+                                   int H, float *x, cudaStream_t stream, const gptoss_mxfp4_tiled *tiled = nullptr);
 
 /* ---- decode attention prologue in one launch (qkv_decode.cu), one token at position *pos:
  * h = rmsnorm(x) * norm_w (as gptoss_rmsnorm); q = Wq h + bq, k = Wk h + bk, v = Wv h + bv (bf16 [rows, H],
@@ -678,17 +691,26 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
 /* The tiled copy of a matrix of experts (gptoss_mxfp4_tile): the bytes each warp of the streaming kernel loads for one
  * 128-value super-chunk lie together, so a warp's load is 1 KB in one piece instead of 64 bytes from each of 16 rows
  * (loads alone, 398 MB: 3.0 against 2.1 TB/s on an H100, session 30). For tile i (rows 16i .. 16i + 15), super-chunk c
- * (NSC = ceil(K / 128) of them), lane (g, t) and r in {0, 1}: unit ((i NSC + c) 32 + lane) 2 + r (16 bytes) holds MXFP4
- * block 4c + t of row 16i + (swiglu ? 2g + r : g + 8r), the lane's fragment rows; scales[] the block's scale byte at
- * the same index. Blocks past K and rows past N hold zeros and scale 127 (what the kernel reads there). Expert e's
- * tiles start at unit e ceil(N / 16) NSC 64. */
-typedef struct gptoss_mxfp4_tiled {
+ * (NSC = ceil(K / 128) of them), lane (g, t) and r in {0, 1}: unit (i NSC + c) 64 + gptoss_mxfp4_tiled_slot(lane, r)
+ * (16 bytes) holds MXFP4 block 4c + t of row 16i + (swiglu ? 2g + r : g + 8r), the lane's fragment rows; scales[] the
+ * block's scale byte at the same index. Blocks past K and rows past N hold zeros and scale 127 (what the kernel reads
+ * there). Expert e's tiles start at unit e ceil(N / 16) NSC 64. */
+struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
-} gptoss_mxfp4_tiled;
-/* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; lane (g, t)'s units of
- * super-chunk c follow at + (32 c + lane) 2 + r. With e = E, i = 0: the copy's units. Host and device. */
+};
+/* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; super-chunk c's 64 units
+ * follow at + 64 c. With e = E, i = 0: the copy's units. Host and device. */
 static __host__ __device__ inline size_t gptoss_mxfp4_tiled_first(int e, int i, int N, int K) {
     return ((size_t)e * ((N + 15) / 16) + i) * ((K + 127) / 128) * 64;
+}
+/* Where lane (g, t)'s unit r lies among its super-chunk's 64: 8 g + ((2 t + r) ^ g). Its two units are a 32-byte pair in
+ * either order (r = 0 second where g is odd). Why the xor (session 31): the T = 1 kernels copy a tile into shared
+ * memory and read it there 4 or 16 bytes a lane; in 8 g + 2 t + r, the lanes of a quarter-warp that read one word of
+ * 8 rows' units met 8 ways on one bank; with it, every row of 128 bytes puts a given (t, r) on another bank group.
+ * Host and device. */
+static __host__ __device__ inline int gptoss_mxfp4_tiled_slot(int lane, int r) {
+    const int g = lane >> 2;
+    return 8 * g + ((2 * (lane & 3) + r) ^ g);
 }
 /* Where unit u of a tiled copy of N x K experts comes from: expert *e, row *row and block *blk of the checkpoint's
  * layout; returns 0 for a pad (zeros, scale 127). Host and device (the tiling kernel, and the host checks that every
@@ -696,7 +718,7 @@ static __host__ __device__ inline size_t gptoss_mxfp4_tiled_first(int e, int i, 
 static __host__ __device__ inline int gptoss_mxfp4_tiled_source(size_t u, int N, int K, int swiglu, int *e, int *row,
                                                                 int *blk) {
     const int NC = K / 32, NSC = (K + 127) / 128, tiles = (N + 15) / 16;
-    const int r = (int)(u & 1), lane = (int)((u >> 1) & 31), g = lane >> 2, t = lane & 3;
+    const int slot = (int)(u & 63), g = slot >> 3, tr = (slot & 7) ^ g, r = tr & 1, t = tr >> 1; /* tiled_slot's inverse */
     const size_t tc = u >> 6; /* tile * NSC + super-chunk */
     const size_t tile = tc / (size_t)NSC;
     *e = (int)(tile / (size_t)tiles);

@@ -44,13 +44,28 @@ static int plan_add(plan *p, const char *name, llmr_st_dtype dt, int ndim, const
     return 0;
 }
 
+static int env_int(const char *name, int dflt, int lo, int hi);
+
+/* The experts' tiled copies of one layer (gptoss_mxfp4_tile: gate_up in its row order, then down, each 256-byte aligned);
+ * 0 where the shapes have none. */
+static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
+    return align256(gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size));
+}
+static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
+    const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
+    return dn ? moe_tiled_gu_bytes(c) + align256(dn) : 0;
+}
+
 /* The exact tensor set of a gpt-oss checkpoint for this config (names, dtypes, shapes). When m is
- * non-NULL each entry records the model field that receives the tensor's device address. */
+ * non-NULL each entry records the model field that receives the tensor's device address. A layer's four expert
+ * tensors lie together, followed (LLMR_GPTOSS_MOE_TILED not 0) by the gap that lets their tiled copy take their place
+ * (moe_tile_in_place; ~2% of them at the 20b's shapes). */
 static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
     const uint64_t H = (uint64_t)c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
                    KVD = (uint64_t)c->num_kv_heads * c->head_dim, E = (uint64_t)c->num_experts,
                    I = (uint64_t)c->intermediate_size, V = (uint64_t)c->vocab_size;
     char nm[96];
+    const int tiled_room = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2) != 0;
 #define ADD(dt, dstp, ...)                                                                         \
     do {                                                                                           \
         const uint64_t shp_[] = {__VA_ARGS__};                                                     \
@@ -76,11 +91,16 @@ static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
         NAME("model.layers.%d.post_attention_layernorm.weight", l); ADD(LLMR_ST_BF16, F(mlp_norm), H);
         NAME("model.layers.%d.mlp.router.weight", l); ADD(LLMR_ST_BF16, F(router_w), E, H);
         NAME("model.layers.%d.mlp.router.bias", l); ADD(LLMR_ST_BF16, F(router_b), E);
+        const uint64_t experts_at = p->arena_bytes;
         NAME("model.layers.%d.mlp.experts.gate_up_proj_blocks", l); ADD(LLMR_ST_U8, F(gu_blocks), E, 2 * I, H / 32, 16);
         NAME("model.layers.%d.mlp.experts.gate_up_proj_scales", l); ADD(LLMR_ST_U8, F(gu_scales), E, 2 * I, H / 32);
-        NAME("model.layers.%d.mlp.experts.gate_up_proj_bias", l); ADD(LLMR_ST_BF16, F(gu_bias), E, 2 * I);
         NAME("model.layers.%d.mlp.experts.down_proj_blocks", l); ADD(LLMR_ST_U8, F(dn_blocks), E, H, I / 32, 16);
         NAME("model.layers.%d.mlp.experts.down_proj_scales", l); ADD(LLMR_ST_U8, F(dn_scales), E, H, I / 32);
+        if (tiled_room) { /* room for the tiled copy in the experts' place */
+            const uint64_t tiled = moe_tiled_layer_bytes(c), have = p->arena_bytes - experts_at;
+            if (tiled > have) p->arena_bytes += align256(tiled - have);
+        }
+        NAME("model.layers.%d.mlp.experts.gate_up_proj_bias", l); ADD(LLMR_ST_BF16, F(gu_bias), E, 2 * I);
         NAME("model.layers.%d.mlp.experts.down_proj_bias", l); ADD(LLMR_ST_BF16, F(dn_bias), E, H);
 #undef F
     }
@@ -417,14 +437,9 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
  * piece; docs/performance.md, sessions 30-31). A speed-up only, never the reason a load fails: 2 (auto, the default)
  * takes it where the device keeps, beside it, the reserve the expert cache's auto mode leaves (expert_cache_fits: a
  * fifth of the device, at least 2 GiB) and the load's budget allows it; 1 wherever the device and the budget allow it;
- * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. */
-static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
-    return align256(gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size));
-}
-static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
-    const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
-    return dn ? moe_tiled_gu_bytes(c) + align256(dn) : 0;
-}
+ * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. In auto
+ * mode moe_tile_in_place (below) comes first: where every expert reader the load's settings pick reads the tiled
+ * layout, the copy takes the experts' place and costs nothing. */
 static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
@@ -464,6 +479,62 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
     m->moe_tiled_bytes = total;
     mlog(m, LLMR_LOG_INFO, "tiled expert copy for the batched steps' experts: %.1f MB (LLMR_GPTOSS_MOE_TILED=0 turns it off)",
          total / 1e6);
+}
+
+/* Whether the tiled copy can take the experts' place (moe_tile_in_place): every expert reader this load's settings
+ * pick must read it. Those are the F16 form (batched steps from moe_mma_min_rows rows, prompts up to moe_mma_prefill
+ * tokens, prompt_moe_f16), the tensor-core ring gate_up and the 2-rows-a-warp down at T = 1 (batch-1 and the steps of
+ * up to batch_moe_per_row rows, which go row by row), and the expert cache's cuBLAS experts for longer prompts (no
+ * dequantization from the experts). Anything else (no cache, the SIMT or pass-wise kernels, the dp4a ring, the stacked
+ * experts, the precise debug forward, 4 rows a warp) keeps the checkpoint's layout. */
+static int moe_tiled_in_place_ok(const gptoss_model *m) {
+    const gptoss_config *c = &m->cfg;
+    const char *rows = getenv("LLMR_GPTOSS_MOE_ROWS");
+    return m->batch_moe_f16 && m->prompt_moe_f16 && m->expert_cache && m->use_tc && m->fused && m->moe_mma &&
+           m->moe_mma_stream && !m->moe_mma_t1 && !m->debug_precise && !m->tc.wst[0] &&
+           gptoss_moe_decode_tiled_ok(c->hidden_size, c->intermediate_size) && !(rows && strcmp(rows, "4") == 0) &&
+           m->batch_moe_per_row + 1 >= m->moe_mma_min_rows && m->moe_mma_prefill + 1 >= GPTOSS_TC_MIN_T &&
+           c->hidden_size % 16 == 0 && moe_tiled_layer_bytes(c) > 0;
+}
+
+/* The tiled copy in the experts' place, layer by layer: tiled into a scratch of one layer (~0.43 GB on the 20b), then
+ * copied over the layer's four expert tensors and the gap plan_build left after them; the checkpoint's pointers are
+ * cleared, so a reader that is not the tiled one faults loudly instead of reading tiles as rows. Called after the
+ * expert cache and the fp16 shifts, which read the checkpoint's layout. No scratch: the copy goes beside the experts
+ * instead (moe_tiled_fill), and the load says so; a failed kernel or copy fails the load (some layers are tiled). */
+static llmr_engine_status moe_tile_in_place(gptoss_model *m, char *err, size_t es) {
+    const gptoss_config *c = &m->cfg;
+    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    const size_t gu = moe_tiled_gu_bytes(c), per = moe_tiled_layer_bytes(c);
+    void *scratch = NULL;
+    if (cudaMalloc(&scratch, per) != cudaSuccess) {
+        (void)cudaGetLastError();
+        mlog(m, LLMR_LOG_INFO, "experts not tiled in place: no room for a %.1f MB scratch", per / 1e6);
+        return LLMR_ENGINE_OK;
+    }
+    cudaError_t e = cudaSuccess;
+    for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
+        layer_weights *w = &m->layers[l];
+        uint8_t *place = (uint8_t *)w->gu_blocks; /* plan_build: the four tensors, then the gap */
+        gptoss_mxfp4_tiled gt, dt;
+        e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, scratch, &gt, m->stream);
+        if (e == cudaSuccess)
+            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, (uint8_t *)scratch + gu, &dt, m->stream);
+        if (e == cudaSuccess) e = cudaMemcpyAsync(place, scratch, per, cudaMemcpyDeviceToDevice, m->stream);
+        if (e != cudaSuccess) break;
+        const uint8_t *base = (const uint8_t *)scratch;
+        w->gu_tiled = gptoss_mxfp4_tiled{place + (gt.blocks - base), place + (gt.scales - base)};
+        w->dn_tiled = gptoss_mxfp4_tiled{place + (dt.blocks - base), place + (dt.scales - base)};
+        w->gu_blocks = w->gu_scales = w->dn_blocks = w->dn_scales = NULL;
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    cudaFree(scratch);
+    if (e != cudaSuccess)
+        return fail(LLMR_ENGINE_INTERNAL, err, es, "tiling the experts in place failed: %s", cudaGetErrorString(e));
+    m->moe_tiled_in_place = 1;
+    mlog(m, LLMR_LOG_INFO, "experts tiled in place (%.1f MB a layer; LLMR_GPTOSS_MOE_TILED=0 keeps the checkpoint's layout)",
+         per / 1e6);
+    return LLMR_ENGINE_OK;
 }
 
 /* Whether the batched step's experts may take the streaming kernel's F16 form (m->batch_moe_f16): its activations
@@ -967,10 +1038,6 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
     m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
-    if (m->batch_moe_f16) { /* the tiled copy: read by the F16 form only */
-        const int tiled = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2);
-        if (tiled) moe_tiled_fill(m, tiled, need, budget);
-    }
     /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
      * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
     m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
@@ -995,6 +1062,13 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=%d ignored: the dp4a gate_up does not apply here", rr);
     }
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
+    if (m->batch_moe_f16) { /* the experts' tiled copy (read by the F16 form and the T = 1 kernels): in the experts'
+                             * place where every reader the settings pick reads it, else beside them where it fits */
+        const int tiled = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2);
+        if (tiled == 2 && moe_tiled_in_place_ok(m) && (st = moe_tile_in_place(m, err, es)) != LLMR_ENGINE_OK)
+            goto fail;
+        if (tiled && !m->moe_tiled_in_place) moe_tiled_fill(m, tiled, need, budget);
+    }
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */
     if (m->use_tc && env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)

@@ -85,6 +85,9 @@ struct gptoss_model {
     uint64_t expert_cache_bytes;
     void *moe_tiled; /* owned; NULL without the tiled expert copies (LLMR_GPTOSS_MOE_TILED; layer_weights gu_tiled) */
     uint64_t moe_tiled_bytes;
+    /* 1: the tiled copies took the experts' place (model.cu moe_tile_in_place): layer_weights gu_tiled / dn_tiled point
+     * into the arena, gu_blocks .. dn_scales are NULL, and every expert reader is given the tiled copy */
+    int moe_tiled_in_place;
     layer_weights layers[GPTOSS_MAX_LAYERS];
     const uint16_t *embed, *norm, *lm_head;
     float *inv_freq, attn_factor;
@@ -340,5 +343,14 @@ llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es);
 /* ---- scheduler.cu */
 int gptoss_sched_start(gptoss_model *m); /* 0, or -1 when the engine thread cannot start */
 void gptoss_sched_stop(gptoss_model *m);  /* fails queued requests, joins the thread; idempotent */
+
+/* The tiled copy a T = 1 expert reader is given: the layer's own where the copy took the experts' place
+ * (moe_tiled_in_place), else NULL (the checkpoint's layout). */
+static inline const gptoss_mxfp4_tiled *gptoss_gu_tiled(const gptoss_model *m, const layer_weights *w) {
+    return m->moe_tiled_in_place ? &w->gu_tiled : NULL;
+}
+static inline const gptoss_mxfp4_tiled *gptoss_dn_tiled(const gptoss_model *m, const layer_weights *w) {
+    return m->moe_tiled_in_place ? &w->dn_tiled : NULL;
+}
 
 #endif

@@ -385,9 +385,13 @@ static __device__ __forceinline__ float fp4_scale(uint8_t s) {
  * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
  * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
  * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
-template <int G, int R, bool LUT, int NCC>
+/* TILED (R = 2): blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, down's row order), row0 the first unit
+ * of the rows' tile and nrows the tile's lane g whose units hold the two rows (g, g + 8): the same values in the same
+ * order, so the same sums bit for bit. */
+template <int G, int R, bool LUT, int NCC, bool TILED = false>
 static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
                                                int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
+    static_assert(!TILED || R == 2, "a tile lane's two rows");
     const int NC = NCC ? NCC : K / 32; /* NCC: K / 32 known at compile time (immediate x offsets) */
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -401,8 +405,9 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
 #pragma unroll
             for (int u = 0; u < MD_U; u++) {
                 const int c = c0 + 32 * u;
-                const bool ok = r < nrows && c < NC;
-                const size_t b = (row0 + r) * (size_t)NC + c;
+                const bool ok = TILED ? c < NC : r < nrows && c < NC;
+                const size_t b = TILED ? row0 + (size_t)(c >> 2) * 64 + gptoss_mxfp4_tiled_slot(4 * nrows + (c & 3), r)
+                                       : (row0 + r) * (size_t)NC + c;
                 q[r][u] = ok ? __ldcs((const uint4 *)(blocks + b * 16)) : make_uint4(0u, 0u, 0u, 0u);
                 sc[r][u] = ok ? __ldcs(scales + b) : 0u;
             }
@@ -540,7 +545,10 @@ static int max_groups(int T, int E) {
 
 cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, int T, const uint8_t *blocks,
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
-                                      float limit, float *act_sw, cudaStream_t s) {
+                                      float limit, float *act_sw, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) /* the experts' tiled copy: the tensor-core ring only (T = 1) */
+        return T != 1 ? cudaErrorNotSupported
+                      : gptoss_moe_gate_up_decode_dp4a(h_sw, groups, NULL, NULL, bias, H, I, alpha, limit, act_sw, s, tiled);
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)h_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
@@ -583,16 +591,22 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
  * order of w * y, one writer each. */
-template <int G, int MD_R, bool LUT, int NCC>
+/* TILED (blocks / scales the experts' tiled copy in down's row order; MD_R = 2): block b takes rows 16 (b / 2) + g and
+ * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
+ * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
+template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
 __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x, int pdl) {
+    static_assert(!TILED || (MD_R == 2 && DN_ROWS == 8), "a block is half a tile, a row task one lane's row pair");
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
     const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * DN_ROWS;
-    if (pdl) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
+    const int tile = blockIdx.x >> 1, g0 = 4 * (blockIdx.x & 1); /* TILED */
+    auto row_of = [&](int rr) { return TILED ? 16 * tile + g0 + (rr >> 1) + 8 * (rr & 1) : n0 + rr; };
+    if (pdl && !TILED) { /* PDL (pdl.h, rule 3): the router (two kernels back) has completed, so its groups are
                      * final; this block's rows of every group's expert go into L2 before the wait */
         const int NC = I / 32, nr = min(DN_ROWS, H - n0);
         const int ng0 = __ldcg(groups); /* L2 reads: no L1 line of an older launch can be seen */
@@ -606,10 +620,10 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
     /* The epilogue's reads (this thread's residual element and its token's routing weights; T = 1: threads
      * 0..DN_ROWS-1) go out now, not after the barrier. */
     float x_pre = 0.0f, w_pre[GPTOSS_TOPK] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const bool pre = threadIdx.x < T * DN_ROWS && n0 + (int)threadIdx.x % DN_ROWS < H;
+    const bool pre = threadIdx.x < T * DN_ROWS && row_of((int)threadIdx.x % DN_ROWS) < H;
     if (pre) {
         const int t = threadIdx.x / DN_ROWS;
-        x_pre = x[(size_t)t * H + n0 + threadIdx.x % DN_ROWS];
+        x_pre = x[(size_t)t * H + row_of((int)threadIdx.x % DN_ROWS)];
 #pragma unroll
         for (int k = 0; k < GPTOSS_TOPK; k++) w_pre[k] = wts[t * GPTOSS_TOPK + k];
     }
@@ -622,11 +636,15 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
         const float *xv[G];
 #pragma unroll
         for (int i = 0; i < G; i++) xv[i] = act_sw + (size_t)pairs[i < ng ? i : 0] * I;
-        const int r0 = n0 + rt * MD_R;
-        const int nrows = H - r0 < MD_R ? H - r0 : MD_R;
+        const int r0 = row_of(rt * MD_R); /* TILED: rows r0 and r0 + 8 */
+        const int nrows = TILED ? (r0 < H ? MD_R : 0) : H - r0 < MD_R ? H - r0 : MD_R;
         if (nrows <= 0) continue;
         float acc[MD_R][G];
-        md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
+        if constexpr (TILED)
+            md_rows<G, MD_R, LUT, NCC, true>(blocks, scales, gptoss_mxfp4_tiled_first(e, tile, H, I), g0 + rt, I, xv, ng,
+                                             lane, acc);
+        else
+            md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
         if (lane == 0) {
 #pragma unroll
             for (int i = 0; i < G; i++) {
@@ -634,13 +652,13 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
 #pragma unroll
                 for (int r = 0; r < MD_R; r++)
                     if (r < nrows)
-                        ys[pairs[i]][rt * MD_R + r] = acc[r][i] + gptoss_bf16_to_f32(bias[(size_t)e * H + r0 + r]);
+                        ys[pairs[i]][rt * MD_R + r] = acc[r][i] + gptoss_bf16_to_f32(bias[(size_t)e * H + row_of(rt * MD_R + r)]);
             }
         }
     }
     __syncthreads();
     for (int idx = threadIdx.x; idx < T * DN_ROWS; idx += blockDim.x) {
-        const int t = idx / DN_ROWS, rr = idx % DN_ROWS, n = n0 + rr;
+        const int t = idx / DN_ROWS, rr = idx % DN_ROWS, n = row_of(rr);
         if (n >= H) continue;
         const bool mine = idx == (int)threadIdx.x; /* the element whose reads went out at the start */
         float sum = 0.0f;
@@ -652,7 +670,22 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
 
 cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
                                    const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
-                                   int H, float *x, cudaStream_t s) {
+                                   int H, float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) { /* the experts' tiled copy (down's row order): 2 rows a warp, whole tiles (not the cp.async kernel) */
+        if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 16 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
+            E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15))
+            return cudaErrorInvalidValue;
+        if (g_moe_rows != 2 || !tiled->blocks || !tiled->scales || ((uintptr_t)tiled->blocks & 15))
+            return cudaErrorNotSupported;
+        const int G = T == 1 ? 1 : MD_G, pdl = T == 1 && gptoss_pdl_enabled();
+        const unsigned grid = (unsigned)(H / DN_ROWS);
+        cudaError_t e;
+#define DN_TILED(GG, L, NCC)                                                                                                gptoss_launch(moe_down_decode_kernel<GG, 2, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups,                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
+        if (G == 1) e = !g_moe_lut ? DN_TILED(1, false, 0) : I == 2880 ? DN_TILED(1, true, 90) : DN_TILED(1, true, 0);
+        else e = !g_moe_lut ? DN_TILED(MD_G, false, 0) : I == 2880 ? DN_TILED(MD_G, true, 90) : DN_TILED(MD_G, true, 0);
+#undef DN_TILED
+        return e != cudaSuccess ? e : cudaGetLastError();
+    }
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;

@@ -360,6 +360,47 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
     return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
 }
 
+/* mi_stage on a stage that is one tile of the experts' tiled copy (gptoss_mxfp4_tile, gate_up's row order: lane g' of
+ * the tile holds rows 2g' and 2g' + 1): fragment rows g and g + 8 are the tile's rows 2g (gate) and 2g + 1 (up), so lane
+ * (g, 0) returns gate/up pair g. Lane (g, t) reads word t of lane (g, j)'s units for chunk j of a super-chunk, and the
+ * chunk's scales as lane (g, t)'s units hold them; gptoss_mxfp4_tiled_slot's xor puts each of these 32-bit reads of a
+ * warp on its own bank. The same integer sums and the same fp32 chain per row as mi_stage: the same bits. The pad
+ * chunks past the tile's super-chunks read the bytes after it (scales, the next stage or the split vector: in shared
+ * memory, finite) and meet zero activations and a zero chunk factor. */
+static __device__ __forceinline__ float2 mi_stage_tiled(const uint8_t *st, const uint8_t *ss, const uint2 *bp,
+                                                        const uint2 *bn, const float *xs, int cb, int ce, int lane) {
+    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u; /* doubled e2m1 magnitudes, as mxfp4_i8x8 */
+    const int g = lane >> 2, t = lane & 3;
+    int wo[4]; /* byte offsets in a super-chunk of word t of lane (g, j)'s unit r = 0 (r = 1: ^ 16) */
+#pragma unroll
+    for (int j = 0; j < 4; j++) wo[j] = 16 * gptoss_mxfp4_tiled_slot(4 * g + j, 0) + 4 * t;
+    const int so = gptoss_mxfp4_tiled_slot(lane, 0); /* this lane's chunk's scale bytes: so (gate row), so ^ 1 (up) */
+    const uint8_t *sb = st + (size_t)(cb / 4) * 1024, *sc = ss + (size_t)(cb / 4) * 64;
+    const uint2 *pb = bp + (size_t)cb * 16 + (lane & 15), *nb = bn + (size_t)cb * 16 + (lane & 15);
+    const float *xc = xs + cb + t;
+    float acc0 = 0.0f, acc1 = 0.0f;
+    for (int c0 = cb; c0 < ce; c0 += 4, sb += 1024, sc += 64, pb += 64, nb += 64, xc += 4) {
+        const float on = *xc; /* 0 for a pad chunk */
+        const float m0 = mq_wscale(sc[so]) * on, m1 = mq_wscale(sc[so ^ 1]) * on;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t w0 = *(const uint32_t *)(sb + wo[j]), w1 = *(const uint32_t *)(sb + (wo[j] ^ 16));
+            const uint2 b = pb[16 * j], nbj = nb[16 * j];
+            const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
+            int d[4] = {0, 0, 0, 0};
+            mi_mma(d, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16),
+                   mxfp4_prmt(T0, T1, w1 >> 16), b);
+            mi_mma(d, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16),
+                   mxfp4_prmt(T0, T1, n1 >> 16), nbj);
+            const float sc0 = __shfl_sync(0xffffffffu, m0, (lane & ~3) | j), sc1 = __shfl_sync(0xffffffffu, m1, (lane & ~3) | j);
+            acc0 = fmaf((float)(d[0] * 128 + d[1]), sc0, acc0);
+            acc1 = fmaf((float)(d[2] * 128 + d[3]), sc1, acc1);
+        }
+    }
+    const float lo0 = __shfl_down_sync(0xffffffffu, acc0, 1), lo1 = __shfl_down_sync(0xffffffffu, acc1, 1);
+    return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
+}
+
 /* ------------------------------------------------------------------ gate_up through the ring
  *
  * Persistent CTAs (MR_CTAS per SM) take tiles t = blockIdx.x + k gridDim.x; tile t is rows 16 (t % TPG) ..
@@ -371,12 +412,16 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
 #define MR_DEPTH 2  /* stages in flight per CTA (4 stages x 2 CTAs per SM: the same back to back, ~1% slower end
                      * to end; session 17 calls 7-8) */
 #define MR_CTAS 3   /* CTAs per SM: 27 warps of ~71 registers, 3 x 58 KB of shared memory (tensor-core form: 3 x 74 KB) */
-#define MR_SMEM_MAX (74 * 1024) /* 3 CTAs an SM with the tensor-core form's split vector at the 20b's K */
+#define MR_SMEM_MAX (75 * 1024) /* 3 CTAs an SM with the tensor-core form's split vector and tiled stages at the 20b's K */
 
-static __host__ __device__ __forceinline__ size_t mr_stage_bytes(int NC) { return (size_t)MR_ROWS * NC * 17; }
-static __host__ __device__ __forceinline__ size_t mr_smem(int NC, bool imma = false) {
+/* A stage: 16 rows' blocks, then their scale bytes; tiled, one tile of the experts' tiled copy (gptoss_mxfp4_tile): its
+ * ceil(K / 128) super-chunks of 1 KB, then their 64 scale bytes each (the same 16 rows, 2% pads past K at the 20b's). */
+static __host__ __device__ __forceinline__ size_t mr_stage_bytes(int NC, bool tiled = false) {
+    return tiled ? (size_t)(NC + 3) / 4 * 1088 : (size_t)MR_ROWS * NC * 17;
+}
+static __host__ __device__ __forceinline__ size_t mr_smem(int NC, bool imma = false, bool tiled = false) {
     const size_t x = imma ? mi_smem_x(NC) : mq_smem_x(NC), red = 32 * 33 * 4; /* the routed prologue's sums alias it */
-    return 128 + MR_DEPTH * mr_stage_bytes(NC) + (x > red ? x : red);
+    return 128 + MR_DEPTH * mr_stage_bytes(NC, tiled) + (x > red ? x : red);
 }
 
 /* Producer: expect the stage's bytes once, then its two copies (blocks, then scales), both completing on full. */
@@ -402,16 +447,19 @@ struct mr_route {
     float *w, *rl;
 };
 
-template <int ROUTE, bool IMMA>
+/* TILED: blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, gate_up's row order) and a stage is one tile;
+ * the tensor-core consumers only (mi_stage_tiled: the same bits). */
+template <int ROUTE, bool IMMA, bool TILED = false>
 __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_kernel(const float *h_sw, const int32_t *groups,
                                                                                  const uint8_t *blocks, const uint8_t *scales,
                                                                                  const uint16_t *bias, int H, int I,
                                                                                  float alpha, float limit, float *act_sw,
                                                                                  int pdl, int diag, mr_route rt) {
+    static_assert(!TILED || IMMA, "the tiled copy is read by the tensor-core consumers");
     extern __shared__ __align__(128) uint8_t mr_smem_buf[];
     uint64_t *full = (uint64_t *)mr_smem_buf, *empty = full + MR_DEPTH;
-    const int NC = H / 32, N = 2 * I, TPG = N / MR_ROWS, GM = GPTOSS_TOPK;
-    const size_t SB = mr_stage_bytes(NC);
+    const int NC = H / 32, NSC = (H + 127) / 128, N = 2 * I, TPG = N / MR_ROWS, GM = GPTOSS_TOPK;
+    const size_t SB = mr_stage_bytes(NC, TILED);
     uint8_t *ring = mr_smem_buf + 128;
     uint4 *xq = (uint4 *)(ring + MR_DEPTH * SB); /* the split vector (dp4a form) */
     float *xs = (float *)((uint8_t *)xq + (size_t)NC * 6 * 16);
@@ -466,9 +514,15 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
                 const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
                 if (diag == 2 && use > 0) break; /* timing diagnostic: the first stages only, then compute alone */
                 if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
-                const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
-                mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
-                         scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
+                if constexpr (TILED) { /* the tile: NSC KB of blocks, then NSC x 64 scale bytes */
+                    const size_t u0 = gptoss_mxfp4_tiled_first(grp[1 + t / TPG], t % TPG, N, H);
+                    mr_fill2(&full[slot], ring + slot * SB, blocks + u0 * 16, (uint32_t)(NSC * 1024), scales + u0,
+                             (uint32_t)(NSC * 64));
+                } else {
+                    const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
+                    mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
+                             scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
+                }
             }
         }
         return;
@@ -499,13 +553,15 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
              * warp 0 leave the last stage's epilogue after the others) */
             __syncwarp();
             const uint8_t *st = ring + slot * SB;
-            const float2 v = mi_stage(st, st + (size_t)MR_ROWS * NC * 16, bp, bn, ixs, NC, cb, ce, lane);
+            float2 v;
+            if constexpr (TILED) v = mi_stage_tiled(st, st + (size_t)NSC * 1024, bp, bn, ixs, cb, ce, lane);
+            else v = mi_stage(st, st + (size_t)MR_ROWS * NC * 16, bp, bn, ixs, NC, cb, ce, lane);
             __syncwarp();
             if (lane == 0) ring_release(&empty[slot]); /* this warp is done with the stage */
             float *rs = rsum + (k & 1) * MR_CONS * MR_ROWS; /* two stages' sums: one barrier a stage suffices */
-            if ((lane & 3) == 0) {
-                rs[warp * MR_ROWS + (lane >> 2)] = v.x;
-                rs[warp * MR_ROWS + (lane >> 2) + 8] = v.y;
+            if ((lane & 3) == 0) { /* the stage's rows g, g + 8 (tiled: 2g, 2g + 1) */
+                rs[warp * MR_ROWS + (TILED ? 2 * (lane >> 2) : lane >> 2)] = v.x;
+                rs[warp * MR_ROWS + (TILED ? 2 * (lane >> 2) + 1 : (lane >> 2) + 8)] = v.y;
             }
             asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
             if (warp == 0 && lane < MR_ROWS / 2) { /* lane j: the stage's gate/up pair j (rows 2j, 2j + 1) */
@@ -560,22 +616,37 @@ static int g_dp4a = 0, g_ring_diag = 0; /* g_dp4a: 0 off, 1 the dp4a consumers, 
 
 void gptoss_moe_ring_diag(int d) { g_ring_diag = d >= 1 && d <= 3 ? d : 0; }
 
-/* The ring kernel of the current mode and its shared memory for hidden size H. */
+/* The ring kernel of the current mode (tiled: on the experts' tiled copy, the tensor-core consumers only) and its shared
+ * memory for hidden size H. */
 template <int ROUTE>
-static decltype(&moe_gate_up_ring_kernel<ROUTE, false>) mr_kernel(void) {
-    return g_dp4a == 2 ? moe_gate_up_ring_kernel<ROUTE, true> : moe_gate_up_ring_kernel<ROUTE, false>;
+static decltype(&moe_gate_up_ring_kernel<ROUTE, false>) mr_kernel(bool tiled) {
+    return tiled ? moe_gate_up_ring_kernel<ROUTE, true, true>
+           : g_dp4a == 2 ? moe_gate_up_ring_kernel<ROUTE, true> : moe_gate_up_ring_kernel<ROUTE, false>;
 }
-static size_t mr_smem_now(int H) { return mr_smem(H / 32, g_dp4a == 2); }
+static size_t mr_smem_now(int H, bool tiled = false) { return mr_smem(H / 32, g_dp4a == 2, tiled); }
 
-/* One launch of the ring kernel of the current mode with routing ROUTE (0: h_sw and groups given; rt for 1 and 2). */
+/* Whether the ring reads a tiled copy at hidden size H: the tensor-core consumers on, the stages within MR_SMEM_MAX,
+ * both arrays given and 16-byte aligned. */
+static bool mr_tiled_ok(int H, const gptoss_mxfp4_tiled *tiled) {
+    return g_dp4a == 2 && mr_smem_now(H, true) <= MR_SMEM_MAX && tiled->blocks && tiled->scales &&
+           !((uintptr_t)tiled->blocks & 15) && !((uintptr_t)tiled->scales & 15);
+}
+
+/* One launch of the ring kernel of the current mode with routing ROUTE (0: h_sw and groups given; rt for 1 and 2);
+ * tiled (NULL: none): read it instead of blocks / scales, or cudaErrorNotSupported where the ring cannot. */
 template <int ROUTE>
 static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uint8_t *blocks, const uint8_t *scales,
                              const uint16_t *bias, int H, int I, float alpha, float limit, float *act_sw, const mr_route &rt,
-                             cudaStream_t s) {
+                             cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
     const int pdl = gptoss_pdl_enabled();
-    const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
-                                        dim3((MR_CONS + 1) * 32), mr_smem_now(H), s, pdl, h_sw, groups, blocks, scales,
-                                        bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);
+    if (tiled) {
+        if (!mr_tiled_ok(H, tiled)) return cudaErrorNotSupported;
+        blocks = tiled->blocks;
+        scales = tiled->scales;
+    }
+    const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+                                        dim3((MR_CONS + 1) * 32), mr_smem_now(H, tiled != nullptr), s, pdl, h_sw, groups,
+                                        blocks, scales, bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -583,10 +654,12 @@ int gptoss_moe_decode_dp4a(int on) {
     g_dp4a = 0;
     if (on != 1 && on != 2) return 0;
     /* more than the default 48 KiB of dynamic shared memory needs the opt-in, set here (outside any capture) */
-    const void *k[6] = {(const void *)moe_gate_up_ring_kernel<0, false>, (const void *)moe_gate_up_ring_kernel<1, false>,
-                        (const void *)moe_gate_up_ring_kernel<2, false>, (const void *)moe_gate_up_ring_kernel<0, true>,
-                        (const void *)moe_gate_up_ring_kernel<1, true>, (const void *)moe_gate_up_ring_kernel<2, true>};
-    for (int i = 0; i < 6; i++)
+    const void *k[9] = {(const void *)moe_gate_up_ring_kernel<0, false>,      (const void *)moe_gate_up_ring_kernel<1, false>,
+                        (const void *)moe_gate_up_ring_kernel<2, false>,      (const void *)moe_gate_up_ring_kernel<0, true>,
+                        (const void *)moe_gate_up_ring_kernel<1, true>,       (const void *)moe_gate_up_ring_kernel<2, true>,
+                        (const void *)moe_gate_up_ring_kernel<0, true, true>, (const void *)moe_gate_up_ring_kernel<1, true, true>,
+                        (const void *)moe_gate_up_ring_kernel<2, true, true>};
+    for (int i = 0; i < 9; i++)
         if (cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
             (void)cudaGetLastError();
             return 0;
@@ -597,12 +670,18 @@ int gptoss_moe_decode_dp4a(int on) {
 
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
-                                           float limit, float *act_sw, cudaStream_t s) {
+                                           float limit, float *act_sw, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
     if (!g_dp4a || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || mr_smem_now(H) > MR_SMEM_MAX || I <= 0 ||
         (2 * I) % MR_ROWS || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
         return cudaErrorNotSupported;
     const mr_route none = {};
-    return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s);
+    return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s, tiled);
+}
+
+int gptoss_moe_decode_tiled_ok(int H, int I) {
+    return g_dp4a == 2 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem_now(H, true) <= MR_SMEM_MAX && I > 0 &&
+           (2 * I) % MR_ROWS == 0;
 }
 
 int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales) {
@@ -613,7 +692,9 @@ int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks,
 cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
                                           const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
                                           const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
-                                          float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s) {
+                                          float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s,
+                                          const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
     if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, E, blocks, scales) || nparts < 1 || ((uintptr_t)x & 15))
         return cudaErrorNotSupported;
     mr_route rt = {};
@@ -627,17 +708,19 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
     rt.groups = groups;
     rt.w = w;
     rt.rl = router_logits;
-    return mr_launch<1>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s);
+    return mr_launch<1>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
 }
 
 cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,
                                            const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
-                                           int I, float alpha, float limit, float *act_sw, cudaStream_t s) {
+                                           int I, float alpha, float limit, float *act_sw, cudaStream_t s,
+                                           const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
     if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || ((uintptr_t)x & 15)) return cudaErrorNotSupported;
     mr_route rt = {};
     rt.x = x;
     rt.norm_w = norm_w;
     rt.rin = r;
     rt.gin = groups;
-    return mr_launch<2>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s);
+    return mr_launch<2>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
 }

@@ -66,15 +66,16 @@ static __device__ __forceinline__ void ms_load(const uint4 *const wp[2], const u
     }
 }
 
-/* ms_load's values from the tiled copy (gptoss_mxfp4_tile): the lane's two units of super-chunk c and their two scale
- * bytes, pads included (zeros, 127), so no bound checks. */
-static __device__ __forceinline__ void ms_load_tiled(const uint4 *tw, const uint16_t *ts, int c, bool once, uint4 q[2],
-                                                     uint32_t s[2]) {
-    q[0] = once ? __ldcs(tw + 64 * c) : __ldg(tw + 64 * c);
-    q[1] = once ? __ldcs(tw + 64 * c + 1) : __ldg(tw + 64 * c + 1);
+/* ms_load's values from the tiled copy (gptoss_mxfp4_tile): the lane's two units of super-chunk c (tw[r] + 64 c; the
+ * two are a 32-byte pair, gptoss_mxfp4_tiled_slot) and their two scale bytes (one 16-bit load at ts + 32 c, the bytes
+ * taken by the selector ssel for r = 0, ssel ^ 1 for r = 1), pads included (zeros, 127), so no bound checks. */
+static __device__ __forceinline__ void ms_load_tiled(const uint4 *const tw[2], const uint16_t *ts, uint32_t ssel, int c,
+                                                     bool once, uint4 q[2], uint32_t s[2]) {
+    q[0] = once ? __ldcs(tw[0] + 64 * c) : __ldg(tw[0] + 64 * c);
+    q[1] = once ? __ldcs(tw[1] + 64 * c) : __ldg(tw[1] + 64 * c);
     const uint32_t v = __ldg(ts + 32 * c);
-    s[0] = v & 0xffu;
-    s[1] = v >> 8;
+    s[0] = __byte_perm(v, 0u, ssel);
+    s[1] = __byte_perm(v, 0u, ssel ^ 1u);
 }
 
 /* The products of one super-chunk (staged at unit 32 cp of the phase) for one m16 tile and NT n8 tiles:
@@ -288,17 +289,19 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         wp[r] = rows[r] < N ? (const uint4 *)(eb + ((size_t)rows[r] * NC + t) * 16) : NULL;
         sp[r] = es + (size_t)rows[r] * NC + t;
     }
-    /* TILED: this lane's units of the warp's tile, super-chunk c at tw + 64 c and ts + 32 c (gptoss_mxfp4_tile) */
-    const size_t u0 = gptoss_mxfp4_tiled_first(e, row0 / 16, N, K) + 2 * lane;
-    const uint4 *tw = (const uint4 *)tiled.blocks + u0;
+    /* TILED: this lane's units r of the warp's tile, super-chunk c at tw[r] + 64 c, their scale bytes in the 16 bits at
+     * ts + 32 c (gptoss_mxfp4_tile) */
+    const size_t u0 = gptoss_mxfp4_tiled_first(e, row0 / 16, N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
+    const uint4 *const tw[2] = {(const uint4 *)tiled.blocks + u0, (const uint4 *)tiled.blocks + (u0 ^ 1)};
     const uint16_t *ts = (const uint16_t *)tiled.scales + u0 / 2;
+    const uint32_t ssel = (u0 & 1) ? 0x4441u : 0x4440u; /* byte r = 0 of the pair, zero-extended */
     uint4 q[MS_DEPTH][2];
     uint32_t s[MS_DEPTH][2];
     if (active) /* the first weights in flight during the staging */
 #pragma unroll
         for (int d = 0; d < MS_DEPTH; d++)
             if (d < nsc) {
-                if constexpr (TILED) ms_load_tiled(tw, ts, d, once, q[d], s[d]);
+                if constexpr (TILED) ms_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
                 else ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
             }
 
@@ -336,7 +339,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                     const uint32_t sc2[2] = {mma_f16_scale2((int)s[d][0] - 127 - sh), mma_f16_scale2((int)s[d][1] - 127 - sh)};
                     ms_superchunk_f16<NT>(q[d], sc2, xs_row, c - cb, acc);
                     if (c + MS_DEPTH < nsc) {
-                        if constexpr (TILED) ms_load_tiled(tw, ts, c + MS_DEPTH, once, q[d], s[d]);
+                        if constexpr (TILED) ms_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
                     }
                     continue;
@@ -508,9 +511,12 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
                           const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int max_pairs,
                           int parts, int warps, const void *staged, const gptoss_mxfp4_tiled *tiled, float *y,
                           cudaStream_t stream) {
-    if (!x || !blocks || !scales || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
+    /* the F16 form reads the tiled copy where one is given (blocks / scales then unused: NULL where the copy took the
+     * experts' place) */
+    const bool tl = shift && tiled && tiled->blocks && tiled->scales;
+    if (!x || (!tl && (!blocks || !scales)) || !b || !counts || !offsets || !y || E <= 0 || K <= 0 || K % 32 || N <= 0 ||
         (swiglu && N % 2) || ldx < K || ldx % 2 || (x_swz && ldx != K) || ((uintptr_t)x & 7) ||
-        ((uintptr_t)blocks & 15) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
+        (!tl && ((uintptr_t)blocks & 15)) || max_pairs <= 0 || (parts != 2 && parts != 3) || warps < 0 || warps > MS_MAX_WARPS)
         return cudaErrorInvalidValue;
     ms_shape_t sh = ms_shape(K, max_pairs, shift != NULL);
     size_t smem = ms_smem_of(&sh, shift != NULL);
@@ -529,7 +535,6 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-    const bool tl = tiled && tiled->blocks && tiled->scales;
     const gptoss_mxfp4_tiled tv = tl ? *tiled : gptoss_mxfp4_tiled{nullptr, nullptr};
 #define MS_LAUNCH_T(NT_, P_, O_, F_, T_)                                                                              \
     ms_launch<NT_, P_, O_, F_, false, T_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, \

@@ -539,9 +539,9 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
                 const int32_t *g1 = m->grp + (size_t)r * gptoss_moe_groups_ints(1);
                 float *act = m->act + (size_t)r * GPTOSS_TOPK * I;
                 K_(gptoss_moe_gate_up_decode(m->hsw + (size_t)r * H, g1, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
-                                             c->swiglu_alpha, c->swiglu_limit, act, st));
+                                             c->swiglu_alpha, c->swiglu_limit, act, st, gptoss_gu_tiled(m, w)));
                 K_(gptoss_moe_down_decode(act, g1, 1, m->rw + (size_t)r * GPTOSS_TOPK, w->dn_blocks, w->dn_scales,
-                                          w->dn_bias, E, I, H, m->x + (size_t)r * H, st));
+                                          w->dn_bias, E, I, H, m->x + (size_t)r * H, st, gptoss_dn_tiled(m, w)));
             }
             PART_(4);
             continue;
@@ -551,8 +551,9 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
                                         m->grp, m->rl, m->ctr, st));
             K_(dbg_router(m, l, n));
             K_(gptoss_moe_gate_up_decode(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
-                                         c->swiglu_alpha, c->swiglu_limit, m->act, st));
-            K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st));
+                                         c->swiglu_alpha, c->swiglu_limit, m->act, st, gptoss_gu_tiled(m, w)));
+            K_(gptoss_moe_down_decode(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H, m->x, st,
+                                      gptoss_dn_tiled(m, w)));
             PART_(4);
             continue;
         }

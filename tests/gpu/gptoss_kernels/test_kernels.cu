@@ -586,9 +586,19 @@ static void test_f16_unit_order_host(void) {
 
 /* The experts' tiled copy (gptoss_mxfp4_tiled_source, kernels.h): every block of every expert lands in exactly one
  * unit, in its lane's fragment rows (swiglu: 2g + r, else g + 8r) and super-chunk, the rest are pads; shapes with K not
- * a multiple of 128 and N not of 16 among them. */
+ * a multiple of 128 and N not of 16 among them. And gptoss_mxfp4_tiled_slot: a lane's two units a 32-byte pair, and for
+ * each (t, r) the 8 rows' units on 8 distinct bank groups (what the T = 1 kernels' shared-memory reads rely on). */
 static void test_tiled_layout_host(void) {
     int ok = 1;
+    for (int tr = 0; tr < 8; tr++) {
+        unsigned groups = 0;
+        for (int g = 0; g < 8; g++) {
+            const int lane = 4 * g + (tr >> 1), s0 = gptoss_mxfp4_tiled_slot(lane, tr & 1);
+            groups |= 1u << (s0 & 7);
+            ok &= s0 >> 3 == g && (s0 ^ 1) == gptoss_mxfp4_tiled_slot(lane, (tr & 1) ^ 1);
+        }
+        ok &= groups == 0xffu;
+    }
     const int shapes[5][3] = {{3, 40, 96}, {2, 32, 160}, {1, 16, 128}, {2, 5760, 2880}, {2, 2880, 2880}};
     for (const auto &sh : shapes)
         for (int swiglu = 0; swiglu < 2; swiglu++) {
@@ -600,22 +610,23 @@ static void test_tiled_layout_host(void) {
             for (size_t u = 0; u < units; u++) {
                 int e, row, blk;
                 const int in = gptoss_mxfp4_tiled_source(u, N, K, swiglu, &e, &row, &blk);
-                const int lane = (int)((u >> 1) & 31), r = (int)(u & 1), in_tile = row % 16;
-                /* the kernel's forward index (its tile's first unit, then super-chunk and lane) gives u back */
-                ok &= gptoss_mxfp4_tiled_first(e, row / 16, N, K) + ((size_t)(blk / 4) * 32 + lane) * 2 + r == u;
+                /* the lane and r that hold (row, blk), and the kernels' forward index (the tile's first unit, the
+                 * super-chunk, the slot) gives u back */
+                const int in_tile = row % 16, g = swiglu ? in_tile / 2 : in_tile % 8, r = swiglu ? in_tile % 2 : in_tile / 8;
+                const int lane = 4 * g + blk % 4;
+                ok &= gptoss_mxfp4_tiled_first(e, row / 16, N, K) + (size_t)(blk / 4) * 64 + gptoss_mxfp4_tiled_slot(lane, r) == u;
                 if (!in) {
                     pads++;
                     continue;
                 }
-                ok &= e >= 0 && e < E && blk % 4 == (lane & 3) && blk / 4 == (int)((u >> 6) % NSC) &&
-                      in_tile == (swiglu ? 2 * (lane >> 2) + r : (lane >> 2) + 8 * r);
+                ok &= e >= 0 && e < E && blk / 4 == (int)((u >> 6) % NSC);
                 if (e >= 0 && e < E && row >= 0 && row < N && blk >= 0 && blk < NC) seen[((size_t)e * N + row) * NC + blk]++;
             }
             for (uint8_t v : seen) ok &= v == 1;
             ok &= pads == units - (size_t)E * N * NC;
         }
     check_true("experts' tiled copy on the host: every block of every expert in one unit, its lane's rows and super-chunk, "
-               "the kernel's forward index back to it "
+               "the kernels' forward index back to it, a lane's units a pair, 8 rows' units on 8 bank groups "
                "(5 shapes, gate_up and down orders)", ok);
 }
 
@@ -1206,6 +1217,73 @@ static void test_router_finish_top4(void) {
 /* the router split (the T = 1 default for 32 experts, LLMR_GPTOSS_ROUTER_SPLIT): o_proj + the router as gptoss_gemv1_router + gptoss_moe_router_finish
  * against gptoss_gemv1 + gptoss_moe_router_decode: the residual bit for bit, h_sw, the logits and weights to fp32
  * rounding (r's sum of squares is added in another order), the same ids and groups; then both pairs timed back to back. */
+/* The T = 1 kernels on the experts' tiled copy (gptoss_mxfp4_tile; the model's only copy with LLMR_GPTOSS_MOE_TILED
+ * taking the experts' place): the tensor-core ring gate_up, plain (ROUTE 0) and routed by o_proj's last block, bit for
+ * bit act (the same ring on the checkpoint's layout), and down, T = 1 and T = 4, bit for bit on the checkpoint's. */
+static void test_decode_tiled(int H, int I, int E, const float *d_hs, const float *d_x, const uint16_t *d_nw,
+                              const float *d_r, const int32_t *grp1, const float *d_w1, const uint8_t *dgub,
+                              const uint8_t *dgus, const uint16_t *dgb, const std::vector<float> &act) {
+    char what[300];
+    const size_t gub = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
+    void *tbuf = nullptr;
+    CK(cudaMalloc(&tbuf, gub + gptoss_mxfp4_tiled_bytes(E, H, I)));
+    gptoss_mxfp4_tiled gt, dt;
+    CK(gptoss_mxfp4_tile(dgub, dgus, E, 2 * I, H, 1, tbuf, &gt, 0));
+    float *a3 = dev_poison((size_t)4 * I), *a4 = dev_poison((size_t)4 * I);
+    const cudaError_t e3 = gptoss_moe_gate_up_decode(d_hs, grp1, 1, NULL, NULL, dgb, E, H, I, 1.702f, 7.0f, a3, 0, &gt);
+    const cudaError_t e4 = gptoss_moe_routed_gate_up_dp4a(d_x, d_nw, d_r, grp1, NULL, NULL, dgb, H, I, 1.702f, 7.0f, a4, 0, &gt);
+    auto b3 = dev_download(a3, (size_t)4 * I), b4 = dev_download(a4, (size_t)4 * I);
+    snprintf(what, sizeof what, "gate_up on the experts' tiled copy (tensor-core ring: %s; routed: %s) = on the checkpoint's "
+             "layout, bit for bit", cudaGetErrorString(e3), cudaGetErrorString(e4));
+    check_true(what, e3 == cudaSuccess && e4 == cudaSuccess && !memcmp(b3.data(), act.data(), act.size() * 4) &&
+                         !memcmp(b4.data(), act.data(), act.size() * 4));
+    /* down [E, H, I]: random weights, the act above as its input (T = 1), then 4 tokens' groups (T = 4) */
+    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
+    for (auto &v : dnb) v = (uint8_t)rnd64();
+    for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    auto dbias = randbf((size_t)E * H, 0.5f);
+    uint8_t *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    uint16_t *ddb = dev_upload(dbias);
+    CK(gptoss_mxfp4_tile(ddnb, ddns, E, H, I, 0, (uint8_t *)tbuf + gub, &dt, 0));
+    for (int T = 1; T <= 4; T += 3) {
+        /* T = 1: the gate_up's act and token 0's routing above; T = 4: random activations routed by the router kernel */
+        md_work w4 = md_work_make(T);
+        const float *da = nullptr, *ww = d_w1;
+        const int32_t *gg = grp1;
+        float *dact = nullptr, *dx4 = nullptr, *dhs4 = nullptr, *dw4 = nullptr, *drl4 = nullptr;
+        uint16_t *dnw4 = nullptr, *drw4 = nullptr, *drb4 = nullptr;
+        if (T == 1) {
+            dact = dev_upload(act);
+        } else {
+            dact = dev_upload(randv((size_t)T * 4 * I, 1.0f));
+            dx4 = dev_upload(randv((size_t)T * H, 1.0f));
+            dnw4 = dev_upload(randbf(H, 1.0f));
+            drw4 = dev_upload(randbf((size_t)E * H, 0.05f));
+            drb4 = dev_upload(randbf(E, 0.5f));
+            dhs4 = dev_poison((size_t)T * H);
+            dw4 = dev_poison((size_t)T * 4);
+            drl4 = dev_poison((size_t)T * E);
+            CK(gptoss_moe_router_decode(dx4, dnw4, 1e-5f, drw4, drb4, T, H, E, dhs4, w4.ids, dw4, w4.grp, drl4, w4.ctr, 0));
+            gg = w4.grp;
+            ww = dw4;
+        }
+        da = dact;
+        const std::vector<float> x0 = randv((size_t)T * H, 1.0f);
+        float *x1 = dev_upload(x0), *x2 = dev_upload(x0);
+        const cudaError_t e5 = gptoss_moe_down_decode(da, gg, T, ww, ddnb, ddns, ddb, E, I, H, x1, 0);
+        const cudaError_t e6 = gptoss_moe_down_decode(da, gg, T, ww, NULL, NULL, ddb, E, I, H, x2, 0, &dt);
+        auto y1 = dev_download(x1, x0.size()), y2 = dev_download(x2, x0.size());
+        snprintf(what, sizeof what, "down T=%d on the experts' tiled copy (%s) = on the checkpoint's layout (%s), bit for "
+                 "bit", T, cudaGetErrorString(e6), cudaGetErrorString(e5));
+        check_true(what, e5 == cudaSuccess && e6 == cudaSuccess && !memcmp(y1.data(), y2.data(), y1.size() * 4) &&
+                             memcmp(y1.data(), x0.data(), x0.size() * 4));
+        cudaFree(x1); cudaFree(x2); cudaFree(dact); cudaFree(dx4); cudaFree(dhs4); cudaFree(dw4); cudaFree(drl4);
+        cudaFree(dnw4); cudaFree(drw4); cudaFree(drb4);
+        md_work_free(&w4);
+    }
+    cudaFree(a3); cudaFree(a4); cudaFree(tbuf); cudaFree(ddnb); cudaFree(ddns); cudaFree(ddb);
+}
+
 static void test_router_split(void) {
     const int H = 2880, QD = 4096, E = 32;
     const float eps = 1e-5f;
@@ -1303,6 +1381,7 @@ static void test_router_split(void) {
                      "finish's h_sw, bit for bit", form == 2 ? "tensor-core" : "dp4a", cudaGetErrorString(e1),
                      cudaGetErrorString(e2));
             check_true(what, on && e1 == cudaSuccess && e2 == cudaSuccess && !memcmp(a1.data(), a2.data(), a1.size() * 4));
+            if (form == 2 && on) test_decode_tiled(H, I, E, d_hs, d_x, d_nw, d_r, wk.grp, d_w, dgub, dgus, dgb, a1);
         }
         gptoss_moe_decode_dp4a(0);
         cudaFree(dgub); cudaFree(dgus); cudaFree(dgb); cudaFree(act1); cudaFree(act2);
