@@ -324,6 +324,29 @@ static __device__ __forceinline__ void mi_mma(int d[4], uint32_t a0, uint32_t a1
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y));
 }
 
+/* One chunk (32 values) of a stage's 16 rows for one warp: w0 / w1 this lane's words of fragment rows g and g + 8, b / nbj
+ * its B words (the digits and their negations), m0 / m1 the chunk's row scales that lane (g, j) worked out. Two mma
+ * (the positive magnitudes times the digits, the negative ones times their negations), then the exact int32 sums into
+ * acc0 / acc1 (mi_stage, mi_stage_tiled). */
+static __device__ __forceinline__ void mi_chunk(uint32_t w0, uint32_t w1, uint2 b, uint2 nbj, float m0, float m1, int j,
+                                                int lane, float &acc0, float &acc1) {
+    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u; /* doubled e2m1 magnitudes, as mxfp4_i8x8 */
+    const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
+    int d[4] = {0, 0, 0, 0};
+    mi_mma(d, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16), mxfp4_prmt(T0, T1, w1 >> 16), b);
+    mi_mma(d, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16), mxfp4_prmt(T0, T1, n1 >> 16),
+           nbj);
+    const float sc0 = __shfl_sync(0xffffffffu, m0, (lane & ~3) | j), sc1 = __shfl_sync(0xffffffffu, m1, (lane & ~3) | j);
+    acc0 = fmaf((float)(d[0] * 128 + d[1]), sc0, acc0);
+    acc1 = fmaf((float)(d[2] * 128 + d[3]), sc1, acc1);
+}
+
+/* Lane (g, 0)'s rows g and g + 8: its hi chain times 2^14 plus lane (g, 1)'s lo chain. */
+static __device__ __forceinline__ float2 mi_rows_out(float acc0, float acc1) {
+    const float lo0 = __shfl_down_sync(0xffffffffu, acc0, 1), lo1 = __shfl_down_sync(0xffffffffu, acc1, 1);
+    return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
+}
+
 /* One warp's share of a stage: chunks cb .. ce - 1 (ce - cb a multiple of 4, within mi_chunks(NC)) of its 16 rows
  * (blocks st, scale bytes ss). Returns in lane (g, 0) the rows g and g + 8 summed over those chunks (2^14 hi + lo, see
  * above); other lanes return garbage. Chunks go four at a time: lane t works out the scales of chunk c0 + t for rows
@@ -331,7 +354,6 @@ static __device__ __forceinline__ void mi_mma(int d[4], uint32_t a0, uint32_t a1
  * only reach accumulator columns no lane uses, so those lanes load lane - 16's words: no predicate, no zeroing. */
 static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8_t *ss, const uint2 *bp, const uint2 *bn,
                                                   const float *xs, int NC, int cb, int ce, int lane) {
-    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u; /* doubled e2m1 magnitudes, as mxfp4_i8x8 */
     const int g = lane >> 2, t = lane & 3;
     const uint8_t *r0 = st + ((size_t)g * NC + cb) * 16 + 4 * t, *r1 = r0 + (size_t)8 * NC * 16;
     const uint8_t *s0 = ss + (size_t)g * NC + cb + t, *s1 = s0 + (size_t)8 * NC;
@@ -342,22 +364,11 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
         const float on = *xc; /* 0 for a pad chunk */
         const float m0 = mq_wscale(*s0) * on, m1 = mq_wscale(*s1) * on;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t w0 = *(const uint32_t *)(r0 + 16 * j), w1 = *(const uint32_t *)(r1 + 16 * j);
-            const uint2 b = pb[16 * j], nbj = nb[16 * j];
-            const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
-            int d[4] = {0, 0, 0, 0};
-            mi_mma(d, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16),
-                   mxfp4_prmt(T0, T1, w1 >> 16), b);
-            mi_mma(d, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16),
-                   mxfp4_prmt(T0, T1, n1 >> 16), nbj);
-            const float sc0 = __shfl_sync(0xffffffffu, m0, (lane & ~3) | j), sc1 = __shfl_sync(0xffffffffu, m1, (lane & ~3) | j);
-            acc0 = fmaf((float)(d[0] * 128 + d[1]), sc0, acc0);
-            acc1 = fmaf((float)(d[2] * 128 + d[3]), sc1, acc1);
-        }
+        for (int j = 0; j < 4; j++)
+            mi_chunk(*(const uint32_t *)(r0 + 16 * j), *(const uint32_t *)(r1 + 16 * j), pb[16 * j], nb[16 * j], m0, m1, j,
+                     lane, acc0, acc1);
     }
-    const float lo0 = __shfl_down_sync(0xffffffffu, acc0, 1), lo1 = __shfl_down_sync(0xffffffffu, acc1, 1);
-    return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
+    return mi_rows_out(acc0, acc1);
 }
 
 /* mi_stage on a stage that is one tile of the experts' tiled copy (gptoss_mxfp4_tile, gate_up's row order: lane g' of
@@ -369,7 +380,6 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
  * memory, finite) and meet zero activations and a zero chunk factor. */
 static __device__ __forceinline__ float2 mi_stage_tiled(const uint8_t *st, const uint8_t *ss, const uint2 *bp,
                                                         const uint2 *bn, const float *xs, int cb, int ce, int lane) {
-    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u; /* doubled e2m1 magnitudes, as mxfp4_i8x8 */
     const int g = lane >> 2, t = lane & 3;
     int wo[4]; /* byte offsets in a super-chunk of word t of lane (g, j)'s unit r = 0 (r = 1: ^ 16) */
 #pragma unroll
@@ -383,22 +393,11 @@ static __device__ __forceinline__ float2 mi_stage_tiled(const uint8_t *st, const
         const float on = *xc; /* 0 for a pad chunk */
         const float m0 = mq_wscale(sc[so]) * on, m1 = mq_wscale(sc[so ^ 1]) * on;
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-            const uint32_t w0 = *(const uint32_t *)(sb + wo[j]), w1 = *(const uint32_t *)(sb + (wo[j] ^ 16));
-            const uint2 b = pb[16 * j], nbj = nb[16 * j];
-            const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
-            int d[4] = {0, 0, 0, 0};
-            mi_mma(d, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16),
-                   mxfp4_prmt(T0, T1, w1 >> 16), b);
-            mi_mma(d, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16),
-                   mxfp4_prmt(T0, T1, n1 >> 16), nbj);
-            const float sc0 = __shfl_sync(0xffffffffu, m0, (lane & ~3) | j), sc1 = __shfl_sync(0xffffffffu, m1, (lane & ~3) | j);
-            acc0 = fmaf((float)(d[0] * 128 + d[1]), sc0, acc0);
-            acc1 = fmaf((float)(d[2] * 128 + d[3]), sc1, acc1);
-        }
+        for (int j = 0; j < 4; j++)
+            mi_chunk(*(const uint32_t *)(sb + wo[j]), *(const uint32_t *)(sb + (wo[j] ^ 16)), pb[16 * j], nb[16 * j], m0, m1,
+                     j, lane, acc0, acc1);
     }
-    const float lo0 = __shfl_down_sync(0xffffffffu, acc0, 1), lo1 = __shfl_down_sync(0xffffffffu, acc1, 1);
-    return make_float2(fmaf(acc0, 16384.0f, lo0), fmaf(acc1, 16384.0f, lo1));
+    return mi_rows_out(acc0, acc1);
 }
 
 /* ------------------------------------------------------------------ gate_up through the ring
