@@ -500,8 +500,10 @@ static int moe_tiled_in_place_ok(const gptoss_model *m) {
 /* The tiled copy in the experts' place, layer by layer: tiled into a scratch of one layer (~0.43 GB on the 20b), then
  * copied over the layer's four expert tensors and the gap plan_build left after them; the checkpoint's pointers are
  * cleared, so a reader that is not the tiled one faults loudly instead of reading tiles as rows. Called after the
- * expert cache and the fp16 shifts, which read the checkpoint's layout. No scratch: the copy goes beside the experts
- * instead (moe_tiled_fill), and the load says so; a failed kernel or copy fails the load (some layers are tiled). */
+ * expert cache and the fp16 shifts, which read the checkpoint's layout, and before the warm-up. The scratch is its
+ * own allocation, freed at once (not the workspace: the fp16 shifts and the decode counters live there already);
+ * without it the copy goes beside the experts instead (moe_tiled_fill), and the load says so. A failed kernel or copy
+ * fails the load (some layers are tiled by then). */
 static llmr_engine_status moe_tile_in_place(gptoss_model *m, char *err, size_t es) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
