@@ -66,8 +66,9 @@ typedef struct layer_weights {
     /* the fp16 experts (tc.h, LLMR_GPTOSS_TC_F16): each expert's power-of-two shift c_e, device [E] each (in
      * gptoss_model.f16_shift); with them the expert cache holds fp16 values, not bf16. NULL otherwise */
     const int32_t *gu_shift, *dn_shift;
-    /* the experts' tiled copies (gptoss_mxfp4_tile) in m->moe_tiled, read by the streaming kernel's F16 form; NULL
-     * pointers without it (LLMR_GPTOSS_MOE_TILED, model.cu moe_tiled_fill) */
+    /* the experts' tiled copies (gptoss_mxfp4_tile), read by the streaming kernel's F16 form: in the arena in the
+     * experts' place (moe_tiled_in_place; then the T = 1 kernels read them too), or in m->moe_tiled beside them; NULL
+     * pointers without either (LLMR_GPTOSS_MOE_TILED, model.cu moe_tile_in_place / moe_tiled_fill) */
     gptoss_mxfp4_tiled gu_tiled, dn_tiled;
 } layer_weights;
 

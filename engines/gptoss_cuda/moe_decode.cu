@@ -384,8 +384,8 @@ static __device__ __forceinline__ float fp4_scale(uint8_t s) {
 /* One warp: rows row0 .. row0+R-1 (R <= nrows real) of an expert matrix (blocks/scales indexed by
  * row) dotted with the ng swizzled K-vectors xv[i]; acc[r][i] are full sums in every lane on return.
  * All R * MD_U weight loads of a lane are issued before any is used; each 32-bit word is decoded right
- * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency). */
-/* TILED (R = 2): blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, down's row order), row0 the first unit
+ * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency).
+ * TILED (R = 2): blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, down's row order), row0 the first unit
  * of the rows' tile and nrows the tile's lane g whose units hold the two rows (g, g + 8): the same values in the same
  * order, so the same sums bit for bit. */
 template <int G, int R, bool LUT, int NCC, bool TILED = false>
@@ -590,8 +590,8 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 
 /* Block: rows n0 .. n0 + DN_ROWS - 1 of every group (expert); warp tasks = (row task, group). The
  * per-pair results go to shared memory; then each (token, row) output is x += sum over slots 0..3 in
- * order of w * y, one writer each. */
-/* TILED (blocks / scales the experts' tiled copy in down's row order; MD_R = 2): block b takes rows 16 (b / 2) + g and
+ * order of w * y, one writer each.
+ * TILED (blocks / scales the experts' tiled copy in down's row order; MD_R = 2): block b takes rows 16 (b / 2) + g and
  * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
  * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
 template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
@@ -652,7 +652,8 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
 #pragma unroll
                 for (int r = 0; r < MD_R; r++)
                     if (r < nrows)
-                        ys[pairs[i]][rt * MD_R + r] = acc[r][i] + gptoss_bf16_to_f32(bias[(size_t)e * H + row_of(rt * MD_R + r)]);
+                        ys[pairs[i]][rt * MD_R + r] =
+                            acc[r][i] + gptoss_bf16_to_f32(bias[(size_t)e * H + row_of(rt * MD_R + r)]);
             }
         }
     }
@@ -680,7 +681,9 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
         const int G = T == 1 ? 1 : MD_G, pdl = T == 1 && gptoss_pdl_enabled();
         const unsigned grid = (unsigned)(H / DN_ROWS);
         cudaError_t e;
-#define DN_TILED(GG, L, NCC)                                                                                                gptoss_launch(moe_down_decode_kernel<GG, 2, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups,                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
+#define DN_TILED(GG, L, NCC)                                                                                     \
+    gptoss_launch(moe_down_decode_kernel<GG, 2, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
+                  T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
         if (G == 1) e = !g_moe_lut ? DN_TILED(1, false, 0) : I == 2880 ? DN_TILED(1, true, 90) : DN_TILED(1, true, 0);
         else e = !g_moe_lut ? DN_TILED(MD_G, false, 0) : I == 2880 ? DN_TILED(MD_G, true, 90) : DN_TILED(MD_G, true, 0);
 #undef DN_TILED
