@@ -766,6 +766,10 @@ void gptoss_mxfp4_mma_stream_force_tiles(int nt); /* tests: 1, 2 or 4 forces 8-,
  * 2 below 1,024 pairs, else 1; the same bits in every mode), and the super-chunks per staging phase in
  * modes 2-3 (a multiple of 4; 0 = automatic). The engine reads LLMR_GPTOSS_MOE_STREAM_OCC. */
 void gptoss_mxfp4_mma_stream_force_occ(int occ);
+/* The F16 form's decode: 1 (default) through magnitude tables scaled per block where every block scale of a warp's
+ * super-chunk lies within 2^+-13 of its expert's shift, else fp16 scale products; 0 the products everywhere (tests,
+ * LLMR_GPTOSS_MOE_F16_TABLES=0). The same bits either way. Process-wide; set it before launching. */
+void gptoss_mxfp4_mma_stream_f16_tables(int on);
 void gptoss_mxfp4_mma_stream_force_phase(int pc);
 
 /* For the tests: out[s * 16 + nib] = the bf16 bits gptoss_mxfp4_mma uses for MXFP4 nibble nib with

@@ -125,10 +125,12 @@ static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uin
 
 /* The F16 form of ms_superchunk (PARTS = 2): each word of a lane's two rows decoded once for its two k16 steps
  * (mxfp4_lut_halves: nibbles 0..3 feed the even step, 4..7 the odd one; a[r] = nibbles 4jj, 4jj + 1 of row r, a[2 +
- * r] = 4jj + 2, 4jj + 3, which the staging matches: mma_stage_unit_f16) and scaled by sc2[r] = 2^(s - 127 - shift)
- * per pair; B's hi and lo parts from the staged unit. */
-template <int NT>
-static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const uint32_t sc2[2], const uint4 *const xs_row[NT],
+ * r] = 4jj + 2, 4jj + 3, which the staging matches: mma_stage_unit_f16) and scaled by 2^k, k = s - 127 - shift; B's hi
+ * and lo parts from the staged unit. TAB (every k of the warp within +-13): sc[r] are row r's tables of the magnitudes
+ * times 2^k (mxfp4_lut_scaled), so the decode scales (no HMUL2: 32 instructions a super-chunk fewer); else sc[r][0] is
+ * 2^k as an fp16 pair, multiplied in. The same fp16 bits either way (mxfp4_lut.h; host check). */
+template <int NT, bool TAB>
+static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const uint32_t sc[2][2], const uint4 *const xs_row[NT],
                                                          int cp, float acc[NT][4]) {
     float part[NT][4];
 #pragma unroll
@@ -141,9 +143,13 @@ static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const uint32_t w = wi == 0 ? q[r].x : wi == 1 ? q[r].y : wi == 2 ? q[r].z : q[r].w;
-            mxfp4_lut_halves(w, h[r]);
+            if constexpr (TAB) {
+                mxfp4_lut_halves_from(w, sc[r][0], sc[r][1], h[r]);
+            } else {
+                mxfp4_lut_halves(w, h[r]);
 #pragma unroll
-            for (int i = 0; i < 4; i++) h[r][i] = mma_hmul2_bits(h[r][i], sc2[r]);
+                for (int i = 0; i < 4; i++) h[r][i] = mma_hmul2_bits(h[r][i], sc[r][0]);
+            }
         }
 #pragma unroll
         for (int jj = 0; jj < 2; jj++) {
@@ -259,7 +265,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     mxfp4_mma_stream_kernel(const float *x, int ldx, int swz, const int32_t *gather, const uint8_t *blocks,
                             const uint8_t *scales, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                             const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit, int tn,
-                            int pc, const uint4 *staged, gptoss_mxfp4_tiled tiled, float *y) {
+                            int pc, const uint4 *staged, gptoss_mxfp4_tiled tiled, float *y, int ms_f16_tab) {
     static_assert(!TILED || F16, "the tiled copy is read by the F16 launches");
     static_assert(!F16 || PARTS == 2, "the F16 form has two activation parts");
     static_assert(!PRE || F16, "only the F16 form is pre-staged");
@@ -336,8 +342,17 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                 const int c = c0 + d;
                 if (c >= ce) break;
                 if constexpr (F16) {
-                    const uint32_t sc2[2] = {mma_f16_scale2((int)s[d][0] - 127 - sh), mma_f16_scale2((int)s[d][1] - 127 - sh)};
-                    ms_superchunk_f16<NT>(q[d], sc2, xs_row, c - cb, acc);
+                    const int k0 = (int)s[d][0] - 127 - sh, k1 = (int)s[d][1] - 127 - sh;
+                    uint32_t sc[2][2];
+                    if (__all_sync(0xffffffffu, ms_f16_tab && k0 >= -13 && k0 <= 13 && k1 >= -13 && k1 <= 13)) {
+                        mxfp4_lut_scaled(k0, &sc[0][0], &sc[0][1]);
+                        mxfp4_lut_scaled(k1, &sc[1][0], &sc[1][1]);
+                        ms_superchunk_f16<NT, true>(q[d], sc, xs_row, c - cb, acc);
+                    } else { /* a block scale past 2^-13 of its table's reach (or the tables off): fp16 scales */
+                        sc[0][0] = mma_f16_scale2(k0);
+                        sc[1][0] = mma_f16_scale2(k1);
+                        ms_superchunk_f16<NT, false>(q[d], sc, xs_row, c - cb, acc);
+                    }
                     if (c + MS_DEPTH < nsc) {
                         if constexpr (TILED) ms_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
@@ -429,6 +444,18 @@ static ms_shape_t ms_shape(int K, int max_pairs, int f16) {
     return sh;
 }
 
+/* The F16 form's decode through scaled magnitude tables (ms_superchunk_f16's TAB; the same bits): on unless
+ * LLMR_GPTOSS_MOE_F16_TABLES=0 (read at the first launch) or a test turned it off. */
+static int ms_f16_tables = -1;
+void gptoss_mxfp4_mma_stream_f16_tables(int on) { ms_f16_tables = on ? 1 : 0; }
+static int ms_f16_tables_on(void) {
+    if (ms_f16_tables < 0) {
+        const char *v = getenv("LLMR_GPTOSS_MOE_F16_TABLES");
+        ms_f16_tables = !(v && v[0] == '0');
+    }
+    return ms_f16_tables;
+}
+
 /* Launches mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE>, opting it into the large staging at its first launch
  * (cudaFuncSetAttribute is not a stream operation; repeating it after a failure is harmless). */
 template <int NT, int PARTS, int OCC, bool F16, bool PRE = false, bool TILED = false>
@@ -446,7 +473,7 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     }
     mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED><<<grid, threads, smem, stream>>>(
         x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged,
-        tiled, y);
+        tiled, y, ms_f16_tables_on());
     return cudaGetLastError();
 }
 

@@ -47,10 +47,12 @@ static __host__ __device__ __forceinline__ uint32_t mxfp4_prmt(uint32_t a, uint3
 #endif
 }
 
-/* h[i] = fp16 pair (nibble 2i, nibble 2i + 1) of w (nibble n = bits 4n..4n+3), values times 1. */
-static __host__ __device__ __forceinline__ void mxfp4_lut_halves(uint32_t w, uint32_t h[4]) {
-    const uint32_t T0 = 0x3E3C3800u; /* magnitudes 0..3 -> fp16 high bytes of 0, 0.5, 1, 1.5 */
-    const uint32_t T1 = 0x46444240u; /* magnitudes 4..7 -> 2, 3, 4, 6 */
+/* The tables of mxfp4_lut_halves: the fp16 high bytes of the e2m1 magnitudes 0, 0.5, 1, 1.5 (T0) and 2, 3, 4, 6 (T1). */
+#define MXFP4_LUT_T0 0x3E3C3800u
+#define MXFP4_LUT_T1 0x46444240u
+/* h[i] = fp16 pair (nibble 2i, nibble 2i + 1) of w (nibble n = bits 4n..4n+3) from the magnitude tables T0 / T1 (times 1:
+ * MXFP4_LUT_T0 / _T1; times 2^k: mxfp4_lut_scaled). */
+static __host__ __device__ __forceinline__ void mxfp4_lut_halves_from(uint32_t w, uint32_t T0, uint32_t T1, uint32_t h[4]) {
     /* sign lookup: a + nibble copies 0x80, a - one replicates its msb: 0xFF. Bit 7 is set either way (a
      * replicated msb equals the copied byte's bit 7, so no table byte can differ there); bit 0 tells
      * them apart and `<< 7` moves it to bit 7 of the same byte. (The first version took ~(0x7F or 0x00)
@@ -64,6 +66,16 @@ static __host__ __device__ __forceinline__ void mxfp4_lut_halves(uint32_t w, uin
     h[1] = mxfp4_prmt(b0, 0u, 0x3424u); /* (2, 3) */
     h[2] = mxfp4_prmt(b1, 0u, 0x1404u); /* (4, 5) */
     h[3] = mxfp4_prmt(b1, 0u, 0x3424u); /* (6, 7) */
+}
+static __host__ __device__ __forceinline__ void mxfp4_lut_halves(uint32_t w, uint32_t h[4]) {
+    mxfp4_lut_halves_from(w, MXFP4_LUT_T0, MXFP4_LUT_T1, h);
+}
+/* The tables of the magnitudes times 2^k, for |k| <= 13: k added to each nonzero byte's exponent field (bits 2..6); every
+ * byte stays within 0x04 .. 0x7A, so no byte carries into the next and each value is the exact normal fp16 e2m1 x 2^k,
+ * the bits mxfp4_lut_halves times an fp16 2^k gives (the F16 streaming kernel's HMUL2 by its block scale). */
+static __host__ __device__ __forceinline__ void mxfp4_lut_scaled(int k, uint32_t *T0, uint32_t *T1) {
+    *T0 = MXFP4_LUT_T0 + (uint32_t)k * 0x04040400u; /* byte 0 (magnitude 0) stays 0 */
+    *T1 = MXFP4_LUT_T1 + (uint32_t)k * 0x04040404u;
 }
 
 /* f[i] = (value of nibble 2i, value of nibble 2i + 1) of w, times 1 (fp16 -> fp32 is exact). */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 /* The kernels are compiled into this test directly from the engine's sources. */
@@ -584,6 +585,36 @@ static void test_f16_unit_order_host(void) {
     check_true("F16 staged unit order on the host: every k = 0, 4, .. once per row, in its super-chunk and lane (K = 64, 2880, 4096)", ok);
 }
 
+/* The F16 form's scaled magnitude tables (mxfp4_lut_scaled, mxfp4_lut.h): for every k in -13..13 and every pair of
+ * nibbles, the decode through them is bit for bit the decode through the plain tables times 2^k as an fp16 product
+ * (exact and normal there), -0 included; the sign and the zero kept. */
+static uint16_t f16_bits_exact(double v) { /* v: 0, -0 or a normal fp16 value with at most 3 significant bits */
+    if (v == 0.0) return std::signbit(v) ? 0x8000 : 0;
+    const uint16_t sgn = v < 0 ? 0x8000 : 0;
+    int e;
+    const double f = std::frexp(std::fabs(v), &e); /* |v| = f 2^e, f in [0.5, 1) */
+    return (uint16_t)(sgn | (uint16_t)((e - 1 + 15) << 10) | (uint16_t)((f * 2.0 - 1.0) * 1024.0));
+}
+static void test_lut_scaled_host(void) {
+    static const double e2m1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
+    int ok = 1;
+    for (int k = -13; k <= 13; k++) {
+        uint32_t T0, T1;
+        mxfp4_lut_scaled(k, &T0, &T1);
+        for (uint32_t w = 0; w < 256; w++) { /* nibbles 0 and 1 (the other 6 are the same lookups) */
+            uint32_t h[4];
+            mxfp4_lut_halves_from(w | (w << 8) | (w << 16) | (w << 24), T0, T1, h);
+            for (int i = 0; i < 2; i++) {
+                const uint32_t nib = (w >> (4 * i)) & 15u;
+                const double v = (nib & 8u ? -1.0 : 1.0) * e2m1[nib & 7u] * std::ldexp(1.0, k);
+                ok &= (uint16_t)(h[0] >> (16 * i)) == f16_bits_exact(v);
+            }
+        }
+    }
+    check_true("F16 decode's scaled magnitude tables on the host: every nibble times 2^k (|k| <= 13) bit for bit the fp16 "
+               "product, -0 and the sign kept", ok);
+}
+
 /* The experts' tiled copy (gptoss_mxfp4_tiled_source, kernels.h): every block of every expert lands in exactly one
  * unit, in its lane's fragment rows (swiglu: 2g + r, else g + 8r) and super-chunk, the rest are pads; shapes with K not
  * a multiple of 128 and N not of 16 among them. And gptoss_mxfp4_tiled_slot: a lane's two units a 32-byte pair, and for
@@ -669,6 +700,7 @@ static void test_host_only(void) {
     test_dp4a_split_host();
     test_f16_unit_order_host();
     test_tiled_layout_host();
+    test_lut_scaled_host();
 }
 
 /* The decode MoE kernels' device workspace for T tokens: ids [4T], the group table, the router's

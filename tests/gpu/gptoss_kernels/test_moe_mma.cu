@@ -378,12 +378,13 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             for (int k = 0; k < H; k++) xs[(size_t)t * H + gptoss_swz(k, H)] = x[(size_t)t * H + k];
         float *dxs = dev_upload(xs);
         /* tiles (0 = automatic), occupancy (0 = automatic), swizzled, pre-staged (gptoss_mxfp4_stage_f16; read only where
-         * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored), the tiled weights (gptoss_mxfp4_tile; read with the
-         * pre-staged rows) */
-        const int forms[19][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 3, 0, 0, 0},
+         * gptoss_mxfp4_mma_stream_f16_prestaged, else ignored), the tiled weights (gptoss_mxfp4_tile); the last two rows
+         * again with the decode's scale tables off (fp16 scale products: gptoss_mxfp4_mma_stream_f16_tables) */
+        const int forms[21][5] = {{0, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {2, 0, 1, 0, 0}, {1, 2, 1, 0, 0}, {1, 3, 0, 0, 0},
                                   {2, 1, 0, 0, 0}, {2, 2, 0, 0, 0}, {4, 1, 0, 0, 0}, {4, 1, 1, 0, 0}, {0, 0, 0, 1, 0},
                                   {0, 0, 1, 1, 0}, {1, 2, 0, 1, 0}, {0, 0, 0, 1, 1}, {0, 0, 1, 1, 1}, {0, 0, 0, 0, 1},
-                                  {1, 2, 1, 0, 1}, {1, 3, 0, 0, 1}, {2, 1, 0, 0, 1}, {4, 1, 1, 0, 1}};
+                                  {1, 2, 1, 0, 1}, {1, 3, 0, 0, 1}, {2, 1, 0, 0, 1}, {4, 1, 1, 0, 1}, {0, 0, 0, 0, 0},
+                                  {0, 0, 0, 1, 1}};
         void *tbuf;
         gptoss_mxfp4_tiled gt, dt;
         mm_tiled(L, &tbuf, &gt, &dt);
@@ -392,12 +393,14 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         CK(cudaMemset(dstage, 0xFF, mm_stage_bytes(P, H, I))); /* NaN halves wherever nothing is staged */
         std::vector<float> a0, d0;
         int same = 1, same_pre = 1;
-        for (int f = 0; f < 19; f++) {
+        for (int f = 0; f < 21; f++) {
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_stream_tiles(forms[f][0]);
             gptoss_mxfp4_mma_stream_force_occ(forms[f][1]);
+            gptoss_mxfp4_mma_stream_f16_tables(f < 19);
             mm_run_f16(L, &r, forms[f][2] ? dxs : dx, forms[f][2], dgsh, ddsh, P, forms[f][3] ? dstage : NULL, dact2, ddn2,
                        forms[f][4] ? &gt : NULL, forms[f][4] ? &dt : NULL);
+            gptoss_mxfp4_mma_stream_f16_tables(1);
             gptoss_mxfp4_mma_stream_force_occ(0);
             mm_stream_tiles(0);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -419,7 +422,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         mm_check(what, same_pre, NULL);
         snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d", T);
         mm_check_against(what, L, ids, pair_of, step, ref_act, a0, d0, wr.data(), 5e-6 * loose);
-        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8-, 16- and 32-pair tiles, swizzled x, every occupancy mode, the tiled weights", T);
+        snprintf(what, sizeof what, "mxfp4_mma_stream F16 T=%d: the same bits with 8-, 16- and 32-pair tiles, swizzled x, every occupancy mode, the tiled weights, the decode's scale tables off", T);
         mm_check(what, same, NULL);
         cudaFree(dxs); cudaFree(dgsh); cudaFree(ddsh);
     }
