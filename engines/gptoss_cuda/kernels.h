@@ -554,10 +554,12 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
                                            const gptoss_mxfp4_tiled *tiled = nullptr);
 /* The experts' tiled copy (gptoss_mxfp4_tile) at T = 1: the tiled argument of gptoss_moe_gate_up_decode,
  * gptoss_moe_route_gate_up_dp4a and gptoss_moe_routed_gate_up_dp4a (blocks / scales then unused, may be NULL) is read by
- * the tensor-core ring only (a stage one tile; the same bits as from the checkpoint's layout); _ok says whether it
- * applies (that ring on, the shapes within its shared memory). gptoss_moe_down_decode's tiled argument is read by the
- * 2-rows-a-warp kernel at any T (H % 16 == 0; the same bits), never by the cp.async one. Elsewhere
- * cudaErrorNotSupported, never a fall back to the checkpoint's layout. */
+ * the tensor-core ring only (a stage one tile; the same bits as from the checkpoint's layout);
+ * gptoss_moe_gate_up_tiled_ok says whether it applies (that ring on, the shapes within its shared memory).
+ * gptoss_moe_down_decode's tiled argument is read by the 2-rows-a-warp kernel at any T (H % 16 == 0; the same bits),
+ * never by the cp.async one. Elsewhere cudaErrorNotSupported, never a fall back to the checkpoint's layout.
+ * gptoss_moe_decode_tiled_ok: both T = 1 readers apply (moe_decode.cu). */
+int gptoss_moe_gate_up_tiled_ok(int H, int I);
 int gptoss_moe_decode_tiled_ok(int H, int I);
 /* Timing diagnostics of that kernel, for gptoss_kernels only (wrong results): 1 = its copies alone (no
  * arithmetic), 2 = its arithmetic alone (the first stages copied, then reused), 3 = all but the activation split

@@ -52,8 +52,8 @@ static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
     return align256(gptoss_mxfp4_tiled_bytes(c->num_experts, 2 * c->intermediate_size, c->hidden_size));
 }
 static size_t moe_tiled_layer_bytes(const gptoss_config *c) {
-    const size_t dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
-    return dn ? moe_tiled_gu_bytes(c) + align256(dn) : 0;
+    const size_t gu = moe_tiled_gu_bytes(c), dn = gptoss_mxfp4_tiled_bytes(c->num_experts, c->hidden_size, c->intermediate_size);
+    return gu && dn ? gu + align256(dn) : 0;
 }
 
 /* The exact tensor set of a gpt-oss checkpoint for this config (names, dtypes, shapes). When m is
@@ -440,20 +440,29 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
  * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. In auto
  * mode moe_tile_in_place (below) comes first: where every expert reader the load's settings pick reads the tiled
  * layout, the copy takes the experts' place and costs nothing. */
-static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
+/* Layer w's experts tiled into out (moe_tiled_layer_bytes: gate_up, then down at moe_tiled_gu_bytes), *gt / *dt pointed
+ * into it; enqueued on the model's stream. */
+static cudaError_t moe_tile_layer(gptoss_model *m, const layer_weights *w, uint8_t *out, gptoss_mxfp4_tiled *gt,
+                                  gptoss_mxfp4_tiled *dt) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
-    const size_t gu = moe_tiled_gu_bytes(c), per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
+    const cudaError_t e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, out, gt, m->stream);
+    if (e != cudaSuccess) return e;
+    return gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, out + moe_tiled_gu_bytes(c), dt, m->stream);
+}
+
+static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
+    const gptoss_config *c = &m->cfg;
+    const size_t per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
     size_t free_b = 0, total_b = 0;
-    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) { /* free_b: after every other allocation */
-        if (total + vram_reserve(total_b) > free_b || (budget && need + total > budget)) {
-            mlog(m, LLMR_LOG_INFO, "tiled expert copy off: %.2f GB more would leave too little of device %d's %.2f GB free "
-                 "(%.2f GB free%s; LLMR_GPTOSS_MOE_TILED=1 takes it wherever it fits)", total / 1e9, m->device,
-                 total_b / 1e9, free_b / 1e9, budget ? ", or the budget" : "");
-            return;
-        }
+    /* auto: the cache's reserve kept beside it (free_b: after every other allocation); the budget for both modes below */
+    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total + vram_reserve(total_b) > free_b) {
+        mlog(m, LLMR_LOG_INFO, "tiled expert copy off: %.2f GB more would leave too little of device %d's %.2f GB free "
+             "(%.2f GB free; LLMR_GPTOSS_MOE_TILED=1 takes it wherever it fits)", total / 1e9, m->device, total_b / 1e9,
+             free_b / 1e9);
+        return;
     }
-    if (!gu || !per || (budget && need + total > budget) || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
+    if (!per || (budget && need + total > budget) || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
         (void)cudaGetLastError();
         m->moe_tiled = NULL;
         mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "tiled expert copy off: no room for it (%.1f MB; "
@@ -463,10 +472,7 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
     cudaError_t e = cudaSuccess;
     for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
         layer_weights *w = &m->layers[l];
-        uint8_t *at = (uint8_t *)m->moe_tiled + per * (size_t)l;
-        e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, at, &w->gu_tiled, m->stream);
-        if (e == cudaSuccess)
-            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, at + gu, &w->dn_tiled, m->stream);
+        e = moe_tile_layer(m, w, (uint8_t *)m->moe_tiled + per * (size_t)l, &w->gu_tiled, &w->dn_tiled);
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
     if (e != cudaSuccess) {
@@ -489,12 +495,11 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
  * experts, the precise debug forward, 4 rows a warp) keeps the checkpoint's layout. */
 static int moe_tiled_in_place_ok(const gptoss_model *m) {
     const gptoss_config *c = &m->cfg;
-    const char *rows = getenv("LLMR_GPTOSS_MOE_ROWS");
     return m->batch_moe_f16 && m->prompt_moe_f16 && m->expert_cache && m->use_tc && m->fused && m->moe_mma &&
            m->moe_mma_stream && !m->moe_mma_t1 && !m->debug_precise && !m->tc.wst[0] &&
-           gptoss_moe_decode_tiled_ok(c->hidden_size, c->intermediate_size) && !(rows && strcmp(rows, "4") == 0) &&
+           gptoss_moe_decode_tiled_ok(c->hidden_size, c->intermediate_size) &&
            m->batch_moe_per_row + 1 >= m->moe_mma_min_rows && m->moe_mma_prefill + 1 >= GPTOSS_TC_MIN_T &&
-           c->hidden_size % 16 == 0 && moe_tiled_layer_bytes(c) > 0;
+           moe_tiled_layer_bytes(c) > 0;
 }
 
 /* The tiled copy in the experts' place, layer by layer: tiled into a scratch of one layer (~0.43 GB on the 20b), then
@@ -506,8 +511,7 @@ static int moe_tiled_in_place_ok(const gptoss_model *m) {
  * fails the load (some layers are tiled by then). */
 static llmr_engine_status moe_tile_in_place(gptoss_model *m, char *err, size_t es) {
     const gptoss_config *c = &m->cfg;
-    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
-    const size_t gu = moe_tiled_gu_bytes(c), per = moe_tiled_layer_bytes(c);
+    const size_t per = moe_tiled_layer_bytes(c);
     void *scratch = NULL;
     if (cudaMalloc(&scratch, per) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -519,9 +523,7 @@ static llmr_engine_status moe_tile_in_place(gptoss_model *m, char *err, size_t e
         layer_weights *w = &m->layers[l];
         uint8_t *place = (uint8_t *)w->gu_blocks; /* plan_build: the four tensors, then the gap */
         gptoss_mxfp4_tiled gt, dt;
-        e = gptoss_mxfp4_tile(w->gu_blocks, w->gu_scales, E, 2 * I, H, 1, scratch, &gt, m->stream);
-        if (e == cudaSuccess)
-            e = gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, (uint8_t *)scratch + gu, &dt, m->stream);
+        e = moe_tile_layer(m, w, (uint8_t *)scratch, &gt, &dt);
         if (e == cudaSuccess) e = cudaMemcpyAsync(place, scratch, per, cudaMemcpyDeviceToDevice, m->stream);
         if (e != cudaSuccess) break;
         const uint8_t *base = (const uint8_t *)scratch;

@@ -669,6 +669,8 @@ __global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_deco
     }
 }
 
+int gptoss_moe_decode_tiled_ok(int H, int I) { return gptoss_moe_gate_up_tiled_ok(H, I) && g_moe_rows == 2 && H % 16 == 0; }
+
 cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
                                    const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
                                    int H, float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {

@@ -624,6 +624,13 @@ static decltype(&moe_gate_up_ring_kernel<ROUTE, false>) mr_kernel(bool tiled) {
 }
 static size_t mr_smem_now(int H, bool tiled = false) { return mr_smem(H / 32, g_dp4a == 2, tiled); }
 
+/* The ring's shapes: K = H a whole number of MXFP4 blocks within the decode kernels' limit, its stages (tiled: a tile
+ * each) and split vector within MR_SMEM_MAX, whole 16-row stages of the 2I gate_up rows. */
+static bool mr_shape_ok(int H, int I, bool tiled) {
+    return H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem_now(H, tiled) <= MR_SMEM_MAX && I > 0 &&
+           (2 * I) % MR_ROWS == 0;
+}
+
 /* Whether the ring reads a tiled copy at hidden size H: the tensor-core consumers on, the stages within MR_SMEM_MAX,
  * both arrays given and 16-byte aligned. */
 static bool mr_tiled_ok(int H, const gptoss_mxfp4_tiled *tiled) {
@@ -671,21 +678,16 @@ cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *gro
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                            float limit, float *act_sw, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
     if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
-    if (!g_dp4a || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || mr_smem_now(H) > MR_SMEM_MAX || I <= 0 ||
-        (2 * I) % MR_ROWS || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
+    if (!g_dp4a || !mr_shape_ok(H, I, false) || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
         return cudaErrorNotSupported;
     const mr_route none = {};
     return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s, tiled);
 }
 
-int gptoss_moe_decode_tiled_ok(int H, int I) {
-    return g_dp4a == 2 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem_now(H, true) <= MR_SMEM_MAX && I > 0 &&
-           (2 * I) % MR_ROWS == 0;
-}
+int gptoss_moe_gate_up_tiled_ok(int H, int I) { return g_dp4a == 2 && mr_shape_ok(H, I, true); }
 
 int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks, const uint8_t *scales) {
-    return g_dp4a && E == 32 && H > 0 && H % 32 == 0 && H <= GPTOSS_DECODE_MAX_K && mr_smem_now(H) <= MR_SMEM_MAX &&
-           I > 0 && (2 * I) % MR_ROWS == 0 && !((uintptr_t)blocks & 15) && !((uintptr_t)scales & 15);
+    return g_dp4a && E == 32 && mr_shape_ok(H, I, false) && !((uintptr_t)blocks & 15) && !((uintptr_t)scales & 15);
 }
 
 cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
