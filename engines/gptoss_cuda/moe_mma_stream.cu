@@ -126,9 +126,10 @@ static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uin
 /* The F16 form of ms_superchunk (PARTS = 2): each word of a lane's two rows decoded once for its two k16 steps
  * (mxfp4_lut_halves: nibbles 0..3 feed the even step, 4..7 the odd one; a[r] = nibbles 4jj, 4jj + 1 of row r, a[2 +
  * r] = 4jj + 2, 4jj + 3, which the staging matches: mma_stage_unit_f16) and scaled by 2^k, k = s - 127 - shift; B's hi
- * and lo parts from the staged unit. TAB (every k of the warp within +-13): sc[r] are row r's tables of the magnitudes
- * times 2^k (mxfp4_lut_scaled), so the decode scales (no HMUL2: 32 instructions a super-chunk fewer); else sc[r][0] is
- * 2^k as an fp16 pair, multiplied in. The same fp16 bits either way (mxfp4_lut.h; host check). */
+ * and lo parts from the staged unit. TAB (every k of the warp within +-MXFP4_LUT_SCALED_MAX_K): sc[r] are row r's
+ * tables of the magnitudes times 2^k (mxfp4_lut_scaled), so the decode scales (no HMUL2: 32 instructions a super-chunk
+ * fewer); else sc[r][0] is 2^k as an fp16 pair, multiplied in. The same fp16 bits either way (mxfp4_lut.h; host
+ * check). */
 template <int NT, bool TAB>
 static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const uint32_t sc[2][2], const uint4 *const xs_row[NT],
                                                          int cp, float acc[NT][4]) {
@@ -344,7 +345,8 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                 if constexpr (F16) {
                     const int k0 = (int)s[d][0] - 127 - sh, k1 = (int)s[d][1] - 127 - sh;
                     uint32_t sc[2][2];
-                    if (__all_sync(0xffffffffu, ms_f16_tab && k0 >= -13 && k0 <= 13 && k1 >= -13 && k1 <= 13)) {
+                    const int kk = MXFP4_LUT_SCALED_MAX_K;
+                    if (__all_sync(0xffffffffu, ms_f16_tab && k0 >= -kk && k0 <= kk && k1 >= -kk && k1 <= kk)) {
                         mxfp4_lut_scaled(k0, &sc[0][0], &sc[0][1]);
                         mxfp4_lut_scaled(k1, &sc[1][0], &sc[1][1]);
                         ms_superchunk_f16<NT, true>(q[d], sc, xs_row, c - cb, acc);
@@ -572,16 +574,14 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
 #define MS_LAUNCH_OCC(NT_, P_, F_) \
     (occ == 2 ? MS_LAUNCH(NT_, P_, 2, F_) : occ == 3 ? MS_LAUNCH(NT_, P_, 3, F_) : MS_LAUNCH(NT_, P_, 1, F_))
 #define MS_LAUNCH_OCC_F(NT_) (occ == 2 ? MS_LAUNCH_F(NT_, 2) : occ == 3 ? MS_LAUNCH_F(NT_, 3) : MS_LAUNCH_F(NT_, 1))
-    if (pre && tl)
-        return ms_launch<1, 2, 2, true, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b,
-                                                    shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc,
-                                                    (const uint4 *)staged, y, *tiled);
-    if (pre)
-        return ms_launch<1, 2, 2, true, true>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,
-                                              counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y);
+#define MS_LAUNCH_PRE(T_)                                                                                              \
+    ms_launch<1, 2, 2, true, true, T_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,    \
+                                       counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y, tv)
+    if (pre) return tl ? MS_LAUNCH_PRE(true) : MS_LAUNCH_PRE(false);
     if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
     return nt == 2 ? MS_LAUNCH_OCC(2, 2, false) : MS_LAUNCH_OCC(1, 2, false);
+#undef MS_LAUNCH_PRE
 #undef MS_LAUNCH_OCC_F
 #undef MS_LAUNCH_OCC
 #undef MS_LAUNCH_F
@@ -614,7 +614,7 @@ size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K) {
     return E <= 0 || N <= 0 || K <= 0 || K % 32 ? 0 : gptoss_mxfp4_tiled_first(E, 0, N, K) * 17;
 }
 
-/* One thread per unit u = ((tile * NSC + c) * 32 + lane) * 2 + r, tile = e * tiles + i (kernels.h). */
+/* One thread per unit u = (tile NSC + c) 64 + gptoss_mxfp4_tiled_slot(lane, r), tile = e tiles + i (kernels.h). */
 __global__ void mxfp4_tile_kernel(const uint8_t *blocks, const uint8_t *scales, int N, int K, int swiglu, size_t units,
                                   uint4 *tb, uint8_t *ts) {
     const size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x;

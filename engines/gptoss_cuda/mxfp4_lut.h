@@ -70,9 +70,11 @@ static __host__ __device__ __forceinline__ void mxfp4_lut_halves_from(uint32_t w
 static __host__ __device__ __forceinline__ void mxfp4_lut_halves(uint32_t w, uint32_t h[4]) {
     mxfp4_lut_halves_from(w, MXFP4_LUT_T0, MXFP4_LUT_T1, h);
 }
-/* The tables of the magnitudes times 2^k, for |k| <= 13: k added to each nonzero byte's exponent field (bits 2..6); every
- * byte stays within 0x04 .. 0x7A, so no byte carries into the next and each value is the exact normal fp16 e2m1 x 2^k,
- * the bits mxfp4_lut_halves times an fp16 2^k gives (the F16 streaming kernel's HMUL2 by its block scale). */
+/* The tables of the magnitudes times 2^k, for |k| <= MXFP4_LUT_SCALED_MAX_K: k added to each nonzero byte's exponent field
+ * (bits 2..6); every byte stays within 0x04 .. 0x7A, so no byte carries into the next and each value is the exact normal
+ * fp16 e2m1 x 2^k, the bits mxfp4_lut_halves times an fp16 2^k gives (the F16 streaming kernel's HMUL2 by its block
+ * scale). 13: 0.5 x 2^-13 is fp16's smallest normal, 6 x 2^13 below its largest. */
+#define MXFP4_LUT_SCALED_MAX_K 13
 static __host__ __device__ __forceinline__ void mxfp4_lut_scaled(int k, uint32_t *T0, uint32_t *T1) {
     *T0 = MXFP4_LUT_T0 + (uint32_t)k * 0x04040400u; /* byte 0 (magnitude 0) stays 0 */
     *T1 = MXFP4_LUT_T1 + (uint32_t)k * 0x04040404u;

@@ -598,7 +598,7 @@ static uint16_t f16_bits_exact(double v) { /* v: 0, -0 or a normal fp16 value wi
 static void test_lut_scaled_host(void) {
     static const double e2m1[8] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
     int ok = 1;
-    for (int k = -13; k <= 13; k++) {
+    for (int k = -MXFP4_LUT_SCALED_MAX_K; k <= MXFP4_LUT_SCALED_MAX_K; k++) {
         uint32_t T0, T1;
         mxfp4_lut_scaled(k, &T0, &T1);
         for (uint32_t w = 0; w < 256; w++) { /* nibbles 0 and 1 (the other 6 are the same lookups) */
