@@ -1280,14 +1280,12 @@ static void test_decode_tiled(int H, int I, int E, const float *d_hs, const floa
     for (int T = 1; T <= 4; T += 3) {
         /* T = 1: the gate_up's act and token 0's routing above; T = 4: random activations routed by the router kernel */
         md_work w4 = md_work_make(T);
-        const float *da = nullptr, *ww = d_w1;
+        const float *ww = d_w1;
         const int32_t *gg = grp1;
-        float *dact = nullptr, *dx4 = nullptr, *dhs4 = nullptr, *dw4 = nullptr, *drl4 = nullptr;
+        float *dact = dev_upload(T == 1 ? act : randv((size_t)T * 4 * I, 1.0f));
+        float *dx4 = nullptr, *dhs4 = nullptr, *dw4 = nullptr, *drl4 = nullptr;
         uint16_t *dnw4 = nullptr, *drw4 = nullptr, *drb4 = nullptr;
-        if (T == 1) {
-            dact = dev_upload(act);
-        } else {
-            dact = dev_upload(randv((size_t)T * 4 * I, 1.0f));
+        if (T > 1) {
             dx4 = dev_upload(randv((size_t)T * H, 1.0f));
             dnw4 = dev_upload(randbf(H, 1.0f));
             drw4 = dev_upload(randbf((size_t)E * H, 0.05f));
@@ -1299,11 +1297,10 @@ static void test_decode_tiled(int H, int I, int E, const float *d_hs, const floa
             gg = w4.grp;
             ww = dw4;
         }
-        da = dact;
         const std::vector<float> x0 = randv((size_t)T * H, 1.0f);
         float *x1 = dev_upload(x0), *x2 = dev_upload(x0);
-        const cudaError_t e5 = gptoss_moe_down_decode(da, gg, T, ww, ddnb, ddns, ddb, E, I, H, x1, 0);
-        const cudaError_t e6 = gptoss_moe_down_decode(da, gg, T, ww, NULL, NULL, ddb, E, I, H, x2, 0, &dt);
+        const cudaError_t e5 = gptoss_moe_down_decode(dact, gg, T, ww, ddnb, ddns, ddb, E, I, H, x1, 0);
+        const cudaError_t e6 = gptoss_moe_down_decode(dact, gg, T, ww, NULL, NULL, ddb, E, I, H, x2, 0, &dt);
         auto y1 = dev_download(x1, x0.size()), y2 = dev_download(x2, x0.size());
         snprintf(what, sizeof what, "down T=%d on the experts' tiled copy (%s) = on the checkpoint's layout (%s), bit for "
                  "bit", T, cudaGetErrorString(e6), cudaGetErrorString(e5));
