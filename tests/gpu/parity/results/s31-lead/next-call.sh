@@ -1,7 +1,8 @@
 #!/bin/bash
 # Prepared in session 31 for the next session's first GPU call (not run): the full gate on main as session 31 left it.
 # c773e9d (the F16 decode's scaled tables) ran only the expert checks and bench/throughput (call 7): its bits are the
-# ones the gate passed in call 4, but the gate has not run on it. Then bench/decode and bench/throughput on the
+# ones the gate passed in call 4, but the gate has not run on it, nor on the review's mends after it (76855fa, e52016c,
+# e5b5f41: host code, the kernels' PTX unchanged). Then bench/decode and bench/throughput on the
 # defaults, and the expert checks' timing lines. Build main into build/ and pack it (/tmp/pkg.sh-style).
 O=$OUT; mkdir -p /tmp/B /tmp/cache
 xz -dc .gpu-lead/pkg/build.tar.xz | tar -C /tmp/B -xf - && tar xzf .gpu-lead/pkg/tok.tgz -C /tmp/cache
