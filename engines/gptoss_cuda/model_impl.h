@@ -217,7 +217,7 @@ struct gptoss_model {
     float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
-    int prefill_pack;         /* whole prompts on the cuBLAS path prefilled together (LLMR_GPTOSS_PREFILL_PACK=0: off) */
+    int prefill_pack;         /* whole prompts prefilled together: 2 any, 1 those on the cuBLAS path (LLMR_GPTOSS_PREFILL_PACK; 0: off) */
     int step_ahead;           /* 1 (default): a lone row's step launched before its token reaches the host (scheduler.cu
                                * sched_step_ahead); 0 (LLMR_GPTOSS_STEP_AHEAD=0): after */
     int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step;

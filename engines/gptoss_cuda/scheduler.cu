@@ -226,11 +226,18 @@ static void sched_prefill_done(gptoss_model *m, gen_req *r) {
     m->rows[m->n_rows++] = r;
 }
 
-/* Whether r's whole prompt may go into a packed prefill: not started, not cancelled, longer than the chunks whose
- * experts take the tensor-core kernel (so alone it takes the same cuBLAS path as in a group) and at most `room`. */
+/* Whether r's whole prompt may go into a packed prefill: not started, not cancelled, at most `room`, and
+ *   prefill_pack 1 (the default): longer than the tensor-core experts' crossover (m->moe_mma_prefill), so alone it
+ *     takes the same cuBLAS path over the fp16 expert cache as in a group;
+ *   prefill_pack 2 (opt-in): of any length. A prompt up to the crossover then takes the cuBLAS path too when its
+ *     group passes the crossover, whose fixed cost (~20 ms a slice on the 20b) the group shares: 64 streams +9.7% on
+ *     the H200. But that path (one fp16 part per activation) moves such a prompt's logits from its lone run's (the
+ *     tensor-core kernel's) by more than the 20b batching check's near-ties explain: 3 of its 19 checks fail
+ *     (docs/performance.md, session 32). */
 static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room) {
     const size_t n = r->in->n_tokens;
-    return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n > (size_t)m->moe_mma_prefill && n <= room;
+    return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n <= room &&
+           (m->prefill_pack == 2 || n > (size_t)m->moe_mma_prefill);
 }
 
 /* LLMR_GPTOSS_SCHED_TRACE=1: a packed prefill's prompts, each by its first position and length. */
@@ -1036,7 +1043,8 @@ int gptoss_sched_start(gptoss_model *m) {
     m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
     m->trace = sched_env("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
     m->step_ahead = sched_env("LLMR_GPTOSS_STEP_AHEAD", 1, 0, 1);
-    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 1); /* packed prefill (sched_prefill_packed); 0: off */
+    /* packed prefill (sched_prefill_packed): 1 prompts past the experts' crossover, 2 any (opt-in), 0 off */
+    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 2);
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
         if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||

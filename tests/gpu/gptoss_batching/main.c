@@ -897,12 +897,16 @@ int main(int argc, char **argv) {
         api->unload(m);
         unsetenv(variants[v][0]);
     }
-    {   /* Packed prefill (on by default) groups prompts whose experts take the cuBLAS path even alone; the tiny model
-         * has no expert cache, so its crossover (640 tokens) keeps every prompt here below it. With the crossover
-         * at 64 the prompts of 100..300 tokens (1,010 together) are grouped in the batched runs: the same tokens
-         * as alone (both runs on the same paths), and fewer prefill slices than prompts. */
-        printf("     with LLMR_GPTOSS_MOE_MMA_PREFILL=64 (packed prefill):\n");
-        setenv("LLMR_GPTOSS_MOE_MMA_PREFILL", "64", 1);
+    /* Packed prefill (on by default) groups prompts whose experts take the cuBLAS path even alone; the tiny model
+     * has no expert cache, so its crossover (640 tokens) keeps every prompt here below it. With the crossover at 64
+     * the prompts of 100..300 tokens (1,010 together) are grouped in the batched runs: the same tokens as alone (both
+     * runs on the same paths), and fewer prefill slices than prompts. LLMR_GPTOSS_PREFILL_PACK=2 (opt-in) groups
+     * prompts of any length: with the tiny model's crossover above its 512-token chunk every group still takes the
+     * tensor-core kernel, as each prompt alone. */
+    static const char *const packed[2][2] = {{"LLMR_GPTOSS_MOE_MMA_PREFILL", "64"}, {"LLMR_GPTOSS_PREFILL_PACK", "2"}};
+    for (int v = 0; v < 2; v++) {
+        printf("     with %s=%s (packed prefill):\n", packed[v][0], packed[v][1]);
+        setenv(packed[v][0], packed[v][1], 1);
         gptoss_cuda_sched_stats_fn sstats = (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL);
         if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
         gptoss_cuda_sched_stats st = {0};
@@ -911,10 +915,10 @@ int main(int argc, char **argv) {
         test_alone_vs_batched(m, 1);
         if (sstats) sstats(m, &st, 0);
         check(sstats && st.prefill_slices > 0 && st.prefill_slices < 4 * NREQ,
-              "packed prefill: %llu prefill slices for %d prompts (alone and batched, greedy and sampled)",
-              (unsigned long long)st.prefill_slices, 4 * NREQ);
+              "packed prefill (%s=%s): %llu prefill slices for %d prompts (alone and batched, greedy and sampled)",
+              packed[v][0], packed[v][1], (unsigned long long)st.prefill_slices, 4 * NREQ);
         api->unload(m);
-        unsetenv("LLMR_GPTOSS_MOE_MMA_PREFILL");
+        unsetenv(packed[v][0]);
     }
     test_pool(dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
