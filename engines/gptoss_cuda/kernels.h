@@ -683,13 +683,6 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
                                     const uint8_t *scales, const uint16_t *b, const int32_t *counts,
                                     const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
                                     int max_pairs, int parts, int warps, float *y, cudaStream_t stream);
-/* The F16 form (the batched decode step's default, LLMR_GPTOSS_BATCH_MOE_F16): the weights decoded to fp16 by
- * byte-permute table lookups (mxfp4_lut.h) scaled by 2^(s - 127 - shift[e]) (shift: the experts' fp16 shifts, tc.h
- * gptoss_mxfp4_f16_shifts; exact down to 2^-24), the activations as two fp16 parts (hi = fp16(x), lo = fp16(x - hi):
- * 22 significant bits, where the bf16 form's 2 parts keep 16), fp32 sums scaled back by 2^shift[e]: ~14 instead of
- * ~20 instructions to decode 8 weights. The caller keeps |x| < 65,504 (fp16's range: the engine checks a bound at
- * load). Not bit for bit the bf16 form (another rounding of x, another k order in the mma); the same bits at any
- * tile size and occupancy. x 16-byte aligned when x_swz. Other arguments and limits as above with parts 2. */
 /* The tiled copy of a matrix of experts (gptoss_mxfp4_tile): the bytes each warp of the streaming kernel loads for one
  * 128-value super-chunk lie together, so a warp's load is 1 KB in one piece instead of 64 bytes from each of 16 rows
  * (loads alone, 398 MB: 3.0 against 2.1 TB/s on an H100, session 30). For tile i (rows 16i .. 16i + 15), super-chunk c
@@ -734,6 +727,13 @@ size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
  * (gptoss_mxfp4_tiled_bytes, 16-byte aligned) and points *t into it. swiglu: gate_up's row order (as the kernel's). */
 cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
                               gptoss_mxfp4_tiled *t, cudaStream_t stream);
+/* The F16 form (the batched decode step's default, LLMR_GPTOSS_BATCH_MOE_F16): the weights decoded to fp16 by
+ * byte-permute table lookups (mxfp4_lut.h) scaled by 2^(s - 127 - shift[e]) (shift: the experts' fp16 shifts, tc.h
+ * gptoss_mxfp4_f16_shifts; exact down to 2^-24), the activations as two fp16 parts (hi = fp16(x), lo = fp16(x - hi):
+ * 22 significant bits, where the bf16 form's 2 parts keep 16), fp32 sums scaled back by 2^shift[e]: ~14 instead of
+ * ~20 instructions to decode 8 weights. The caller keeps |x| < 65,504 (fp16's range: the engine checks a bound at
+ * load). Not bit for bit the bf16 form (another rounding of x, another k order in the mma); the same bits at any
+ * tile size and occupancy. x 16-byte aligned when x_swz. Other arguments and limits as above with parts 2. */
 /* tiled (NULL, or NULL pointers in it: the checkpoint's layout only): the same weights in gptoss_mxfp4_tile's layout,
  * read instead of blocks / scales by every launch of the F16 form; the same bits either way. */
 cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, const int32_t *gather, const uint8_t *blocks,

@@ -46,6 +46,9 @@ static int plan_add(plan *p, const char *name, llmr_st_dtype dt, int ndim, const
 
 static int env_int(const char *name, int dflt, int lo, int hi);
 
+/* LLMR_GPTOSS_MOE_TILED (moe_tiled_fill says what each mode does): 2 auto (the default), 1 wherever it fits, 0 never. */
+static int moe_tiled_mode(void) { return env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2); }
+
 /* The experts' tiled copies of one layer (gptoss_mxfp4_tile: gate_up in its row order, then down, each 256-byte aligned);
  * 0 where the shapes have none. */
 static size_t moe_tiled_gu_bytes(const gptoss_config *c) {
@@ -65,7 +68,7 @@ static int plan_build(const gptoss_config *c, gptoss_model *m, plan *p) {
                    KVD = (uint64_t)c->num_kv_heads * c->head_dim, E = (uint64_t)c->num_experts,
                    I = (uint64_t)c->intermediate_size, V = (uint64_t)c->vocab_size;
     char nm[96];
-    const int tiled_room = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2) != 0;
+    const int tiled_room = moe_tiled_mode() != 0;
 #define ADD(dt, dstp, ...)                                                                         \
     do {                                                                                           \
         const uint64_t shp_[] = {__VA_ARGS__};                                                     \
@@ -432,14 +435,6 @@ static llmr_engine_status router_rwt_fill(gptoss_model *m, char *err, size_t es)
     return LLMR_ENGINE_OK;
 }
 
-/* LLMR_GPTOSS_MOE_TILED: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the F16 form of
- * the streaming expert kernel reads (the batched steps' experts and short prompts': each warp's loads 1 KB in one
- * piece; docs/performance.md, sessions 30-31). A speed-up only, never the reason a load fails: 2 (auto, the default)
- * takes it where the device keeps, beside it, the reserve the expert cache's auto mode leaves (expert_cache_fits: a
- * fifth of the device, at least 2 GiB) and the load's budget allows it; 1 wherever the device and the budget allow it;
- * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. In auto
- * mode moe_tile_in_place (below) comes first: where every expert reader the load's settings pick reads the tiled
- * layout, the copy takes the experts' place and costs nothing. */
 /* Layer w's experts tiled into out (moe_tiled_layer_bytes: gate_up, then down at moe_tiled_gu_bytes), *gt / *dt pointed
  * into it; enqueued on the model's stream. */
 static cudaError_t moe_tile_layer(gptoss_model *m, const layer_weights *w, uint8_t *out, gptoss_mxfp4_tiled *gt,
@@ -451,6 +446,14 @@ static cudaError_t moe_tile_layer(gptoss_model *m, const layer_weights *w, uint8
     return gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, out + moe_tiled_gu_bytes(c), dt, m->stream);
 }
 
+/* LLMR_GPTOSS_MOE_TILED: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the F16 form of
+ * the streaming expert kernel reads (the batched steps' experts and short prompts': each warp's loads 1 KB in one
+ * piece; docs/performance.md, sessions 30-31). A speed-up only, never the reason a load fails: 2 (auto, the default)
+ * takes it where the device keeps, beside it, the reserve the expert cache's auto mode leaves (expert_cache_fits: a
+ * fifth of the device, at least 2 GiB) and the load's budget allows it; 1 wherever the device and the budget allow it;
+ * 0 never. The cache is decided first: on an 80 GB card with the 20b's cache (38 GB) the auto copy stays off. In auto
+ * mode moe_tile_in_place (below) comes first: where every expert reader the load's settings pick reads the tiled
+ * layout, the copy takes the experts' place and costs nothing. */
 static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const size_t per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
@@ -621,7 +624,7 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
         /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
         /* the tiled copy likewise (auto, the default, goes without where it does not fit) */
-        if (env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2) == 1) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
+        if (moe_tiled_mode() == 1) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -1068,7 +1071,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     if (m->batch_moe_f16) { /* the experts' tiled copy (read by the F16 form and the T = 1 kernels): in the experts'
                              * place where every reader the settings pick reads it, else beside them where it fits */
-        const int tiled = env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2);
+        const int tiled = moe_tiled_mode();
         if (tiled == 2 && moe_tiled_in_place_ok(m) && (st = moe_tile_in_place(m, err, es)) != LLMR_ENGINE_OK)
             goto fail;
         if (tiled && !m->moe_tiled_in_place) moe_tiled_fill(m, tiled, need, budget);
