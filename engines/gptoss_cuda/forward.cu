@@ -177,6 +177,15 @@ static int fwd_mma_experts(const gptoss_model *m, int T, int precise) {
     return m->moe_mma && (T <= m->moe_mma_prefill || precise);
 }
 
+/* Whether a whole prompt of T tokens packed into a longer prefill (the scheduler's packing) keeps its experts'
+ * precision there: alone its experts take the tensor-core kernel's F16 form (two fp16 parts per activation, ~2^-22),
+ * and in a pass past the crossover its rows become gptoss_tc_mlp's precise rows (two fp16 parts on the cuBLAS path)
+ * where that path is the fp16 experts' (tc.f16, the fused MLP, not the stacked experts). */
+int gptoss_prompt_precise(const gptoss_model *m, int T) {
+    return T <= m->moe_mma_prefill && fwd_mma_experts(m, T, 0) && m->prompt_moe_f16 && m->use_tc && m->tc.f16 &&
+           m->tc_fused_mlp && !(m->tc.wst[0] && m->tc.wst[1]);
+}
+
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with
  * LLMR_GPTOSS_TC_STACKED=1, off by default). */
 static int fwd_stacked(const gptoss_model *m, int T, int precise) {
@@ -280,7 +289,7 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
  * in its epilogue); else tc.cu's dequantize + cuBLAS for T >= GPTOSS_TC_MIN_T, the SIMT kernels below that.
  * *combined = 1 when the experts' outputs were already added into the residual m->x (gptoss_tc_mlp, which
  * writes no m->dn); else the caller combines m->dn. */
-static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, int precise, int *combined) {
+static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, int Tp, int precise, int *combined) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, E = c->num_experts, I = c->intermediate_size, P = T * GPTOSS_TOPK;
     cudaStream_t st = m->stream;
@@ -296,14 +305,16 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
                                                                                                           : 3,
                                       0);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
-        if ((e = gptoss_tc_fetch_counts(&m->tc, m->counts, E)) != cudaSuccess) return e;
+        if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
+            cudaSuccess)
+            return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
                                   dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift};
         /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
          * does not apply */
         if (m->tc_fused_mlp &&
-            (e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, H,
-                               I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported) {
+            (e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, Tp,
+                               H, I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported) {
             *combined = e == cudaSuccess;
             return e;
         }
@@ -374,6 +385,11 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T, precise);
     /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists) for long chunks; the stacked rows need K % 8 == 0 */
     const int dense = m->use_tc && T >= GPTOSS_DENSE_STACKED_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
+    /* The leading segments that alone would take the tensor-core experts (short prompts, which the scheduler packs
+     * first): in a pass on the cuBLAS path their rows keep that precision as gptoss_tc_mlp's precise rows. */
+    int Tp = 0;
+    if (!stacked && !fwd_mma_experts(m, T, precise) && m->use_tc && T >= GPTOSS_TC_MIN_T)
+        for (int i = 0; i < nseg && gptoss_prompt_precise(m, segs[i].T); i++) Tp = off[i + 1];
     if (stacked && m->tc.ahead) { /* layer 0's expert weights; each layer then prefetches the next */
         FWD_TRY(fwd_prefetch(m, 0, 0, 0), "expert weight prefetch");
         FWD_TRY(fwd_prefetch(m, 0, 1, 0), "expert weight prefetch");
@@ -433,10 +449,10 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
         } else {
             CUDA_TRY(gptoss_router_topk(m->rl, T, E, m->ids, m->rw, st), what);
         }
-        CUDA_TRY(gptoss_moe_route(m->ids, T, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
+        CUDA_TRY(gptoss_moe_route_precise(m->ids, T, Tp, E, m->counts, m->offsets, m->pair_token, m->pair_of, st), what);
         PF_MARK(6 * l + 4);
         int combined = 0; /* the tensor-core MLP also adds into the residual (tc.h gptoss_tc_mlp) */
-        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T, precise, &combined), what);
+        FWD_TRY(stacked ? fwd_experts_stacked(m, l, T) : fwd_experts(m, w, T, Tp, precise, &combined), what);
         PF_MARK(6 * l + 5);
         if (!combined) CUDA_TRY(gptoss_moe_combine(m->dn, m->rw, m->pair_of, T, H, m->x, st), what);
         PF_MARK(6 * l + 6);

@@ -297,6 +297,11 @@ cudaError_t gptoss_router_weights(const float *logits, int T, int E, int32_t *id
  * One block; order inside an expert's group is arbitrary (results do not depend on it). */
 cudaError_t gptoss_moe_route(const int32_t *ids, int T, int E, int32_t *counts, int32_t *offsets,
                              int32_t *pair_token, int32_t *pair_of, cudaStream_t stream);
+/* gptoss_moe_route with the pairs of tokens t < Tp (the precise rows, gptoss_tc_mlp) first in each expert's group,
+ * their count per expert in counts[E + e] and its exclusive prefix sum in offsets[E + e] (so counts and offsets
+ * hold 2E entries when Tp > 0; entries E.. are not written when Tp == 0, which is gptoss_moe_route). */
+cudaError_t gptoss_moe_route_precise(const int32_t *ids, int T, int Tp, int E, int32_t *counts, int32_t *offsets,
+                                     int32_t *pair_token, int32_t *pair_of, cudaStream_t s);
 
 /* Grouped MXFP4 matmul: for expert e and each grouped pair p in [offsets[e], offsets[e]+counts[e]):
  *   y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n],  row(p) = gather ? gather[p] : p,

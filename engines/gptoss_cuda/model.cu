@@ -322,8 +322,8 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(dn, float, P * H);
     CARVE(sample_work, float, gptoss_sample_work(V));
     CARVE(ids, int32_t, C * GPTOSS_TOPK);
-    CARVE(counts, int32_t, E);
-    CARVE(offsets, int32_t, E);
+    CARVE(counts, int32_t, 2 * E); /* [E, 2E): a packed prefill's precise rows (gptoss_moe_route_precise) */
+    CARVE(offsets, int32_t, 2 * E);
     CARVE(pair_token, int32_t, P);
     CARVE(pair_of, int32_t, P);
     CARVE(tok, int32_t, C);

@@ -217,7 +217,8 @@ struct gptoss_model {
     float *batt_part;         /* its scratch for GPTOSS_MAX_BATCH rows (batch_attn only) */
     int32_t *batt_ctr;
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
-    int prefill_pack;         /* whole prompts prefilled together: 2 any, 1 those on the cuBLAS path (LLMR_GPTOSS_PREFILL_PACK; 0: off) */
+    int prefill_pack;         /* whole prompts prefilled together (LLMR_GPTOSS_PREFILL_PACK, scheduler.cu): 3 short with short
+                               * and long with long, 2 any, 1 only those past the experts' crossover, 0 off */
     int step_ahead;           /* 1 (default): a lone row's step launched before its token reaches the host (scheduler.cu
                                * sched_step_ahead); 0 (LLMR_GPTOSS_STEP_AHEAD=0): after */
     int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step;
@@ -305,8 +306,10 @@ llmr_engine_status gptoss_forward(gptoss_session *s, const int32_t *tokens, int 
 /* The same for several sessions' prompt chunks as the rows of one pass (packed prefill): each segment's tokens at its
  * session's end, at most m->chunk rows in all, the sessions distinct. The linears and the experts run over all rows
  * at once, so expert weights are read once for the group; RoPE, the KV store and attention run per segment. Each
- * segment's rows take the same kernels as a lone forward of it where the rows' count picks no other path (the
- * scheduler packs only chunks whose experts would take the cuBLAS path alone too). dbg: only with one segment. */
+ * segment's rows take the same kernels as a lone forward of it where the rows' count picks no other path. Where it
+ * does, the experts' precision is kept: in a pass past the experts' crossover, the leading segments that alone would
+ * take the tensor-core kernel (gptoss_prompt_precise: short prompts, which the scheduler puts first) become
+ * gptoss_tc_mlp's precise rows, two fp16 parts as that kernel's. dbg: only with one segment. */
 #define GPTOSS_MAX_SEGMENTS 16
 typedef struct gptoss_segment {
     gptoss_session *s;
@@ -314,6 +317,8 @@ typedef struct gptoss_segment {
     int T;
 } gptoss_segment;
 llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg, debug_out *dbg, char *err, size_t es);
+/* Whether a whole prompt of T tokens keeps its experts' precision packed into a longer prefill (forward.cu). */
+int gptoss_prompt_precise(const gptoss_model *m, int T);
 /* n tokens in chunks of m->chunk. */
 llmr_engine_status gptoss_eval_tokens(gptoss_session *s, const int32_t *tokens, size_t n, debug_out *dbg, char *err,
                                       size_t es);

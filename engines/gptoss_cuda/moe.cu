@@ -69,31 +69,53 @@ cudaError_t gptoss_router_weights(const float *logits, int T, int E, int32_t *id
     return cudaGetLastError();
 }
 
-__global__ void moe_route_kernel(const int32_t *ids, int T, int E, int32_t *counts, int32_t *offsets,
+/* One block: counts and offsets by expert, then each pair's slot by an atomic cursor per expert. With Tp > 0 each
+ * expert has two cursors, so the pairs of tokens t < Tp (the precise rows) take the first slots of their expert's
+ * group and the rest follow; their count and its prefix sum go to counts[E + e], offsets[E + e]. */
+__global__ void moe_route_kernel(const int32_t *ids, int T, int Tp, int E, int32_t *counts, int32_t *offsets,
                                  int32_t *pair_token, int32_t *pair_of) {
-    __shared__ int cnt[GPTOSS_MAX_EXPERTS], cur[GPTOSS_MAX_EXPERTS];
-    const int P = T * GPTOSS_TOPK;
-    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = 0;
+    __shared__ int cnt[GPTOSS_MAX_EXPERTS], cur[GPTOSS_MAX_EXPERTS], lo[GPTOSS_MAX_EXPERTS], lo_cur[GPTOSS_MAX_EXPERTS];
+    const int P = T * GPTOSS_TOPK, Pp = Tp * GPTOSS_TOPK;
+    for (int e = threadIdx.x; e < E; e += blockDim.x) cnt[e] = lo[e] = 0;
     __syncthreads();
-    for (int p = threadIdx.x; p < P; p += blockDim.x) atomicAdd(&cnt[ids[p]], 1);
+    for (int p = threadIdx.x; p < P; p += blockDim.x) {
+        atomicAdd(&cnt[ids[p]], 1);
+        if (p < Pp) atomicAdd(&lo[ids[p]], 1);
+    }
     __syncthreads();
     if (threadIdx.x == 0) {
-        int off = 0;
-        for (int e = 0; e < E; e++) { cur[e] = off; counts[e] = cnt[e]; offsets[e] = off; off += cnt[e]; }
+        int off = 0, lo_off = 0;
+        for (int e = 0; e < E; e++) {
+            counts[e] = cnt[e];
+            offsets[e] = off;
+            lo_cur[e] = off;
+            cur[e] = off + lo[e];
+            if (Tp > 0) {
+                counts[E + e] = lo[e];
+                offsets[E + e] = lo_off;
+            }
+            off += cnt[e];
+            lo_off += lo[e];
+        }
     }
     __syncthreads();
     for (int p = threadIdx.x; p < P; p += blockDim.x) {
-        const int slot = atomicAdd(&cur[ids[p]], 1);
+        const int slot = atomicAdd(p < Pp ? &lo_cur[ids[p]] : &cur[ids[p]], 1);
         pair_token[slot] = p / GPTOSS_TOPK;
         pair_of[p] = slot;
     }
 }
 
+cudaError_t gptoss_moe_route_precise(const int32_t *ids, int T, int Tp, int E, int32_t *counts, int32_t *offsets,
+                                     int32_t *pair_token, int32_t *pair_of, cudaStream_t s) {
+    if (E <= 0 || E > GPTOSS_MAX_EXPERTS || Tp < 0 || Tp > T) return cudaErrorInvalidValue;
+    moe_route_kernel<<<1, 1024, 0, s>>>(ids, T, Tp, E, counts, offsets, pair_token, pair_of);
+    return cudaGetLastError();
+}
+
 cudaError_t gptoss_moe_route(const int32_t *ids, int T, int E, int32_t *counts, int32_t *offsets,
                              int32_t *pair_token, int32_t *pair_of, cudaStream_t s) {
-    if (E <= 0 || E > GPTOSS_MAX_EXPERTS) return cudaErrorInvalidValue;
-    moe_route_kernel<<<1, 1024, 0, s>>>(ids, T, E, counts, offsets, pair_token, pair_of);
-    return cudaGetLastError();
+    return gptoss_moe_route_precise(ids, T, 0, E, counts, offsets, pair_token, pair_of, s);
 }
 
 /* Grouped MXFP4 tile matmul, the same 64x64 tiling as linear.cu with K slices of exactly one MXFP4

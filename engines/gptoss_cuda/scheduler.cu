@@ -227,17 +227,14 @@ static void sched_prefill_done(gptoss_model *m, gen_req *r) {
 }
 
 /* Whether r's whole prompt may go into a packed prefill: not started, not cancelled, at most `room`, and
- *   prefill_pack 1 (the default): longer than the tensor-core experts' crossover (m->moe_mma_prefill), so alone it
- *     takes the same cuBLAS path over the fp16 expert cache as in a group;
- *   prefill_pack 2 (opt-in): of any length. A prompt up to the crossover then takes the cuBLAS path too when its
- *     group passes the crossover, whose fixed cost (~20 ms a slice on the 20b) the group shares: 64 streams +9.7% on
- *     the H200. But that path (one fp16 part per activation) moves such a prompt's logits from its lone run's (the
- *     tensor-core kernel's) by more than the 20b batching check's near-ties explain: 3 of its 19 checks fail
- *     (docs/performance.md, session 32). */
-static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room) {
+ *   longer than the tensor-core experts' crossover (m->moe_mma_prefill), so alone it takes the same cuBLAS path over
+ *   the fp16 expert cache as in a group (prefill_pack 1 packs only these);
+ *   or short, with prefill_pack 3 (the default) or 2 (sched_prefill_packed says with which others). *is_short says
+ *   which. */
+static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room, int *is_short) {
     const size_t n = r->in->n_tokens;
-    return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n <= room &&
-           (m->prefill_pack == 2 || n > (size_t)m->moe_mma_prefill);
+    *is_short = n <= (size_t)m->moe_mma_prefill;
+    return m->use_tc && r->prefilled == 0 && !cancelled(r->s) && n <= room && (!*is_short || m->prefill_pack >= 2);
 }
 
 /* LLMR_GPTOSS_SCHED_TRACE=1: a packed prefill's prompts, each by its first position and length. */
@@ -250,23 +247,41 @@ static void sched_trace_packed(const gptoss_model *m, const gptoss_segment *seg,
 /* Packed prefill (m->prefill_pack): when the first admitted request's whole prompt is packable, later admitted ones
  * that are too join it, up to the slice's token budget and GPTOSS_MAX_SEGMENTS, and all go through one forward
  * (gptoss_forward_segments): their expert weights are read once for the group instead of once per prompt, which for
- * prompts on the cuBLAS path (fp16 expert cache) is most of a prompt's cost. Returns 1 when it ran a group of two or
- * more (each request then off the list, running or answered), 0 when nothing was packed. */
+ * prompts on the cuBLAS path (fp16 expert cache) is most of a prompt's cost (~20 ms a slice on the 20b), and the
+ * group shares it. Short prompts (prefill_pack 2 and 3) go first in the pass: alone their experts take the
+ * tensor-core kernel, and in a pass past the crossover they keep its precision as precise rows
+ * (gptoss_prompt_precise; before those, session 32, they took one fp16 part there and the 20b batching check failed).
+ * Where this load has no precise rows, a short prompt groups only with short ones and within the crossover, where the
+ * pass takes the kernel as each alone. With prefill_pack 3 (the default) a group holds only prompts of its first
+ * one's kind, so the long prompts' groups are those of mode 1, which the 20b batching check passed for many sessions:
+ * a long prompt's experts take one fp16 part, whose rounding can turn fp32-level differences between two groups'
+ * GEMM shapes into larger ones, and mode 2 (any with any: +1% at 64 streams on the H200) puts it into more kinds of
+ * groups (docs/performance.md, session 33). Returns 1 when it ran a group of two or more (each request then off the
+ * list, running or answered), 0 when nothing was packed. */
 static int sched_prefill_packed(gptoss_model *m, size_t cap) {
     gen_req *r = m->pf_head;
-    if (!m->prefill_pack || !sched_packable(m, r, cap)) return 0;
+    int head_short, q_short;
+    if (!m->prefill_pack || !sched_packable(m, r, cap, &head_short)) return 0;
+    const int within = head_short && !gptoss_prompt_precise(m, (int)r->in->n_tokens);
+    if (within && cap > (size_t)m->moe_mma_prefill) cap = (size_t)m->moe_mma_prefill;
     gen_req *grp[GPTOSS_MAX_SEGMENTS];
-    gptoss_segment seg[GPTOSS_MAX_SEGMENTS];
+    int grp_short[GPTOSS_MAX_SEGMENTS];
     size_t used = 0;
     int k = 0;
     for (gen_req *q = r; q && k < GPTOSS_MAX_SEGMENTS && m->n_rows + k < GPTOSS_MAX_BATCH; q = q->next)
-        if (sched_packable(m, q, cap - used)) {
+        if (sched_packable(m, q, cap - used, &q_short) && (m->prefill_pack != 3 || q_short == head_short) &&
+            (within ? q_short : !q_short || gptoss_prompt_precise(m, (int)q->in->n_tokens))) {
             grp[k] = q;
-            seg[k] = (gptoss_segment){q->s, q->in->tokens, (int)q->in->n_tokens};
+            grp_short[k] = q_short;
             used += q->in->n_tokens;
             k++;
         }
     if (k < 2) return 0;
+    gptoss_segment seg[GPTOSS_MAX_SEGMENTS];
+    int ns = 0;
+    for (int pass = 1; pass >= 0; pass--) /* the short prompts first, each kind in list order */
+        for (int i = 0; i < k; i++)
+            if (grp_short[i] == pass) seg[ns++] = (gptoss_segment){grp[i]->s, grp[i]->in->tokens, (int)grp[i]->in->n_tokens};
     char err[512] = "";
     const int ea = ss_mark(m);
     if (m->trace) sched_trace_packed(m, seg, k);
@@ -1043,8 +1058,9 @@ int gptoss_sched_start(gptoss_model *m) {
     m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
     m->trace = sched_env("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
     m->step_ahead = sched_env("LLMR_GPTOSS_STEP_AHEAD", 1, 0, 1);
-    /* packed prefill (sched_prefill_packed): 1 prompts past the experts' crossover, 2 any (opt-in), 0 off */
-    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 1, 0, 2);
+    /* packed prefill (sched_prefill_packed): 3 (default) short prompts with short ones (precise rows), long with
+     * long; 2 any with any; 1 only prompts past the experts' crossover (session 21's rule); 0 off */
+    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 3, 0, 3);
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
         if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||

@@ -66,6 +66,23 @@ static __device__ __forceinline__ long part_row(int p, int s, int rows, int spli
     return r0 + s * step;
 }
 
+/* The fp16 experts' rows of grouped pair p (mlp_f16; *e_out its expert): its row, and in *lo_row the row of its
+ * second fp16 part, -1 where it has none. Without precise rows: row p, one part each (offsets may then be NULL).
+ * With them (gptoss_moe_route_precise: counts[E + e] = lo_e, the expert's precise pairs, which come first in its
+ * group, and offsets[E + e] their prefix sum) expert e's rows start at off_e + lo_off_e: its cnt_e pairs' rows,
+ * then the second parts of its first lo_e pairs. */
+static __device__ __forceinline__ long f16_pair_rows(int p, const int32_t *offsets, const int32_t *counts, int E,
+                                                     int precise, int *e_out, long *lo_row) {
+    long row;
+    part_rows(p, 1, 1, offsets, counts, E, 0, e_out, &row); /* row p, and its expert */
+    *lo_row = -1;
+    if (!precise) return row;
+    const int e = *e_out;
+    row += offsets[E + e];
+    if (p - offsets[e] < counts[E + e]) *lo_row = row + counts[e];
+    return row;
+}
+
 __global__ void tc_split_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
                                 const int32_t *counts, int E, int pad, int rows, int K, int splits, uint16_t *xs) {
     const int p = blockIdx.x;
@@ -139,15 +156,17 @@ __global__ void tc_swiglu_split_kernel(const float *ys, const int32_t *offsets, 
 template <bool F16>
 __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows,
                                          int N, int splits, const uint16_t *b, const float *w, const int32_t *pair_of,
-                                         const int32_t *shift, const int32_t *rshift, float *x) {
+                                         const int32_t *shift, const int32_t *rshift, int precise, float *x) {
     const int t = blockIdx.x;
-    long r[GPTOSS_TOPK][3];
+    long r[GPTOSS_TOPK][3], lo[GPTOSS_TOPK];
     const uint16_t *bb[GPTOSS_TOPK];
     float wk[GPTOSS_TOPK], unscale[GPTOSS_TOPK];
     for (int k = 0; k < GPTOSS_TOPK; k++) {
         const int p = pair_of[(size_t)t * GPTOSS_TOPK + k];
         int e = 0;
-        for (int s = 0; s < splits; s++) r[k][s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
+        if (F16) r[k][0] = f16_pair_rows(p, offsets, counts, E, precise, &e, &lo[k]);
+        else
+            for (int s = 0; s < splits; s++) r[k][s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
         bb[k] = b ? b + (size_t)e * N : NULL;
         wk[k] = w[(size_t)t * GPTOSS_TOPK + k];
         unscale[k] = F16 ? ldexpf(1.0f, shift[e] - rshift[p]) : 1.0f; /* fp16 experts: 2^(c_e - r_p), exact */
@@ -157,6 +176,10 @@ __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets
 #pragma unroll
         for (int k = 0; k < GPTOSS_TOPK; k++) {
             float4 v0 = *(const float4 *)(ys + r[k][0] * N + n);
+            if (F16 && lo[k] >= 0) { /* a precise pair: its second part's products */
+                const float4 l4 = *(const float4 *)(ys + lo[k] * N + n);
+                v0.x += l4.x; v0.y += l4.y; v0.z += l4.z; v0.w += l4.w;
+            }
             if (F16) { v0.x *= unscale[k]; v0.y *= unscale[k]; v0.z *= unscale[k]; v0.w *= unscale[k]; }
             float v[4] = {v0.x, v0.y, v0.z, v0.w};
             for (int s = 1; s < splits; s++) {
@@ -202,33 +225,50 @@ static __device__ __forceinline__ int f16_row_shift(float m) {
     return r < 126 ? r : 126;
 }
 
-/* Row p of the grouped activations (x[gather[p]], or x[p]) as fp16 x 2^r at xs[p, :], r in rshift[p]. */
-__global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gather, int K, __half *xs, int32_t *rshift) {
+/* Pair p's grouped activations (x[gather[p]], or x[p]) as fp16 x 2^r at its row of xs (f16_pair_rows: row p without
+ * precise rows), r in rshift[p]; a precise pair also the rounding residual, fp16(x 2^r - its fp16), at its second
+ * row (the difference is exact in fp32, so the two parts hold x to ~2^-22). */
+__global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
+                                    const int32_t *counts, int E, int precise, int K, __half *xs, int32_t *rshift) {
     const int p = blockIdx.x;
     const float *xr = x + (size_t)(gather ? gather[p] : p) * ldx;
+    int e;
+    long lo;
+    const long row = f16_pair_rows(p, offsets, counts, E, precise, &e, &lo);
     float m = 0.0f;
     for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));
     const int r = f16_row_shift(block_max(m));
     const float sc = ldexpf(1.0f, r);
-    for (int k = threadIdx.x; k < K; k += blockDim.x) xs[(size_t)p * K + k] = __float2half_rn(xr[k] * sc);
+    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+        const float v = xr[k] * sc;
+        const __half hv = __float2half_rn(v);
+        xs[(size_t)row * K + k] = hv;
+        if (lo >= 0) xs[(size_t)lo * K + k] = __float2half_rn(v - __half2float(hv));
+    }
     if (threadIdx.x == 0) rshift[p] = r;
 }
 
-/* The fp16 form of tc_swiglu_split_kernel: pair p's gate_up row (one part, times 2^(c_e - r_p)) plus the bias,
- * through gptoss_swiglu_value into shared memory ([I] floats), then written as the down GEMM's fp16 row with its
- * own shift (rshift_out[p]). */
-__global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int rows, int I,
+/* The fp16 form of tc_swiglu_split_kernel: pair p's gate_up row (one part, or a precise pair's two parts summed,
+ * times 2^(c_e - r_p)) plus the bias, through gptoss_swiglu_value into shared memory ([I] floats), then written as
+ * the down GEMM's fp16 row with its own shift (rshift_out[p]), and a precise pair's residual row as
+ * tc_split_f16_kernel writes it. */
+__global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int precise, int I,
                                      const uint16_t *b, const int32_t *shift, const int32_t *rshift_in, float alpha,
                                      float limit, __half *xs, int32_t *rshift_out) {
     extern __shared__ float act[];
     const int p = blockIdx.x, N = 2 * I;
     int e = 0;
-    const long row = part_row(p, 0, rows, 1, offsets, counts, E, 0, &e);
+    long lo;
+    const long row = f16_pair_rows(p, offsets, counts, E, precise, &e, &lo);
     const uint16_t *bb = b ? b + (size_t)e * N : NULL;
     const float unscale = ldexpf(1.0f, shift[e] - rshift_in[p]);
     float m = 0.0f;
     for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
         float4 v = *(const float4 *)(ys + row * N + 2 * j); /* gate j, up j, gate j+1, up j+1 */
+        if (lo >= 0) { /* a precise pair: its second part's products */
+            const float4 l4 = *(const float4 *)(ys + lo * N + 2 * j);
+            v.x += l4.x; v.y += l4.y; v.z += l4.z; v.w += l4.w;
+        }
         v.x *= unscale; v.y *= unscale; v.z *= unscale; v.w *= unscale;
         if (bb) add_bias4(&v, bb + 2 * j);
         act[j] = gptoss_swiglu_value(v.x, v.y, alpha, limit);
@@ -237,8 +277,12 @@ __global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, co
     }
     const int r = f16_row_shift(block_max(m)); /* its barriers also order act[] */
     const float sc = ldexpf(1.0f, r);
-    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x)
-        *(__half2 *)(xs + row * I + j) = __floats2half2_rn(act[j] * sc, act[j + 1] * sc);
+    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
+        const float a0 = act[j] * sc, a1 = act[j + 1] * sc;
+        const __half2 h = __floats2half2_rn(a0, a1);
+        *(__half2 *)(xs + row * I + j) = h;
+        if (lo >= 0) *(__half2 *)(xs + lo * I + j) = __floats2half2_rn(a0 - __low2float(h), a1 - __high2float(h));
+    }
     if (threadIdx.x == 0) rshift_out[p] = r;
 }
 
@@ -421,6 +465,7 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
     tc->stream = stream;
     tc->splits = splits;
     tc->why[0] = 0;
+    tc->counts_fetched = 0;
     if (splits < 2 || splits > 3) {
         snprintf(err, es, "LLMR_GPTOSS_TC_SPLIT must be 2 or 3 (got %d)", splits);
         return -1;
@@ -438,9 +483,9 @@ int gptoss_tc_init(gptoss_tc *tc, cudaStream_t stream, int splits, void *cublas_
         snprintf(err, es, "configuring the cuBLAS handle failed: %s", cublasGetStatusString(s));
         return -1;
     }
-    if (cudaMallocHost((void **)&tc->counts_host, GPTOSS_MAX_EXPERTS * sizeof(int32_t)) != cudaSuccess) {
+    if (cudaMallocHost((void **)&tc->counts_host, 2 * GPTOSS_MAX_EXPERTS * sizeof(int32_t)) != cudaSuccess) {
         tc->counts_host = NULL;
-        snprintf(err, es, "cannot pin %zu bytes for the expert counts", GPTOSS_MAX_EXPERTS * sizeof(int32_t));
+        snprintf(err, es, "cannot pin %zu bytes for the expert counts", 2 * GPTOSS_MAX_EXPERTS * sizeof(int32_t));
         return -1;
     }
     /* the stacked experts' dequantization stream and its events (tc_stacked.cu) */
@@ -617,11 +662,23 @@ int gptoss_tc_streams_setup(gptoss_tc *tc, int n_streams, char *err, size_t es) 
     return 0;
 }
 
-cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E) {
+/* n = E, or 2E with the precise rows' counts (tc->counts_fetched says which, for gptoss_tc_mlp's check). */
+static cudaError_t fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E, int n) {
+    tc->counts_fetched = 0;
     if (E <= 0 || E > GPTOSS_MAX_EXPERTS) return cudaErrorInvalidValue;
-    cudaError_t e = cudaMemcpyAsync(tc->counts_host, counts_dev, (size_t)E * sizeof(int32_t), cudaMemcpyDeviceToHost,
+    cudaError_t e = cudaMemcpyAsync(tc->counts_host, counts_dev, (size_t)n * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                     tc->stream);
-    return e == cudaSuccess ? cudaStreamSynchronize(tc->stream) : e;
+    if (e == cudaSuccess) e = cudaStreamSynchronize(tc->stream);
+    if (e == cudaSuccess) tc->counts_fetched = n;
+    return e;
+}
+
+cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E) {
+    return fetch_counts(tc, counts_dev, E, E);
+}
+
+cudaError_t gptoss_tc_fetch_counts_precise(gptoss_tc *tc, const int32_t *counts_dev, int E) {
+    return fetch_counts(tc, counts_dev, E, 2 * E);
 }
 
 static cudaError_t experts_batched(gptoss_tc *tc, const float *x, int ldx, const int32_t *gather, const uint8_t *blocks,
@@ -694,12 +751,14 @@ static cudaError_t experts_dequant(gptoss_tc *tc, const uint8_t *blocks, const u
 }
 
 /* The per-expert layout's GEMMs, x already split into tc->xs: expert e's S * cnt_e partial rows into tc->ys
- * from row S * off_e (S = 1 and fp16 weights and rows where shift is given: the fp16 experts). dq_all: one
+ * from row S * off_e (S = 1 and fp16 weights and rows where shift is given: the fp16 experts; with lo_host, their
+ * precise rows, cnt_e + lo_e rows from off_e + lo_off_e: f16_pair_rows' layout). dq_all: one
  * launch for every used expert (experts without tokens skipped on the device); with the cache (wbf_all),
  * none. With every weight in place the GEMMs go round robin over the GEMM streams (forked after the split
  * and the dequantization, joined before the caller's reduce). */
 static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uint8_t *scales, const int32_t *shift,
-                                 const uint16_t *wbf_all, const int32_t *counts_dev, int E, int K, int N) {
+                                 const uint16_t *wbf_all, const int32_t *counts_dev, const int32_t *lo_host, int E, int K,
+                                 int N) {
     const int S = shift ? 1 : tc->splits;
     const int all = wbf_all || (tc->dq_all && (size_t)E * N * K <= tc->wbf_elems);
     const uint16_t *W = wbf_all ? wbf_all : tc->wbf;
@@ -707,17 +766,16 @@ static cudaError_t experts_gemms(gptoss_tc *tc, const uint8_t *blocks, const uin
     if (all && !wbf_all) r = experts_dequant(tc, blocks, scales, shift, counts_dev, -1, E, K, N, tc->wbf);
     const int ns = all ? gptoss_tc_gemm_streams(tc) : 1;
     if (r == cudaSuccess) r = gptoss_tc_fork(tc, ns);
-    long off = 0;
-    int j = 0; /* used experts so far: the j-th goes to GEMM stream j % ns */
+    long row = 0; /* the expert's first row */
+    int j = 0;    /* used experts so far: the j-th goes to GEMM stream j % ns */
     for (int e = 0; e < E && r == cudaSuccess; e++) {
-        const int cnt = tc->counts_host[e];
+        const int cnt = tc->counts_host[e], rows = S * cnt + (lo_host ? lo_host[e] : 0);
         if (cnt == 0) continue;
         const uint16_t *w = all ? W + (size_t)e * N * K : tc->wbf;
         if (!all) r = experts_dequant(tc, blocks, scales, shift, counts_dev, e, E, K, N, tc->wbf);
         if (r == cudaSuccess)
-            r = gemm_rows_on(tc, j++ % ns, shift != NULL, w, K, N, S * cnt, tc->xs + (size_t)S * off * K,
-                             tc->ys + (size_t)S * off * N);
-        off += cnt;
+            r = gemm_rows_on(tc, j++ % ns, shift != NULL, w, K, N, rows, tc->xs + (size_t)row * K, tc->ys + (size_t)row * N);
+        row += rows;
     }
     return gptoss_tc_join(tc, ns, r);
 }
@@ -733,34 +791,53 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
         return experts_batched(tc, x, ldx, gather, blocks, scales, wbf_all, b, counts_dev, offsets_dev, E, P, K, N,
                                (int)pad, y);
     cudaError_t r = gptoss_tc_split(x, ldx, gather, offsets_dev, counts_dev, E, P, K, tc->splits, tc->xs, tc->stream);
-    if (r == cudaSuccess) r = experts_gemms(tc, blocks, scales, NULL, wbf_all, counts_dev, E, K, N);
+    if (r == cudaSuccess) r = experts_gemms(tc, blocks, scales, NULL, wbf_all, counts_dev, NULL, E, K, N);
     if (r == cudaSuccess)
         r = gptoss_tc_reduce(tc->ys, offsets_dev, counts_dev, E, P, N, tc->splits, b, y, N, 0, tc->stream);
     return r;
 }
 
 /* gptoss_tc_mlp on the fp16 experts (tc.h): the checks gptoss_tc_mlp made, then split (fp16, row shifts into
- * rshift[0, P)), gate_up GEMMs, SwiGLU + fp16 split (shifts into rshift[P, 2P)), down GEMMs, combine. */
+ * rshift[0, P)), gate_up GEMMs, SwiGLU + fp16 split (shifts into rshift[P, 2P)), down GEMMs, combine; the pairs of
+ * the precise rows (Tp > 0) with a second fp16 part in rows of their own (f16_pair_rows). */
 static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
                            const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
-                           const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
-                           float *x) {
+                           const float *rw, const int32_t *pair_of, int E, int T, int Tp, int H, int I, float alpha,
+                           float limit, float *x) {
     const int P = T * GPTOSS_TOPK;
     if (!gu->shift || !dn->shift || (size_t)2 * P > tc->rshift_elems || !tc->rshift) return cudaErrorInvalidValue;
     if (I > GPTOSS_TC_F16_MAX_I) return cudaErrorNotSupported;
+    const int32_t *lo_host = NULL;
+    if (Tp > 0) { /* the second parts' rows: counts fetched with them, each expert's lo_e within its pairs, 4 Tp in all */
+        if (tc->counts_fetched != 2 * E) return cudaErrorInvalidValue;
+        lo_host = tc->counts_host + E;
+        long lo = 0;
+        for (int e = 0; e < E; e++) {
+            if (lo_host[e] < 0 || lo_host[e] > tc->counts_host[e]) return cudaErrorInvalidValue;
+            lo += lo_host[e];
+        }
+        if (lo != (long)Tp * GPTOSS_TOPK || !gptoss_tc_fits(tc, 1, P + (int)lo, H, 2 * I) ||
+            !gptoss_tc_fits(tc, 1, P + (int)lo, I, H))
+            return cudaErrorInvalidValue;
+    }
+    const int precise = Tp > 0;
     int32_t *rs_gu = tc->rshift, *rs_dn = tc->rshift + P;
-    tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, H, (__half *)tc->xs, rs_gu);
+    tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, offsets_dev, counts_dev, E, precise, H,
+                                                             (__half *)tc->xs, rs_gu);
     cudaError_t r = cudaGetLastError();
-    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, gu->shift, gu->bf16, counts_dev, E, H, 2 * I);
+    if (r == cudaSuccess)
+        r = experts_gemms(tc, gu->blocks, gu->scales, gu->shift, gu->bf16, counts_dev, lo_host, E, H, 2 * I);
     if (r == cudaSuccess) {
         tc_swiglu_f16_kernel<<<(unsigned)P, 256, (size_t)I * sizeof(float), tc->stream>>>(
-            tc->ys, offsets_dev, counts_dev, E, P, I, gu->bias, gu->shift, rs_gu, alpha, limit, (__half *)tc->xs, rs_dn);
+            tc->ys, offsets_dev, counts_dev, E, precise, I, gu->bias, gu->shift, rs_gu, alpha, limit, (__half *)tc->xs,
+            rs_dn);
         r = cudaGetLastError();
     }
-    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->shift, dn->bf16, counts_dev, E, I, H);
+    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->shift, dn->bf16, counts_dev, lo_host, E, I, H);
     if (r == cudaSuccess) {
         tc_reduce_combine_kernel<true><<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, 1,
-                                                                            dn->bias, rw, pair_of, dn->shift, rs_dn, x);
+                                                                            dn->bias, rw, pair_of, dn->shift, rs_dn,
+                                                                            precise, x);
         r = cudaGetLastError();
     }
     return r;
@@ -768,26 +845,28 @@ static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t
 
 cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
-                          const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
-                          float *x) {
+                          const float *rw, const int32_t *pair_of, int E, int T, int Tp, int H, int I, float alpha,
+                          float limit, float *x) {
     const int P = T * GPTOSS_TOPK;
     if (T <= 0) return cudaSuccess;
+    if (Tp < 0 || Tp > T || (Tp > 0 && !tc->f16)) return cudaErrorInvalidValue;
     if (!experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H)) return cudaErrorInvalidValue;
     if (I % 2 || H % 4 || ((uintptr_t)x & 15) || experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H))
         return cudaErrorNotSupported;
-    if (tc->f16) return mlp_f16(tc, h, ldh, gather, gu, dn, counts_dev, offsets_dev, rw, pair_of, E, T, H, I, alpha, limit, x);
+    if (tc->f16)
+        return mlp_f16(tc, h, ldh, gather, gu, dn, counts_dev, offsets_dev, rw, pair_of, E, T, Tp, H, I, alpha, limit, x);
     const int S = tc->splits;
     cudaError_t r = gptoss_tc_split(h, ldh, gather, offsets_dev, counts_dev, E, P, H, S, tc->xs, tc->stream);
-    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, NULL, gu->bf16, counts_dev, E, H, 2 * I);
+    if (r == cudaSuccess) r = experts_gemms(tc, gu->blocks, gu->scales, NULL, gu->bf16, counts_dev, NULL, E, H, 2 * I);
     if (r == cudaSuccess) {
         tc_swiglu_split_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, I, S, gu->bias,
                                                                     alpha, limit, tc->xs);
         r = cudaGetLastError();
     }
-    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, NULL, dn->bf16, counts_dev, E, I, H);
+    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, NULL, dn->bf16, counts_dev, NULL, E, I, H);
     if (r == cudaSuccess) {
         tc_reduce_combine_kernel<false><<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, S,
-                                                                             dn->bias, rw, pair_of, NULL, NULL, x);
+                                                                             dn->bias, rw, pair_of, NULL, NULL, 0, x);
         r = cudaGetLastError();
     }
     return r;

@@ -70,7 +70,8 @@ typedef struct gptoss_tc {
     int dq_all;             /* per-expert path: 1 = every used expert dequantized by one launch into wbf (room
                              * for E experts), then the GEMMs; 0 = a launch before each GEMM (one expert of
                              * scratch). Same values; fewer host calls per layer (LLMR_GPTOSS_TC_DQ_ALL) */
-    int32_t *counts_host;   /* pinned [GPTOSS_MAX_EXPERTS] */
+    int32_t *counts_host;   /* pinned [2 GPTOSS_MAX_EXPERTS]: the expert counts, then the precise rows' (fetch_counts_precise) */
+    int counts_fetched;     /* how many of them the last fetch read: E, 2E, or 0 after a failed one */
     char why[160];          /* the last cuBLAS failure, for the caller's message */
     /* K-stacked experts (tc_stacked.cu; see "Stacked experts" below) */
     uint16_t *wst[2];       /* dequantized stacked weights of every expert: [0] gate_up, [1] down */
@@ -139,6 +140,8 @@ cudaError_t gptoss_tc_gemm_split(gptoss_tc *tc, int splits, const uint16_t *W, i
 
 /* Reads the expert counts (device, from gptoss_moe_route) into tc->counts_host; waits for them. */
 cudaError_t gptoss_tc_fetch_counts(gptoss_tc *tc, const int32_t *counts_dev, int E);
+/* The same for a routing by gptoss_moe_route_precise: 2E counts (the precise rows' lo_e after the E counts). */
+cudaError_t gptoss_tc_fetch_counts_precise(gptoss_tc *tc, const int32_t *counts_dev, int E);
 
 /* As gptoss_mxfp4_grouped (kernels.h) for P = 4T grouped pairs, on tensor cores, with the counts
  * already on the host (gptoss_tc_fetch_counts): y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n].
@@ -170,11 +173,19 @@ typedef struct gptoss_tc_experts_w {
  * aligned; cudaErrorInvalidValue as gptoss_tc_experts. With tc->f16 the GEMMs take one fp16 part ("fp16
  * experts" above: not the bits of the bf16 calls; needs gu->shift, dn->shift, 2P <= rshift_elems and
  * I <= GPTOSS_TC_F16_MAX_I, else cudaErrorInvalidValue / cudaErrorNotSupported); the four calls it stands for
- * have no fp16 form, so a caller falling back from it must not pass them an fp16 cache. */
+ * have no fp16 form, so a caller falling back from it must not pass them an fp16 cache.
+ *
+ * Precise rows (Tp > 0, fp16 experts only, else cudaErrorInvalidValue): the tokens t < Tp take a second fp16 part
+ * per activation, the rounding residual of the first, in GEMM rows of their own (each expert's M grows by its
+ * precise pairs; the weights are read once), so their products hold the activations to ~2^-22 as the tensor-core
+ * kernel's two fp16 parts do (kernels.h gptoss_mxfp4_mma_stream_f16), while the other rows keep one part. A packed
+ * prefill gives them to its short prompts, which alone take that kernel (forward.cu). Needs the routing of
+ * gptoss_moe_route_precise with the same Tp (counts and offsets of 2E) fetched by gptoss_tc_fetch_counts_precise,
+ * and scratch for P + 4 Tp rows (two splits' worth holds them); cudaErrorInvalidValue otherwise, before any launch. */
 cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t *gather, const gptoss_tc_experts_w *gu,
                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
-                          const float *rw, const int32_t *pair_of, int E, int T, int H, int I, float alpha, float limit,
-                          float *x);
+                          const float *rw, const int32_t *pair_of, int E, int T, int Tp, int H, int I, float alpha,
+                          float limit, float *x);
 
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each): the

@@ -901,8 +901,9 @@ int main(int argc, char **argv) {
      * has no expert cache, so its crossover (640 tokens) keeps every prompt here below it. With the crossover at 64
      * the prompts of 100..300 tokens (1,010 together) are grouped in the batched runs: the same tokens as alone (both
      * runs on the same paths), and fewer prefill slices than prompts. LLMR_GPTOSS_PREFILL_PACK=2 (opt-in) groups
-     * prompts of any length: with the tiny model's crossover above its 512-token chunk every group still takes the
-     * tensor-core kernel, as each prompt alone. */
+     * short prompts too: the tiny model has no precise rows (no fp16 experts), so they group only with short ones and
+     * within the crossover, where the pass takes the tensor-core kernel as each prompt alone. (Its precise rows, on
+     * the 20b, are checked by the kernels' test_tc_moe_f16_precise and by this program with --model and the mode set.) */
     static const char *const packed[2][2] = {{"LLMR_GPTOSS_MOE_MMA_PREFILL", "64"}, {"LLMR_GPTOSS_PREFILL_PACK", "2"}};
     for (int v = 0; v < 2; v++) {
         printf("     with %s=%s (packed prefill):\n", packed[v][0], packed[v][1]);

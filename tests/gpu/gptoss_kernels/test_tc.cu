@@ -299,7 +299,8 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
     auto mlp_check = [&](const uint16_t *gu_w, const uint16_t *dn_w, const char *how) {
         const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, NULL}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, NULL};
         CK(cudaMemcpy(dres2, c.x0.data(), (size_t)T * H * sizeof(float), cudaMemcpyHostToDevice));
-        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, H, I, c.alpha,
+        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, 0, H, I,
+                                            c.alpha,
                                             c.limit, dres2);
         char w3[160];
         if (no_batched == 0) {
@@ -440,7 +441,8 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds) {
         const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds};
         CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
-        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, H, I, c.alpha,
+        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, 0, H, I,
+                                            c.alpha,
                                             c.limit, dres);
         if (r != cudaSuccess) return std::make_pair(r, std::vector<float>());
         return std::make_pair(r, dev_download(dres, c.x0.size()));
@@ -476,6 +478,98 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     }
     cudaFree(dres);
     cudaFree(dsh);
+    moe_case_free(&c);
+    tc_free(&tc, ws);
+}
+
+/* Precise rows (gptoss_tc_mlp with Tp > 0, a packed prefill's short prompts): the pairs of tokens t < Tp take a
+ * second fp16 part per activation, so those rows' MoE outputs (out - x0) meet the CPU in double within 2e-6 relative
+ * L2 as the tensor-core kernel's two fp16 parts do, where one part leaves them further off (checked too: the bound
+ * tells the two apart); the other rows keep one part (1e-3, as above). gptoss_moe_route_precise puts each expert's
+ * precise pairs first and writes their counts and prefix sums after the E counts: checked on the host. xexp as in
+ * test_tc_moe_f16 (rows far outside fp16's range: the residual part takes the same row shift). */
+static void test_tc_moe_f16_precise(int T, int Tp, int H, int I, int E, int xexp, int streams) {
+    moe_case c;
+    moe_case_make(&c, T, H, I, E);
+    for (auto &v : c.x) v = ldexpf(v, xexp);
+    for (auto &v : c.gus) v = (uint8_t)(v - xexp);
+    CK(cudaMemcpy(c.dx, c.x.data(), c.x.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(c.dgus, c.gus.data(), c.gus.size(), cudaMemcpyHostToDevice));
+    const int P = c.P;
+    int32_t *dcnt = NULL, *doff = NULL, *dsh = NULL;
+    CK(cudaMalloc((void **)&dcnt, 2 * E * sizeof(int32_t)));
+    CK(cudaMalloc((void **)&doff, 2 * E * sizeof(int32_t)));
+    CK(gptoss_moe_route_precise(c.dids, T, Tp, E, dcnt, doff, c.dpt, c.dpo, 0));
+    { /* the routing: the normal counts and offsets, then each expert's precise pairs first, counted after them */
+        const auto cnt = dev_download(dcnt, (size_t)2 * E), off = dev_download(doff, (size_t)2 * E);
+        const auto ref_cnt = dev_download(c.dcnt, (size_t)E), ref_off = dev_download(c.doff, (size_t)E);
+        const auto ids = dev_download(c.dids, (size_t)P), pt = dev_download(c.dpt, (size_t)P), po = dev_download(c.dpo, (size_t)P);
+        int bad = 0, lo_off = 0;
+        for (int e = 0; e < E; e++) {
+            int lo = 0;
+            for (int p = 0; p < Tp * 4; p++) lo += ids[p] == e;
+            bad += cnt[e] != ref_cnt[e] || off[e] != ref_off[e] || cnt[E + e] != lo || off[E + e] != lo_off;
+            for (int q = off[e]; q < off[e] + cnt[e]; q++) bad += (pt[q] < Tp) != (q - off[e] < lo);
+            lo_off += lo;
+        }
+        for (int p = 0; p < P; p++) bad += pt[po[p]] != p / 4 || ids[p] < 0 || po[p] < off[ids[p]] ||
+                                           po[p] >= off[ids[p]] + cnt[ids[p]];
+        char w[160];
+        snprintf(w, sizeof w, "moe_route_precise: precise pairs first in each expert, lo counts (T=%d Tp=%d E=%d, %d bad)", T,
+                 Tp, E, bad);
+        check_true(w, bad == 0);
+    }
+    gptoss_tc tc;
+    void *ws = tc_make(&tc, T, 2, H, H, I, E);
+    tc.no_batched = 1;
+    tc.dq_all = 1;
+    tc.f16 = 1;
+    if (streams > 1) {
+        char serr[256];
+        if (gptoss_tc_streams_setup(&tc, streams, serr, sizeof serr)) {
+            fprintf(stderr, "gptoss_tc_streams_setup: %s\n", serr);
+            exit(1);
+        }
+    }
+    CK(cudaMalloc((void **)&dsh, 2 * E * sizeof(int32_t)));
+    CK(gptoss_mxfp4_f16_shifts(c.dgus, E, 2 * I, H, dsh, 0));
+    CK(gptoss_mxfp4_f16_shifts(c.ddns, E, H, I, dsh + E, 0));
+    float *dres = dev_upload(c.x0);
+    const gptoss_tc_experts_w gw = {c.dgub, c.dgus, NULL, c.dgb, dsh}, dw = {c.ddnb, c.ddns, NULL, c.ddb, dsh + E};
+    auto run = [&](int tp, int precise_fetch) {
+        CK(precise_fetch ? gptoss_tc_fetch_counts_precise(&tc, dcnt, E) : gptoss_tc_fetch_counts(&tc, dcnt, E));
+        CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
+        const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, dcnt, doff, c.dw, c.dpo, E, T, tp, H, I, c.alpha,
+                                            c.limit, dres);
+        if (r != cudaSuccess) return std::make_pair(r, std::vector<float>());
+        return std::make_pair(r, dev_download(dres, c.x0.size()));
+    };
+    check_true("tc_mlp refuses precise rows without their counts fetched", run(Tp, 0).first == cudaErrorInvalidValue);
+    const auto one = run(0, 1), two = run(Tp, 1);
+    CK(one.first);
+    CK(two.first);
+    const auto ref = moe_case_ref(&c);
+    /* rows [r0, r1) of out - x0 against ref - x0 */
+    auto delta_rel = [&](const std::vector<float> &out, int r0, int r1) {
+        double num = 0, den = 0;
+        for (size_t i = (size_t)r0 * H; i < (size_t)r1 * H; i++) {
+            const double d = ((double)out[i] - c.x0[i]) - (ref[i] - c.x0[i]), v = ref[i] - c.x0[i];
+            num += d * d;
+            den += v * v;
+        }
+        return sqrt(num / den);
+    };
+    const double e1 = delta_rel(one.second, 0, Tp), e2 = delta_rel(two.second, 0, Tp), e3 = delta_rel(two.second, Tp, T);
+    char w[200];
+    snprintf(w, sizeof w, "tc MoE fp16, precise rows 0..%d of %d (x*2^%d, %d streams): rel L2 %.2e, one part %.2e", Tp, T,
+             xexp, streams, e2, e1);
+    check_true(w, e2 <= 2e-6 && e1 > 2e-6);
+    snprintf(w, sizeof w, "tc MoE fp16, the rows past them on one part: rel L2 %.2e (bound 1e-3)", e3);
+    check_true(w, e3 <= 1e-3);
+    cudaFree(dres);
+    cudaFree(dsh);
+    cudaFree(dcnt);
+    cudaFree(doff);
     moe_case_free(&c);
     tc_free(&tc, ws);
 }
@@ -756,6 +850,10 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -22); /* rows deep in its subnormals */
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -135, 0); /* rows of fp32-subnormal magnitude: the shift stays finite */
     test_tc_moe_f16(200, 2880, 256, 32, 1, 1, 4, 0); /* the 20b hidden size, cached, 4 GEMM streams */
+    test_tc_moe_f16_precise(70, 30, 256, 256, 16, 0, 1);
+    test_tc_moe_f16_precise(70, 69, 256, 256, 16, 18, 1); /* all but one row, rows far beyond fp16's range */
+    test_tc_moe_f16_precise(9, 4, 64, 96, 32, 0, 1);      /* idle experts */
+    test_tc_moe_f16_precise(200, 64, 2880, 256, 32, 0, 4); /* the 20b hidden size, 4 GEMM streams */
     test_dequant_stacked(3, 64, 96, 2, 1);
     test_dequant_stacked(2, 64, 96, 3, 0);
     test_dequant_stacked(2, 256, 2880, 2, 1); /* the 20b K */
