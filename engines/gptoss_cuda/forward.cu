@@ -182,8 +182,8 @@ static int fwd_mma_experts(const gptoss_model *m, int T, int precise) {
  * and in a pass past the crossover its rows become gptoss_tc_mlp's precise rows (two fp16 parts on the cuBLAS path)
  * where that path is the fp16 experts' (tc.f16, the fused MLP, not the stacked experts). */
 int gptoss_prompt_precise(const gptoss_model *m, int T) {
-    return T <= m->moe_mma_prefill && fwd_mma_experts(m, T, 0) && m->prompt_moe_f16 && m->use_tc && m->tc.f16 &&
-           m->tc_fused_mlp && !(m->tc.wst[0] && m->tc.wst[1]);
+    return fwd_mma_experts(m, T, 0) && m->prompt_moe_f16 && m->use_tc && m->tc.f16 && m->tc_fused_mlp &&
+           !(m->tc.wst[0] && m->tc.wst[1]);
 }
 
 /* Whether the T-token forward runs the stacked experts (tc.h; their scratch exists only with

@@ -164,6 +164,7 @@ __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets
     for (int k = 0; k < GPTOSS_TOPK; k++) {
         const int p = pair_of[(size_t)t * GPTOSS_TOPK + k];
         int e = 0;
+        lo[k] = -1;
         if (F16) r[k][0] = f16_pair_rows(p, offsets, counts, E, precise, &e, &lo[k]);
         else
             for (int s = 0; s < splits; s++) r[k][s] = part_row(p, s, rows, splits, offsets, counts, E, 0, &e);
