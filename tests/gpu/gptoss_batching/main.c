@@ -19,7 +19,8 @@
  *    the path of steps of >= 32 rows, which 8 requests never reach otherwise), one sampling launch per row
  *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3), and packed
  *    prefill (the crossover to the cuBLAS experts at 64 tokens, LLMR_GPTOSS_MOE_MMA_PREFILL=64, so the tiny model's
- *    prompts of 100..300 tokens are grouped: fewer prefill slices than prompts).
+ *    prompts of 100..300 tokens are grouped; and any prompt with any, LLMR_GPTOSS_PREFILL_PACK=2: fewer prefill
+ *    slices than prompts).
  *   gptoss_batching [--engine SO] [--mkmodel BIN]
  * Without a GPU it prints why and exits 0 (skipped). Exit 1 on any failure. */
 #include <dlfcn.h>
@@ -897,13 +898,13 @@ int main(int argc, char **argv) {
         api->unload(m);
         unsetenv(variants[v][0]);
     }
-    /* Packed prefill (on by default) groups prompts whose experts take the cuBLAS path even alone; the tiny model
-     * has no expert cache, so its crossover (640 tokens) keeps every prompt here below it. With the crossover at 64
-     * the prompts of 100..300 tokens (1,010 together) are grouped in the batched runs: the same tokens as alone (both
-     * runs on the same paths), and fewer prefill slices than prompts. LLMR_GPTOSS_PREFILL_PACK=2 (opt-in) groups
-     * short prompts too: the tiny model has no precise rows (no fp16 experts), so they group only with short ones and
-     * within the crossover, where the pass takes the tensor-core kernel as each prompt alone. (Its precise rows, on
-     * the 20b, are checked by the kernels' test_tc_moe_f16_precise and by this program with --model and the mode set.) */
+    /* Packed prefill (on by default: LLMR_GPTOSS_PREFILL_PACK=3, short prompts with short ones, long with long). With
+     * the tiny model's expert cache (its load says so) the crossover is 208 tokens, so the batched runs above may pack
+     * their short prompts (10..200 tokens, 561 together) into one pass past it, on precise rows (gptoss_tc_mlp: their
+     * experts at the tensor-core kernel's two fp16 parts), and the two long ones (260, 300) into another. Here, each
+     * with fewer prefill slices than prompts and the same tokens as alone (up to near-ties): the crossover at 64, so
+     * the prompts of 100..300 tokens are the long ones (1,010 together), and LLMR_GPTOSS_PREFILL_PACK=2, any prompt
+     * with any (short ones first, on precise rows). */
     static const char *const packed[2][2] = {{"LLMR_GPTOSS_MOE_MMA_PREFILL", "64"}, {"LLMR_GPTOSS_PREFILL_PACK", "2"}};
     for (int v = 0; v < 2; v++) {
         printf("     with %s=%s (packed prefill):\n", packed[v][0], packed[v][1]);
