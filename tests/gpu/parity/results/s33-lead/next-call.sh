@@ -7,7 +7,7 @@
 # L1; same values, same bits), bench/decode A B A B against main. 3) The full gate on main: session 33's review mends
 # (c6dffa4) ran through the kernels and the self-test only. Build main into build/; build the diff in a worktree
 # (git worktree add /tmp/ldg && cd /tmp/ldg && git apply <this dir>/down-tiled-ldg.diff && make -j2); pack both:
-# EXTRA="ldg:/tmp/ldg" /tmp/pkg.sh-style (build/{bin,bench,engines,tests/gpu}, alt/ldg/engines).
+# tests/gpu/pack.sh --out .gpu-lead/pkg --alt ldg:/tmp/ldg, and carry .gpu-lead/pkg.
 O=$OUT; mkdir -p /tmp/B /tmp/cache
 xz -dc .gpu-lead/pkg/build.tar.xz | tar -C /tmp/B -xf - && tar xzf .gpu-lead/pkg/tok.tgz -C /tmp/cache
 export LLMR_CACHE=/tmp/cache; B=/tmp/B/build; SECONDS=0

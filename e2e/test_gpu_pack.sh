@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/gpu/pack.sh as a developer meets it: --help, bad arguments named, then a pack of this build with an
+# alternative engine and a tokenizer fixture, unpacked as on the GPU machine, whose stripped kernel checks still
+# run (gptoss_kernels --host-checks needs no GPU). Skipped (77) where nvcc did not build the GPU programs.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+BUILD="${LLMR_BUILD:-build}"
+PACK=tests/gpu/pack.sh
+if [ ! -x "$BUILD/tests/gpu/gptoss_kernels" ] || [ ! -f "$BUILD/engines/gptoss_cuda/libgptoss_cuda.so" ]; then
+  echo "SKIP: no GPU programs in $BUILD (built without nvcc)"; exit 77
+fi
+tmp=$(mktemp -d /tmp/llmr-pack-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() { # check NAME EXPECTED_RC PATTERN -- command...
+  local name=$1 want_rc=$2 pattern=$3; shift 4
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: rc=$rc (want $want_rc), want '$pattern' in:"; echo "$out" | head -20; fail=1
+  else echo "ok   $name"; fi
+}
+
+check "--help" 0 "pack.sh [--build BUILD] [--out DIR]" -- "$PACK" --help
+check "unknown option" 2 "unknown option --frob" -- "$PACK" --frob
+check "bad --alt" 1 "want NAME:TREE" -- "$PACK" --build "$BUILD" --out "$tmp/p" --alt nocolon
+check "build missing" 1 "$tmp/none/bin is missing" -- "$PACK" --build "$tmp/none" --out "$tmp/p"
+mkdir -p "$tmp/cache/tokenizer-gptoss" "$tmp/alt/build" && echo '{}' > "$tmp/cache/tokenizer-gptoss/tokenizer.json"
+cp -r "$BUILD/engines" "$tmp/alt/build/"
+check "pack" 0 "build.tar.xz" -- env LLMR_CACHE="$tmp/cache" "$PACK" --build "$BUILD" --out "$tmp/p" --alt old:"$tmp/alt"
+mkdir -p "$tmp/B" "$tmp/c"
+if xz -dc "$tmp/p/build.tar.xz" | tar -C "$tmp/B" -xf - && tar xzf "$tmp/p/tok.tgz" -C "$tmp/c"; then
+  for f in build/engines/gptoss_cuda/libgptoss_cuda.so build/tests/gpu/gptoss_kernels build/tests/gpu/gptoss_batching \
+           build/bin/llmr-mkmodel build/bench/throughput alt/old/engines/gptoss_cuda/libgptoss_cuda.so; do
+    [ -f "$tmp/B/$f" ] || { echo "FAIL unpacked: $f missing"; fail=1; }
+  done
+  [ -f "$tmp/c/tokenizer-gptoss/tokenizer.json" ] || { echo "FAIL unpacked: the tokenizer fixture is missing"; fail=1; }
+  check "unpacked kernel checks run" 0 " 0 failed" -- "$tmp/B/build/tests/gpu/gptoss_kernels" --host-checks
+else
+  echo "FAIL unpack"; fail=1
+fi
+exit $fail
