@@ -12,13 +12,8 @@ PLUGIN="$BUILD/tests/plugins/testengine"
 tmp=$(mktemp -d /tmp/llmr-plugins-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want_rc=$2 pattern=$3; shift 4
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want_rc), want '$pattern' in:"; echo "$out"; fail=1
-  else echo "ok   $name"; fi
-}
+CHECK_LINES=0 # the whole output of a failed check
+. e2e/lib/check.sh
 
 mkdir -p "$tmp/engines/testengine" "$tmp/engines/abi2" "$tmp/engines/typo"
 cp "$PLUGIN/manifest.json" "$PLUGIN/libtestengine.so" "$tmp/engines/testengine/"

@@ -12,13 +12,7 @@ CACHE="${LLMR_CACHE:-$HOME/.cache/llmr}"
 tmp=$(mktemp -d /tmp/llmr-mkmodel-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want_rc=$2 pattern=$3; shift 4
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want_rc), want '$pattern' in:"; echo "$out" | head -20; fail=1
-  else echo "ok   $name"; fi
-}
+. e2e/lib/check.sh
 
 check "mkmodel --help" 0 "usage: llmr-mkmodel" -- "$MK" --help
 check "gptoss-ref --help" 0 "usage: llmr-gptoss-ref" -- "$REF" --help

@@ -12,13 +12,7 @@ fi
 tmp=$(mktemp -d /tmp/llmr-pack-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-check() { # check NAME EXPECTED_RC PATTERN -- command...
-  local name=$1 want_rc=$2 pattern=$3; shift 4
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ] || ! grep -qF -- "$pattern" <<<"$out"; then
-    echo "FAIL $name: rc=$rc (want $want_rc), want '$pattern' in:"; echo "$out" | head -20; fail=1
-  else echo "ok   $name"; fi
-}
+. e2e/lib/check.sh
 
 check "--help" 0 "pack.sh [--build BUILD] [--out DIR]" -- "$PACK" --help
 check "unknown option" 2 "unknown option --frob" -- "$PACK" --frob
