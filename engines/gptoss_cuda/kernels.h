@@ -301,7 +301,7 @@ cudaError_t gptoss_moe_route(const int32_t *ids, int T, int E, int32_t *counts, 
  * their count per expert in counts[E + e] and its exclusive prefix sum in offsets[E + e] (so counts and offsets
  * hold 2E entries when Tp > 0; entries E.. are not written when Tp == 0, which is gptoss_moe_route). */
 cudaError_t gptoss_moe_route_precise(const int32_t *ids, int T, int Tp, int E, int32_t *counts, int32_t *offsets,
-                                     int32_t *pair_token, int32_t *pair_of, cudaStream_t s);
+                                     int32_t *pair_token, int32_t *pair_of, cudaStream_t stream);
 
 /* Grouped MXFP4 matmul: for expert e and each grouped pair p in [offsets[e], offsets[e]+counts[e]):
  *   y[p, n] = sum_k x[row(p), k] * W_e[n, k] + b[e, n],  row(p) = gather ? gather[p] : p,
