@@ -9,6 +9,7 @@ PACK=tests/gpu/pack.sh
 if [ ! -x "$BUILD/tests/gpu/gptoss_kernels" ] || [ ! -f "$BUILD/engines/gptoss_cuda/libgptoss_cuda.so" ]; then
   echo "SKIP: no GPU programs in $BUILD (built without nvcc)"; exit 77
 fi
+command -v xz >/dev/null || { echo "SKIP: no xz here (tools/deps.sh installs xz-utils)"; exit 77; }
 tmp=$(mktemp -d /tmp/llmr-pack-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0

@@ -3,7 +3,7 @@
 # Debian packages (apt) and the npm test fixtures (cached under $LLMR_CACHE, never committed).
 set -euo pipefail
 APT_PKGS="build-essential libevent-dev libjansson-dev libcurl4-openssl-dev libssl-dev libsqlite3-dev
-libpcre2-dev check pkg-config clang libclang-rt-14-dev curl jq nodejs npm wrk"
+libpcre2-dev check pkg-config clang libclang-rt-14-dev curl jq nodejs npm wrk xz-utils"
 missing=()
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
     *) echo "pack.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+command -v xz >/dev/null || { echo "pack.sh: xz is missing (apt install xz-utils)" >&2; exit 1; }
 for d in bin bench engines tests/gpu; do
   [ -d "$BUILD/$d" ] || { echo "pack.sh: $BUILD/$d is missing: build first (make, with nvcc)" >&2; exit 1; }
 done
