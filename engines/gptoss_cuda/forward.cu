@@ -308,8 +308,10 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
         if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
             cudaSuccess)
             return e;
-        const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift},
-                                  dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift};
+        const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift,
+                                        w->gu_tiled.blocks ? &w->gu_tiled : NULL},
+                                  dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift,
+                                        w->dn_tiled.blocks ? &w->dn_tiled : NULL};
         /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
          * does not apply */
         if (m->tc_fused_mlp &&

@@ -777,7 +777,33 @@ void gptoss_mxfp4_mma_stream_force_occ(int occ);
  * super-chunk lies within 2^+-13 of its expert's shift, else fp16 scale products; 0 the products everywhere (tests,
  * LLMR_GPTOSS_MOE_F16_TABLES=0). The same bits either way. Process-wide; set it before launching. */
 void gptoss_mxfp4_mma_stream_f16_tables(int on);
+/* Whether that decode is on (reads LLMR_GPTOSS_MOE_F16_TABLES at the first call); gptoss_mxfp4_prompt_gemm follows it. */
+int gptoss_mxfp4_mma_stream_f16_tables_on(void);
 void gptoss_mxfp4_mma_stream_force_phase(int pc);
+
+/* A prompt chunk's expert GEMMs on warpgroup MMA straight from the MXFP4 weights (moe_mma_prompt.cu): for every expert
+ * e, ys[r] = xs[r] . (W_e 2^-shift[e])^T over its rows r (fp32 sums, no bias), the products tc.cu's fp16 experts path
+ * takes from cuBLAS on the fp16 expert cache, summed in another order. xs: fp16 (bits) rows of gptoss_prompt_row(K)
+ * values, value k of a row at gptoss_prompt_pos(k) and zeros past K (16-byte aligned), grouped by expert: expert e's
+ * are rows offsets[e] .. + counts[e] - 1, or with precise its counts[e] + counts[E + e] rows from offsets[e] +
+ * offsets[E + e] (tc.cu's precise rows; counts / offsets of 2E, gptoss_moe_route_precise); rows in all (the grid is
+ * sized by it; the counts stay on the device). tiled: the experts [E, N, K] in gptoss_mxfp4_tile's layout (swiglu:
+ * gate_up's row order, N even), shift: their fp16 shifts (tc.h gptoss_mxfp4_f16_shifts). ys: rows x N fp32, row r at
+ * ys + r N. K % 32 == 0, else cudaErrorInvalidValue; cudaErrorNotSupported where gptoss_mxfp4_prompt_gemm_ok is 0. */
+cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tiled *tiled, const int32_t *shift,
+                                     const int32_t *counts, const int32_t *offsets, int precise, int E, int rows, int K,
+                                     int N, int swiglu, float *ys, cudaStream_t stream);
+/* Whether the current device runs it (compute capability 9.0: wgmma, built for sm_90a). */
+int gptoss_mxfp4_prompt_gemm_ok(void);
+/* Its rows' layout: K rounded up to 128 values, each 128-value super-chunk in the k slots of the decoded weights'
+ * fragments (lane t of a warp holds MXFP4 block t of the super-chunk, k16 step j = 2 a + b its values 8 a + 4 b + 0..3:
+ * value 32 t + 8 a + 4 b + 2 kc + i of the super-chunk at (2 j + kc) 8 + 2 t + i). Pairs k, k + 1 (k even) stay side by
+ * side. Host and device. */
+static __host__ __device__ inline int gptoss_prompt_row(int K) { return (K + 127) / 128 * 128; }
+static __host__ __device__ inline int gptoss_prompt_pos(int k) {
+    const int w = k & 127, t = w >> 5, a = (w >> 3) & 3, b = (w >> 2) & 1, kc = (w >> 1) & 1;
+    return (k & ~127) + ((4 * a + 2 * b + kc) << 3) + 2 * t + (w & 1);
+}
 
 /* For the tests: out[s * 16 + nib] = the bf16 bits gptoss_mxfp4_mma uses for MXFP4 nibble nib with
  * E8M0 scale byte s (all 256 x 16; out is device memory of 4096 uint16). */

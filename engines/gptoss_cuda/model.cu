@@ -908,6 +908,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
+        /* the fp16 experts' GEMMs on the MXFP4 weights (gptoss_mxfp4_prompt_gemm) up to this many tokens a chunk,
+         * cuBLAS on the expert cache beyond (docs/performance.md, session 34); 0: cuBLAS always */
+        m->tc.prompt_mma = env_int("LLMR_GPTOSS_PROMPT_MMA", GPTOSS_PROMPT_MMA_MAX_T, 0, 1 << 20);
         /* the GEMM streams of the experts' GEMMs (tc.h gptoss_tc_streams_setup), for the stacked experts or the
          * per-expert path. 4: H200, prefill 384 / 512 / 1,024 / 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on
          * one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2: between; 8: no better than 4); docs/performance.md

@@ -195,4 +195,58 @@ static __device__ __forceinline__ float mma_swiglu(float gv, float uv, float alp
     return gptoss_swiglu_value(gv, uv, alpha, limit);
 }
 
+
+/* ------------------------------------------------------------------ work items and the tiled weights */
+
+/* The (expert, token tile) of item y: walk the experts' tile counts ceil(n_e / tile) in order, n_e = counts[e] (+
+ * lo[e] where lo is given: an expert's extra rows, tc.cu's precise rows) (a warp scan, 32 experts per step). Returns 0
+ * when y is past the last tile. */
+static __device__ __forceinline__ int mma_tile_item(const int32_t *counts, const int32_t *lo, int E, int tile, int y,
+                                                    int lane, int *e_out, int *tt_out) {
+    int base = 0;
+    for (int e0 = 0; e0 < E; e0 += 32) {
+        const int ee = e0 + lane;
+        const int n = ee < E ? (counts[ee] + (lo ? lo[ee] : 0) + tile - 1) / tile : 0;
+        int incl = n;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += v;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, y >= base + incl - n && y < base + incl);
+        if (hit) {
+            const int src = __ffs(hit) - 1;
+            *e_out = e0 + src;
+            *tt_out = y - base - __shfl_sync(0xffffffffu, incl - n, src);
+            return 1;
+        }
+        base += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    return 0;
+}
+
+/* A lane's weights of super-chunk c from the tiled copy (gptoss_mxfp4_tile): its two units (tw[r] + 64 c; the two are
+ * a 32-byte pair, gptoss_mxfp4_tiled_slot) and their two scale bytes (one 16-bit load at ts + 32 c, the bytes taken by
+ * the selector ssel for r = 0, ssel ^ 1 for r = 1), pads included (zeros, 127), so no bound checks. once: evict-first
+ * (no other CTA reads them). */
+static __device__ __forceinline__ void mma_load_tiled(const uint4 *const tw[2], const uint16_t *ts, uint32_t ssel, int c,
+                                                      bool once, uint4 q[2], uint32_t s[2]) {
+    q[0] = once ? __ldcs(tw[0] + 64 * c) : __ldg(tw[0] + 64 * c);
+    q[1] = once ? __ldcs(tw[1] + 64 * c) : __ldg(tw[1] + 64 * c);
+    const uint32_t v = __ldg(ts + 32 * c);
+    s[0] = __byte_perm(v, 0u, ssel);
+    s[1] = __byte_perm(v, 0u, ssel ^ 1u);
+}
+
+/* The first of a lane's units of m16 tile i of expert e in a tiled copy of N x K experts (*tw, *ts, *ssel as
+ * mma_load_tiled takes them). */
+static __device__ __forceinline__ void mma_tiled_lane(gptoss_mxfp4_tiled tiled, int e, int i, int N, int K, int lane,
+                                                      const uint4 *tw[2], const uint16_t **ts, uint32_t *ssel) {
+    const size_t u0 = gptoss_mxfp4_tiled_first(e, i, N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
+    tw[0] = (const uint4 *)tiled.blocks + u0;
+    tw[1] = (const uint4 *)tiled.blocks + (u0 ^ 1);
+    *ts = (const uint16_t *)tiled.scales + u0 / 2;
+    *ssel = (u0 & 1) ? 0x4441u : 0x4440u; /* byte r = 0 of the pair, zero-extended */
+}
+
 #endif

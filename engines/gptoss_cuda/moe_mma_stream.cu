@@ -66,18 +66,6 @@ static __device__ __forceinline__ void ms_load(const uint4 *const wp[2], const u
     }
 }
 
-/* ms_load's values from the tiled copy (gptoss_mxfp4_tile): the lane's two units of super-chunk c (tw[r] + 64 c; the
- * two are a 32-byte pair, gptoss_mxfp4_tiled_slot) and their two scale bytes (one 16-bit load at ts + 32 c, the bytes
- * taken by the selector ssel for r = 0, ssel ^ 1 for r = 1), pads included (zeros, 127), so no bound checks. */
-static __device__ __forceinline__ void ms_load_tiled(const uint4 *const tw[2], const uint16_t *ts, uint32_t ssel, int c,
-                                                     bool once, uint4 q[2], uint32_t s[2]) {
-    q[0] = once ? __ldcs(tw[0] + 64 * c) : __ldg(tw[0] + 64 * c);
-    q[1] = once ? __ldcs(tw[1] + 64 * c) : __ldg(tw[1] + 64 * c);
-    const uint32_t v = __ldg(ts + 32 * c);
-    s[0] = __byte_perm(v, 0u, ssel);
-    s[1] = __byte_perm(v, 0u, ssel ^ 1u);
-}
-
 /* The products of one super-chunk (staged at unit 32 cp of the phase) for one m16 tile and NT n8 tiles:
  * 8 k16 steps, A decoded once in registers, B (hi, mid, lo; lo only with PARTS = 3) from the staged rows
  * of the lane's tokens, each n8 tile into a fresh accumulator added to acc in fp32 (moe_mma.cu's
@@ -170,32 +158,6 @@ static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const
         for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
 }
 
-/* The (expert, token tile) of item y: walk the experts' tile counts ceil(counts[e] / tile) in order
- * (a warp scan, 32 experts per step). Returns 0 when y is past the last tile. */
-static __device__ __forceinline__ int ms_item(const int32_t *counts, int E, int tile, int y, int lane, int *e_out,
-                                              int *tt_out) {
-    int base = 0;
-    for (int e0 = 0; e0 < E; e0 += 32) {
-        const int ee = e0 + lane;
-        const int n = ee < E ? (counts[ee] + tile - 1) / tile : 0;
-        int incl = n;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            const int v = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += v;
-        }
-        const unsigned hit = __ballot_sync(0xffffffffu, y >= base + incl - n && y < base + incl);
-        if (hit) {
-            const int src = __ffs(hit) - 1;
-            *e_out = e0 + src;
-            *tt_out = y - base - __shfl_sync(0xffffffffu, incl - n, src);
-            return 1;
-        }
-        base += __shfl_sync(0xffffffffu, incl, 31);
-    }
-    return 0;
-}
-
 /* Stages super-chunks [c0, c0 + pc) of tokens [0, tn) of the tile (rows off .. off + ntok - 1 of the
  * grouped pairs; zeros past K and past ntok). Loads batched B units per thread so their L2 round trips
  * overlap (B = 8 costs 48 registers: 4 and 2 under the register caps of modes 3 and 2, which spill
@@ -274,7 +236,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     constexpr int TN = 8 * NT, MS_DEPTH = ms_occ<OCC>::DEPTH;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
-    if (!ms_item(counts, E, TN, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
+    if (!mma_tile_item(counts, NULL, E, TN, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
     const int cnt = counts[e], off = offsets[e] + tt * TN, ntok = min(TN, cnt - tt * TN);
     const bool once = cnt <= TN;
     const int NC = K / 32, nsc = (K + 127) / 128, stride = ms_stride(pc);
@@ -298,17 +260,17 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
     }
     /* TILED: this lane's units r of the warp's tile, super-chunk c at tw[r] + 64 c, their scale bytes in the 16 bits at
      * ts + 32 c (gptoss_mxfp4_tile) */
-    const size_t u0 = gptoss_mxfp4_tiled_first(e, row0 / 16, N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
-    const uint4 *const tw[2] = {(const uint4 *)tiled.blocks + u0, (const uint4 *)tiled.blocks + (u0 ^ 1)};
-    const uint16_t *ts = (const uint16_t *)tiled.scales + u0 / 2;
-    const uint32_t ssel = (u0 & 1) ? 0x4441u : 0x4440u; /* byte r = 0 of the pair, zero-extended */
+    const uint4 *tw[2];
+    const uint16_t *ts;
+    uint32_t ssel;
+    mma_tiled_lane(tiled, e, row0 / 16, N, K, lane, tw, &ts, &ssel);
     uint4 q[MS_DEPTH][2];
     uint32_t s[MS_DEPTH][2];
     if (active) /* the first weights in flight during the staging */
 #pragma unroll
         for (int d = 0; d < MS_DEPTH; d++)
             if (d < nsc) {
-                if constexpr (TILED) ms_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+                if constexpr (TILED) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
                 else ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
             }
 
@@ -356,7 +318,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                         ms_superchunk_f16<NT, false>(q[d], sc, xs_row, c - cb, acc);
                     }
                     if (c + MS_DEPTH < nsc) {
-                        if constexpr (TILED) ms_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
+                        if constexpr (TILED) mma_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
                     }
                     continue;
@@ -450,7 +412,7 @@ static ms_shape_t ms_shape(int K, int max_pairs, int f16) {
  * LLMR_GPTOSS_MOE_F16_TABLES=0 (read at the first launch) or a test turned it off. */
 static int ms_f16_tables = -1;
 void gptoss_mxfp4_mma_stream_f16_tables(int on) { ms_f16_tables = on ? 1 : 0; }
-static int ms_f16_tables_on(void) {
+int gptoss_mxfp4_mma_stream_f16_tables_on(void) {
     if (ms_f16_tables < 0) {
         const char *v = getenv("LLMR_GPTOSS_MOE_F16_TABLES");
         ms_f16_tables = !(v && v[0] == '0');
@@ -475,7 +437,7 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     }
     mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED><<<grid, threads, smem, stream>>>(
         x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged,
-        tiled, y, ms_f16_tables_on());
+        tiled, y, gptoss_mxfp4_mma_stream_f16_tables_on());
     return cudaGetLastError();
 }
 

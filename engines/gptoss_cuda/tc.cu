@@ -226,11 +226,20 @@ static __device__ __forceinline__ int f16_row_shift(float m) {
     return r < 126 ? r : 126;
 }
 
+/* Where value k of an fp16 experts row goes: k of a row of K, or with perm (gptoss_mxfp4_prompt_gemm's rows)
+ * gptoss_prompt_pos(k) of a row of gptoss_prompt_row(K), zeros past K (f16_row_pad). */
+static __device__ __forceinline__ int f16_pos(int k, int perm) { return perm ? gptoss_prompt_pos(k) : k; }
+static __device__ __forceinline__ void f16_row_pad(__half *row, int K, int perm) {
+    if (perm)
+        for (int k = K + threadIdx.x; k < gptoss_prompt_row(K); k += blockDim.x) row[gptoss_prompt_pos(k)] = __float2half(0.0f);
+}
+
 /* Pair p's grouped activations (x[gather[p]], or x[p]) as fp16 x 2^r at its row of xs (f16_pair_rows: row p without
- * precise rows), r in rshift[p]; a precise pair also the rounding residual, fp16(x 2^r - its fp16), at its second
- * row (the difference is exact in fp32, so the two parts hold x to ~2^-22). */
+ * precise rows; f16_pos's order), r in rshift[p]; a precise pair also the rounding residual, fp16(x 2^r - its fp16), at
+ * its second row (the difference is exact in fp32, so the two parts hold x to ~2^-22). */
 __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gather, const int32_t *offsets,
-                                    const int32_t *counts, int E, int precise, int K, __half *xs, int32_t *rshift) {
+                                    const int32_t *counts, int E, int precise, int K, int perm, __half *xs,
+                                    int32_t *rshift) {
     const int p = blockIdx.x;
     const float *xr = x + (size_t)(gather ? gather[p] : p) * ldx;
     int e;
@@ -240,12 +249,15 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
     for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));
     const int r = f16_row_shift(block_max(m));
     const float sc = ldexpf(1.0f, r);
+    const int ld = perm ? gptoss_prompt_row(K) : K;
     for (int k = threadIdx.x; k < K; k += blockDim.x) {
         const float v = xr[k] * sc;
         const __half hv = __float2half_rn(v);
-        xs[(size_t)row * K + k] = hv;
-        if (lo >= 0) xs[(size_t)lo * K + k] = __float2half_rn(v - __half2float(hv));
+        xs[(size_t)row * ld + f16_pos(k, perm)] = hv;
+        if (lo >= 0) xs[(size_t)lo * ld + f16_pos(k, perm)] = __float2half_rn(v - __half2float(hv));
     }
+    f16_row_pad(xs + (size_t)row * ld, K, perm);
+    if (lo >= 0) f16_row_pad(xs + (size_t)lo * ld, K, perm);
     if (threadIdx.x == 0) rshift[p] = r;
 }
 
@@ -255,7 +267,7 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
  * tc_split_f16_kernel writes it. */
 __global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, const int32_t *counts, int E, int precise, int I,
                                      const uint16_t *b, const int32_t *shift, const int32_t *rshift_in, float alpha,
-                                     float limit, __half *xs, int32_t *rshift_out) {
+                                     float limit, int perm, __half *xs, int32_t *rshift_out) {
     extern __shared__ float act[];
     const int p = blockIdx.x, N = 2 * I;
     int e = 0;
@@ -278,12 +290,16 @@ __global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, co
     }
     const int r = f16_row_shift(block_max(m)); /* its barriers also order act[] */
     const float sc = ldexpf(1.0f, r);
-    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
+    const int ld = perm ? gptoss_prompt_row(I) : I;
+    for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) { /* j, j + 1 side by side in either order */
         const float a0 = act[j] * sc, a1 = act[j + 1] * sc;
         const __half2 h = __floats2half2_rn(a0, a1);
-        *(__half2 *)(xs + row * I + j) = h;
-        if (lo >= 0) *(__half2 *)(xs + lo * I + j) = __floats2half2_rn(a0 - __low2float(h), a1 - __high2float(h));
+        *(__half2 *)(xs + row * ld + f16_pos(j, perm)) = h;
+        if (lo >= 0)
+            *(__half2 *)(xs + lo * ld + f16_pos(j, perm)) = __floats2half2_rn(a0 - __low2float(h), a1 - __high2float(h));
     }
+    f16_row_pad(xs + row * ld, I, perm);
+    if (lo >= 0) f16_row_pad(xs + lo * ld, I, perm);
     if (threadIdx.x == 0) rshift_out[p] = r;
 }
 
@@ -823,18 +839,29 @@ static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t
     }
     const int precise = Tp > 0;
     int32_t *rs_gu = tc->rshift, *rs_dn = tc->rshift + P;
-    tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, offsets_dev, counts_dev, E, precise, H,
-                                                             (__half *)tc->xs, rs_gu);
+    /* the GEMMs straight from the MXFP4 weights up to tc->prompt_mma tokens (the same rows in and out, in the order
+     * and length gptoss_prompt_pos gives them), else cuBLAS */
+    const int R = P + 4 * Tp; /* rows with the precise rows' second parts */
+    const int mma = tc->prompt_mma >= T && gu->tiled && dn->tiled && gptoss_mxfp4_prompt_gemm_ok() &&
+                    gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(H), 2 * I) && gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(I), H);
+    /* without precise rows pair p's row is p: no offsets, so no search for its expert (the split needs none) */
+    tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, precise ? offsets_dev : NULL, counts_dev,
+                                                             E, precise, H, mma, (__half *)tc->xs, rs_gu);
     cudaError_t r = cudaGetLastError();
     if (r == cudaSuccess)
-        r = experts_gemms(tc, gu->blocks, gu->scales, gu->shift, gu->bf16, counts_dev, lo_host, E, H, 2 * I);
+        r = mma ? gptoss_mxfp4_prompt_gemm(tc->xs, gu->tiled, gu->shift, counts_dev, offsets_dev, precise, E, R, H, 2 * I, 1,
+                                           tc->ys, tc->stream)
+                : experts_gemms(tc, gu->blocks, gu->scales, gu->shift, gu->bf16, counts_dev, lo_host, E, H, 2 * I);
     if (r == cudaSuccess) {
         tc_swiglu_f16_kernel<<<(unsigned)P, 256, (size_t)I * sizeof(float), tc->stream>>>(
-            tc->ys, offsets_dev, counts_dev, E, precise, I, gu->bias, gu->shift, rs_gu, alpha, limit, (__half *)tc->xs,
-            rs_dn);
+            tc->ys, offsets_dev, counts_dev, E, precise, I, gu->bias, gu->shift, rs_gu, alpha, limit, mma,
+            (__half *)tc->xs, rs_dn);
         r = cudaGetLastError();
     }
-    if (r == cudaSuccess) r = experts_gemms(tc, dn->blocks, dn->scales, dn->shift, dn->bf16, counts_dev, lo_host, E, I, H);
+    if (r == cudaSuccess)
+        r = mma ? gptoss_mxfp4_prompt_gemm(tc->xs, dn->tiled, dn->shift, counts_dev, offsets_dev, precise, E, R, I, H, 0,
+                                           tc->ys, tc->stream)
+                : experts_gemms(tc, dn->blocks, dn->scales, dn->shift, dn->bf16, counts_dev, lo_host, E, I, H);
     if (r == cudaSuccess) {
         tc_reduce_combine_kernel<true><<<(unsigned)T, 256, 0, tc->stream>>>(tc->ys, offsets_dev, counts_dev, E, P, H, 1,
                                                                             dn->bias, rw, pair_of, dn->shift, rs_dn,

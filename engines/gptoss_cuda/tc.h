@@ -48,6 +48,12 @@
 #include "engines/gptoss_cuda/kernels.h"
 
 #define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
+/* The fp16 experts' GEMMs on gptoss_mxfp4_prompt_gemm up to this many tokens a chunk (tc->prompt_mma's default). H200,
+ * 20b, bench/prefill ms, cuBLAS on the expert cache against it (session 34, call 5): 256 tokens 19.4 / 18.0-18.2, 384
+ * 19.6 / 21.0-21.2, 512 21.2 / 25.3-25.6, 4,096 88.6 / 136.0: it reads a quarter of the bytes but reaches ~210 TFLOP/s
+ * where cuBLAS reaches ~440, so it wins only where the cache's reads dominate, the shortest chunks above the
+ * streaming kernel's crossover (208). */
+#define GPTOSS_PROMPT_MMA_MAX_T 320
 /* From this many tokens the prompt's q/k/v/o run K-stacked ("Stacked dense linears", when enabled): H200,
  * 20b, ms stacked vs one q/k/v linear: 128 tokens 17.98 vs 16.49, 512 47.58 vs 46.67, 1,024 70.25 vs
  * 70.83, 4,096 176.76 vs 182.91 (docs/performance.md, session 10) */
@@ -91,6 +97,9 @@ typedef struct gptoss_tc {
     int f16;                /* 1: gptoss_tc_mlp's experts on one fp16 part (see "fp16 experts" above) */
     int32_t *rshift;        /* fp16 experts: each pair's row shift r, gate_up's then down's ([2, P]) */
     size_t rshift_elems;
+    int prompt_mma;         /* fp16 experts: chunks of up to this many tokens run their GEMMs on the MXFP4 weights
+                             * (gptoss_mxfp4_prompt_gemm, where the tiled weights are given), longer ones on cuBLAS;
+                             * 0: cuBLAS always (LLMR_GPTOSS_PROMPT_MMA) */
 } gptoss_tc;
 
 /* Scratch sizes (elements) the forward needs for chunks of `chunk` tokens with S splits, for
@@ -155,11 +164,14 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
 
 /* One expert projection's weights for gptoss_tc_mlp: MXFP4 blocks and scales [E, N, K], the expert cache [E, N, K]
  * or NULL (as wbf_all above; with tc->f16 the cache holds gptoss_mxfp4_dequant_f16_all's fp16 values), the bias
- * [E, N] bf16 or NULL, and with tc->f16 the experts' shifts c_e (gptoss_mxfp4_f16_shifts, device [E]). Borrowed. */
+ * [E, N] bf16 or NULL, and with tc->f16 the experts' shifts c_e (gptoss_mxfp4_f16_shifts, device [E]) and the same
+ * weights in gptoss_mxfp4_tile's layout or NULL (tiled: with it and tc->f16, chunks of up to tc->prompt_mma tokens
+ * take gptoss_mxfp4_prompt_gemm instead of cuBLAS). Borrowed. */
 typedef struct gptoss_tc_experts_w {
     const uint8_t *blocks, *scales;
     const uint16_t *bf16, *bias;
     const int32_t *shift;
+    const gptoss_mxfp4_tiled *tiled;
 } gptoss_tc_experts_w;
 
 /* The MoE block after routing, for T tokens (P = 4T grouped pairs, counts on the host as for

@@ -693,7 +693,33 @@ static void test_router_key_host(void) {
                "every key above a taken lane's 0", ok);
 }
 
+/* gptoss_mxfp4_prompt_gemm's row order (kernels.h gptoss_prompt_pos): a permutation of each 128-value super-chunk that
+ * keeps pairs k, k + 1 (k even) side by side, and puts value 32 t + 8 a + 4 b + 2 kc + i at the k slot 8 kc + 2 t + i of
+ * k16 step 2 a + b, the slot lane t's A fragment (mxfp4_lut_halves_from's nibbles 4 b + 2 kc + i of word a of block t)
+ * multiplies there. */
+static void test_prompt_pos_host(void) {
+    int bad = 0;
+    for (const int K : {64, 96, 2880}) {
+        const int Kp = gptoss_prompt_row(K);
+        std::vector<int> hit(Kp, 0);
+        bad += Kp % 128 != 0 || Kp < K || Kp - K >= 128;
+        for (int k = 0; k < Kp; k++) {
+            const int p = gptoss_prompt_pos(k), w = k & 127;
+            bad += p < 0 || p >= Kp || p / 128 != k / 128;
+            if (p >= 0 && p < Kp) hit[p]++;
+            if (k % 2 == 0) bad += gptoss_prompt_pos(k + 1) != p + 1;
+            const int t = w >> 5, a = (w >> 3) & 3, b = (w >> 2) & 1, kc = (w >> 1) & 1, i = w & 1;
+            bad += (p & 127) != 16 * (2 * a + b) + 8 * kc + 2 * t + i;
+        }
+        for (int p = 0; p < Kp; p++) bad += hit[p] != 1;
+    }
+    char what[120];
+    snprintf(what, sizeof what, "prompt_gemm row order: a pair-keeping permutation of each super-chunk (%d wrong)", bad);
+    check_true(what, bad == 0);
+}
+
 static void test_host_only(void) {
+    test_prompt_pos_host();
     test_router_key_host();
     test_mxfp4_lut_host();
     test_mxfp4_i8_host();
@@ -1867,9 +1893,9 @@ void gptoss_stream_size_timing(void);                    /* test_tma_ring.cu: --
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --moe-mma-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
+        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --moe-mma-checks | --tc-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
-               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace, and its one-pass linear and attention (test_rows.cu).\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace, and its one-pass linear and attention (test_rows.cu).\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--tc-checks: only the prompt's tensor-core matmuls (test_tc.cu: cuBLAS, the fp16 experts, gptoss_mxfp4_prompt_gemm).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head, q/k/v and o_proj GEMMs, weights from HBM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
@@ -1921,6 +1947,11 @@ int main(int argc, char **argv) {
         gptoss_moe_mma_checks(&checks, &failed);
         printf("%d checks, %d failed\n", checks, failed);
         return failed != 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--tc-checks")) { /* only the prompt's tensor-core matmuls */
+        gptoss_tc_checks(&tu_checks, &tu_failed);
+        printf("%d checks, %d failed\n", tu_checks, tu_failed);
+        return tu_failed != 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--moe-timing")) {
         gptoss_moe_mma_timing(argc - 2, argv + 2);

@@ -12,6 +12,7 @@
 #include "engines/gptoss_cuda/attention_tc.cu"
 #include "engines/gptoss_cuda/tc.cu"
 #include "engines/gptoss_cuda/tc_stacked.cu"
+#include "engines/gptoss_cuda/moe_mma_prompt.cu"
 
 #include <cublasLt.h>
 
@@ -297,7 +298,7 @@ static void test_tc_moe(int T, int H, int I, int E, int S, int no_batched, int f
      * (the caller makes the three calls) where they take the batched one */
     float *dres2 = dev_upload(c.x0);
     auto mlp_check = [&](const uint16_t *gu_w, const uint16_t *dn_w, const char *how) {
-        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, NULL}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, NULL};
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, NULL, NULL}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, NULL, NULL};
         CK(cudaMemcpy(dres2, c.x0.data(), (size_t)T * H * sizeof(float), cudaMemcpyHostToDevice));
         const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, 0, H, I,
                                             c.alpha,
@@ -438,8 +439,11 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     CK(gptoss_mxfp4_f16_shifts(c.ddns, E, H, I, dsh + E, 0));
     CK(gptoss_tc_fetch_counts(&tc, c.dcnt, E));
     float *dres = dev_upload(c.x0);
-    auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds) {
-        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs}, dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds};
+    moe_tiled tl;
+    moe_tiled_make(&c, &tl);
+    auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds, int tiled = 0) {
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs, tiled ? &tl.gu : NULL},
+                                  dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds, tiled ? &tl.dn : NULL};
         CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
         const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, 0, H, I,
                                             c.alpha,
@@ -454,6 +458,24 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     snprintf(what, sizeof what, "tc MoE fp16 (%s) T=%d H=%d I=%d E=%d x*2^%d%s", dq_all ? "one dequant launch" : "per-expert dequant",
              T, H, I, E, xexp, wcomp ? "" : " (weights as drawn)");
     check_rel(what, out.second, moe_case_ref(&c), 1e-3);
+    { /* the GEMMs on the MXFP4 weights (gptoss_mxfp4_prompt_gemm): the same products summed in another order, so
+       * within fp32's rounding of cuBLAS's results; its two decodes (scaled tables, fp16 scale products) bit for bit */
+        tc.prompt_mma = 1 << 20;
+        const auto m1 = run(NULL, NULL, dsh, dsh + E, 1);
+        gptoss_mxfp4_mma_stream_f16_tables(0);
+        const auto m0 = run(NULL, NULL, dsh, dsh + E, 1);
+        gptoss_mxfp4_mma_stream_f16_tables(1);
+        tc.prompt_mma = 0;
+        CK(m1.first);
+        CK(m0.first);
+        std::vector<double> cub(out.second.begin(), out.second.end());
+        snprintf(what, sizeof what, "tc MoE fp16 on prompt_gemm = cuBLAS's to fp32 rounding, T=%d H=%d I=%d E=%d x*2^%d", T, H,
+                 I, E, xexp);
+        check_rel(what, m1.second, cub, 2e-5);
+        snprintf(what, sizeof what, "tc MoE fp16 on prompt_gemm: against the CPU, T=%d H=%d I=%d E=%d x*2^%d", T, H, I, E, xexp);
+        check_rel(what, m1.second, moe_case_ref(&c), 1e-3);
+        check_true("prompt_gemm with the fp16 scale products = with the scaled tables, bit for bit", m0.second == m1.second);
+    }
     if (cached) {
         uint16_t *gu_all = NULL, *dn_all = NULL;
         CK(cudaMalloc((void **)&gu_all, (size_t)E * 2 * I * H * 2));
@@ -476,6 +498,7 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
         cudaFree(gu_all);
         cudaFree(dn_all);
     }
+    moe_tiled_free(&tl);
     cudaFree(dres);
     cudaFree(dsh);
     moe_case_free(&c);
@@ -535,8 +558,12 @@ static void test_tc_moe_f16_precise(int T, int Tp, int H, int I, int E, int xexp
     CK(gptoss_mxfp4_f16_shifts(c.dgus, E, 2 * I, H, dsh, 0));
     CK(gptoss_mxfp4_f16_shifts(c.ddns, E, H, I, dsh + E, 0));
     float *dres = dev_upload(c.x0);
-    const gptoss_tc_experts_w gw = {c.dgub, c.dgus, NULL, c.dgb, dsh}, dw = {c.ddnb, c.ddns, NULL, c.ddb, dsh + E};
+    moe_tiled tl;
+    moe_tiled_make(&c, &tl);
+    int tiled = 0;
     auto run = [&](int tp, int precise_fetch) {
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, NULL, c.dgb, dsh, tiled ? &tl.gu : NULL},
+                                  dw = {c.ddnb, c.ddns, NULL, c.ddb, dsh + E, tiled ? &tl.dn : NULL};
         CK(precise_fetch ? gptoss_tc_fetch_counts_precise(&tc, dcnt, E) : gptoss_tc_fetch_counts(&tc, dcnt, E));
         CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
         const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, dcnt, doff, c.dw, c.dpo, E, T, tp, H, I, c.alpha,
@@ -566,6 +593,19 @@ static void test_tc_moe_f16_precise(int T, int Tp, int H, int I, int E, int xexp
     check_true(w, e2 <= 2e-6 && e1 > 2e-6);
     snprintf(w, sizeof w, "tc MoE fp16, the rows past them on one part: rel L2 %.2e (bound 1e-3)", e3);
     check_true(w, e3 <= 1e-3);
+    { /* the same on gptoss_mxfp4_prompt_gemm (its fp32 sums per super-chunk keep the precise rows' accuracy) */
+        tiled = 1;
+        tc.prompt_mma = 1 << 20;
+        const auto onem = run(0, 1), twom = run(Tp, 1);
+        tc.prompt_mma = 0;
+        CK(onem.first);
+        CK(twom.first);
+        const double m1 = delta_rel(onem.second, 0, Tp), m2 = delta_rel(twom.second, 0, Tp), m3 = delta_rel(twom.second, Tp, T);
+        snprintf(w, sizeof w, "prompt_gemm MoE fp16, precise rows 0..%d of %d (x*2^%d): rel L2 %.2e, one part %.2e, the rest %.2e",
+                 Tp, T, xexp, m2, m1, m3);
+        check_true(w, m2 <= 2e-6 && m1 > 2e-6 && m3 <= 1e-3);
+    }
+    moe_tiled_free(&tl);
     cudaFree(dres);
     cudaFree(dsh);
     cudaFree(dcnt);
@@ -850,6 +890,7 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -22); /* rows deep in its subnormals */
     test_tc_moe_f16(70, 256, 256, 16, 1, 0, 1, -135, 0); /* rows of fp32-subnormal magnitude: the shift stays finite */
     test_tc_moe_f16(200, 2880, 256, 32, 1, 1, 4, 0); /* the 20b hidden size, cached, 4 GEMM streams */
+    test_tc_moe_f16(800, 256, 256, 16, 1, 0, 1, 0);  /* 200 rows an expert: prompt_gemm's 128-row tiles */
     test_tc_moe_f16_precise(70, 30, 256, 256, 16, 0, 1);
     test_tc_moe_f16_precise(70, 69, 256, 256, 16, 18, 1); /* all but one row, rows far beyond fp16's range */
     test_tc_moe_f16_precise(9, 4, 64, 96, 32, 0, 1);      /* idle experts */

@@ -226,6 +226,22 @@ static inline void moe_case_free(moe_case *c) {
     cudaFree(c->ddn); cudaFree(c->dids); cudaFree(c->dcnt); cudaFree(c->doff); cudaFree(c->dpt); cudaFree(c->dpo);
 }
 
+/* A case's experts in gptoss_mxfp4_tile's layout (gate_up in its row order), as the engine holds them in place. */
+struct moe_tiled {
+    void *buf;
+    gptoss_mxfp4_tiled gu, dn;
+};
+
+static inline void moe_tiled_make(const moe_case *c, moe_tiled *t) {
+    const size_t gub = (gptoss_mxfp4_tiled_bytes(c->E, 2 * c->I, c->H) + 255) / 256 * 256, /* 16-byte aligned dn */
+                 dnb = gptoss_mxfp4_tiled_bytes(c->E, c->H, c->I);
+    CK(cudaMalloc(&t->buf, gub + dnb));
+    CK(gptoss_mxfp4_tile(c->dgub, c->dgus, c->E, 2 * c->I, c->H, 1, t->buf, &t->gu, 0));
+    CK(gptoss_mxfp4_tile(c->ddnb, c->ddns, c->E, c->H, c->I, 0, (uint8_t *)t->buf + gub, &t->dn, 0));
+}
+
+static inline void moe_tiled_free(moe_tiled *t) { cudaFree(t->buf); }
+
 /* A dense bf16 linear's case: x [T, K], W [N, K], b [N], y0 [T, ldy] (the residual when accumulating),
  * drawn in that order, and their device copies; dy holds y0 when accumulating, else NaN (poison). */
 struct linear_case {
