@@ -378,16 +378,14 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, const gptoss_mxfp4_
     return cudaGetLastError();
 }
 
+/* Asked per launch (the runtime keeps the attributes; a few calls a layer): on any other device than compute
+ * capability 9.0 the kernel's body is empty (the compute_90 PTX has no wgmma), and a process may hold models on
+ * several cards. */
 int gptoss_mxfp4_prompt_gemm_ok(void) {
-    static int ok = -1;
-    if (ok < 0) {
-        int dev = 0, major = 0, minor = 0;
-        ok = cudaGetDevice(&dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-             cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
-             minor == 0;
-    }
-    return ok;
+    int dev = 0, major = 0, minor = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 && minor == 0;
 }
 
 cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tiled *tiled, const int32_t *shift,
