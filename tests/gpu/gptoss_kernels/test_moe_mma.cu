@@ -195,10 +195,7 @@ static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, in
 
 /* The tiled copies (gptoss_mxfp4_tile) of L's gate_up and down in one allocation (*buf, the caller frees it). */
 static void mm_tiled(const mm_layer *L, void **buf, gptoss_mxfp4_tiled *gt, gptoss_mxfp4_tiled *dt) {
-    const size_t gb = (gptoss_mxfp4_tiled_bytes(L->E, 2 * L->I, L->H) + 255) / 256 * 256;
-    CK(cudaMalloc(buf, gb + gptoss_mxfp4_tiled_bytes(L->E, L->H, L->I)));
-    CK(gptoss_mxfp4_tile(L->d_gub, L->d_gus, L->E, 2 * L->I, L->H, 1, *buf, gt, 0));
-    CK(gptoss_mxfp4_tile(L->d_dnb, L->d_dns, L->E, L->H, L->I, 0, (uint8_t *)*buf + gb, dt, 0));
+    *buf = mxfp4_tiled_pair(L->d_gub, L->d_gus, L->d_dnb, L->d_dns, L->E, L->H, L->I, gt, dt);
 }
 
 /* One pair's down_proj against the CPU (double): got[n] vs b[e, n] + sum_j act[j] W_e[n, j], into the

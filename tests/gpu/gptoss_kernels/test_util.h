@@ -226,18 +226,26 @@ static inline void moe_case_free(moe_case *c) {
     cudaFree(c->ddn); cudaFree(c->dids); cudaFree(c->dcnt); cudaFree(c->doff); cudaFree(c->dpt); cudaFree(c->dpo);
 }
 
-/* A case's experts in gptoss_mxfp4_tile's layout (gate_up in its row order), as the engine holds them in place. */
+/* The tiled copies (gptoss_mxfp4_tile) of E experts' gate_up [2I, H] (in its row order) and down [H, I], as the
+ * engine holds them in place, in one allocation (returned; the caller frees it). */
+static inline void *mxfp4_tiled_pair(const uint8_t *gub, const uint8_t *gus, const uint8_t *dnb, const uint8_t *dns, int E,
+                                     int H, int I, gptoss_mxfp4_tiled *gt, gptoss_mxfp4_tiled *dt) {
+    const size_t gb = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256; /* down 16-byte aligned */
+    void *buf = NULL;
+    CK(cudaMalloc(&buf, gb + gptoss_mxfp4_tiled_bytes(E, H, I)));
+    CK(gptoss_mxfp4_tile(gub, gus, E, 2 * I, H, 1, buf, gt, 0));
+    CK(gptoss_mxfp4_tile(dnb, dns, E, H, I, 0, (uint8_t *)buf + gb, dt, 0));
+    return buf;
+}
+
+/* A case's experts in that layout. */
 struct moe_tiled {
     void *buf;
     gptoss_mxfp4_tiled gu, dn;
 };
 
 static inline void moe_tiled_make(const moe_case *c, moe_tiled *t) {
-    const size_t gub = (gptoss_mxfp4_tiled_bytes(c->E, 2 * c->I, c->H) + 255) / 256 * 256, /* 16-byte aligned dn */
-                 dnb = gptoss_mxfp4_tiled_bytes(c->E, c->H, c->I);
-    CK(cudaMalloc(&t->buf, gub + dnb));
-    CK(gptoss_mxfp4_tile(c->dgub, c->dgus, c->E, 2 * c->I, c->H, 1, t->buf, &t->gu, 0));
-    CK(gptoss_mxfp4_tile(c->ddnb, c->ddns, c->E, c->H, c->I, 0, (uint8_t *)t->buf + gub, &t->dn, 0));
+    t->buf = mxfp4_tiled_pair(c->dgub, c->dgus, c->ddnb, c->ddns, c->E, c->H, c->I, &t->gu, &t->dn);
 }
 
 static inline void moe_tiled_free(moe_tiled *t) { cudaFree(t->buf); }
