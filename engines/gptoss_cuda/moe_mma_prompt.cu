@@ -205,6 +205,14 @@ template <int NT>
     }
 }
 
+/* Super-chunk c of a warp's m16 tile into L2 (its 1 KB of units and 64 scale bytes from the tile's first unit u0 of
+ * the tiled copy), for the lane that issues it: a lane's registers hold only MP_DEPTH super-chunks. */
+[[maybe_unused]] static __device__ __forceinline__ void mp_prefetch(gptoss_mxfp4_tiled tiled, size_t u0, int c) {
+    const size_t u = u0 + 64 * (size_t)c;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 1024;\n" ::"l"(tiled.blocks + 16 * u) : "memory");
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(tiled.scales + u) : "memory");
+}
+
 /* Grid (tile items, ceil(N / MP_ROWS)): the item fastest, so the row tiles of one expert's rows run together and its
  * weights are read from HBM about once; MP_THREADS threads; MP_SMEM bytes of dynamic shared memory. NT n8 tiles (64 or
  * 128 rows of xs a CTA). PART: each half super-chunk's products into a fresh accumulator added to the fp32 sums (the
@@ -234,18 +242,14 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     const uint16_t *ts;
     uint32_t ssel;
     mma_tiled_lane(tiled, e, tl, N, K, lane, tw, &ts, &ssel);
-    const uint8_t *pf_w = (const uint8_t *)tiled.blocks + (gptoss_mxfp4_tiled_first(e, tl, N, K) << 4);
-    const uint8_t *pf_s = (const uint8_t *)tiled.scales + gptoss_mxfp4_tiled_first(e, tl, N, K);
+    const size_t u0 = gptoss_mxfp4_tiled_first(e, tl, N, K);
     uint4 q[MP_DEPTH][2];
     uint32_t s[MP_DEPTH][2];
 #pragma unroll
     for (int d = 0; d < MP_DEPTH; d++)
         if (d < nsc) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
-    if (lane == 0) /* the next super-chunks of the tile into L2: a lane's registers hold only MP_DEPTH */
-        for (int c = MP_DEPTH; c < MP_DEPTH + MP_AHEAD && c < nsc; c++) {
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], 1024;\n" ::"l"(pf_w + 1024 * (size_t)c) : "memory");
-            asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(pf_s + 64 * (size_t)c) : "memory");
-        }
+    if (lane == 0) /* the next super-chunks of the tile into L2 */
+        for (int c = MP_DEPTH; c < MP_DEPTH + MP_AHEAD && c < nsc; c++) mp_prefetch(tiled, u0, c);
 
     float acc[NT][4], part[PART ? NT : 1][4];
 #pragma unroll
@@ -312,14 +316,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
                     mp_commit();
                 }
                 if (c + MP_DEPTH < nsc) mma_load_tiled(tw, ts, ssel, c + MP_DEPTH, once, q[d], s[d]);
-                if (lane == 0 && c + MP_DEPTH + MP_AHEAD < nsc) {
-                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 1024;\n" ::"l"(
-                                     pf_w + 1024 * (size_t)(c + MP_DEPTH + MP_AHEAD))
-                                 : "memory");
-                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(
-                                     pf_s + 64 * (size_t)(c + MP_DEPTH + MP_AHEAD))
-                                 : "memory");
-                }
+                if (lane == 0 && c + MP_DEPTH + MP_AHEAD < nsc) mp_prefetch(tiled, u0, c + MP_DEPTH + MP_AHEAD);
             }
         }
     }
