@@ -16,7 +16,7 @@
  *    super-chunk of a tile is 1 KB in one piece, each lane's two units its fragment rows' blocks) as the streaming
  *    kernel's F16 form does (mxfp4_lut.h, the block scale in the tables), two super-chunks ahead in registers and a
  *    few more prefetched into L2, and hands them to `wgmma` from registers;
- *  - B, the tile's rows, is read by the tensor cores from shared memory (K-major, no swizzle), copied there by
+ *  - B, the tile's rows, is read by the tensor cores from shared memory (K-major, 128-byte swizzle), copied there by
  *    cp.async 64 KB a phase, the next phase landing while one is read and a third still read by the products in
  *    flight; xs comes in gptoss_prompt_pos's order, the k slots of the decoded
  *    A fragments, so the copy moves 16-byte pieces as they are;
@@ -39,14 +39,16 @@
 #define MP_STAGE_BYTES (64 * 1024)         /* one staging phase of the tile's rows */
 #define MP_STAGES 3                        /* phase buffers: the one read, the one landing, the one still read by
                                             * the products in flight (so no phase waits for the tensor cores) */
-#define MP_SMEM (MP_STAGES * MP_STAGE_BYTES) /* 192 KB: one CTA an SM */
+#define MP_SMEM (MP_STAGES * MP_STAGE_BYTES + 1024) /* 193 KB: one CTA an SM (+ 1 KB to align the atoms) */
 #define MP_DEPTH 2                         /* super-chunks of weights in registers a lane */
 #define MP_AHEAD 6                         /* super-chunks of a warp's weights prefetched into L2 ahead */
 
 /* A tile of NT n8 tiles: 8 NT rows of xs (wgmma's n), a k16 step of them in shared memory (8 NT / 8 row groups x 2 k
  * cores x 128 B), the super-chunks a staging phase holds. */
 template <int NT> struct mp_tile {
-    static constexpr int TOK = 8 * NT, STEP_BYTES = TOK * 32, PH = MP_STAGE_BYTES / (8 * STEP_BYTES);
+    /* B in wgmma's 128-byte swizzle: each super-chunk's rows as two atoms of 64 k (128 bytes a row, 8-row groups of
+     * 1 KB, a row's 16-byte chunks xor its row within the group), ATOM_BYTES each */
+    static constexpr int TOK = 8 * NT, ATOM_BYTES = TOK * 128, PH = MP_STAGE_BYTES / (2 * ATOM_BYTES);
     static_assert(PH % MP_DEPTH == 0, "a phase holds whole rounds of the weights' ring");
 };
 
@@ -61,6 +63,11 @@ template <int NT> struct mp_tile {
 [[maybe_unused]] static __device__ __forceinline__ uint64_t mp_desc(uint32_t smem_addr, uint32_t lbo, uint32_t sbo) {
     return (uint64_t)((smem_addr >> 4) & 0x3FFFu) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
            ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32);
+}
+/* The same, K-major in the 128-byte swizzle (mode 1 in bits 62-63; the leading offset unused, the next 8 rows 1 KB on):
+ * smem_addr is the atom's 1 KB-aligned start plus 32 bytes a k16 step into it, the hardware applying the xor. */
+[[maybe_unused]] static __device__ __forceinline__ uint64_t mp_desc_sw128(uint32_t smem_addr) {
+    return mp_desc(smem_addr, 16, 1024) | (1ull << 62);
 }
 
 /* d (+)= a b: a the warpgroup's 64 x 16 fp16 slice in registers (each warp its 16 rows in mma.m16n8k16's A layout), b
@@ -144,8 +151,9 @@ template <int NT> [[maybe_unused]] static __device__ __forceinline__ void mp_tou
 
 /* Stages phase ph (super-chunks PH ph ..) of the tile's rows (xs rows row0 + i in gptoss_prompt_pos's order, ld values
  * apart; rows past ntok copy row ntok - 1: their products land in columns never stored) at shared address buf:
- * super-chunk cl of the phase, k16 step j, row i, k core kc at (8 cl + j) STEP_BYTES + (i / 8) 256 + kc 128 + (i % 8)
- * 16, the 16 bytes at position 128 c + 16 j + 8 kc of the row. A warp's 32 copies: 8 rows x 2 k cores x 2 steps. */
+ * super-chunk cl of the phase, k16 step j, row i, k core kc: the 16 bytes at position 128 c + 16 j + 8 kc of the row,
+ * in atom 2 cl + j / 4 (ATOM_BYTES each) at (i / 8) 1024 + (i % 8) 128 + ((2 (j % 4) + kc) ^ (i % 8)) 16. A warp's 32
+ * copies: 8 rows x 2 k cores x 2 steps, the rows' xor putting each step's 8 on 8 bank groups. */
 template <int NT>
 [[maybe_unused]] static __device__ __forceinline__ void mp_stage(const uint16_t *xs, int ld, long row0, int ntok, int ph,
                                                                  int nsc, uint32_t buf) {
@@ -155,7 +163,8 @@ template <int NT>
         const int i7 = idx & 7, kc = (idx >> 3) & 1, j = (idx >> 4) & 7, rest = idx >> 7;
         const int cl = rest % ncs, i = 8 * (rest / ncs) + i7;
         const uint16_t *src = xs + (size_t)(row0 + min(i, ntok - 1)) * ld + 128 * (c0 + cl) + 16 * j + 8 * kc;
-        const uint32_t dst = buf + (uint32_t)((8 * cl + j) * T::STEP_BYTES + (i >> 3) * 256 + kc * 128 + i7 * 16);
+        const uint32_t dst = buf + (uint32_t)((2 * cl + (j >> 2)) * T::ATOM_BYTES + (i >> 3) * 1024 + i7 * 128 +
+                                              (((2 * (j & 3) + kc) ^ i7) << 4));
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -225,7 +234,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
                              float *ys, int tab_on) {
 #if MP_HAS_WGMMA
     using T = mp_tile<NT>;
-    extern __shared__ __align__(128) uint8_t mp_smem[];
+    extern __shared__ __align__(1024) uint8_t mp_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
     if (!mma_tile_item(counts, precise ? counts + E : NULL, E, T::TOK, blockIdx.x, lane, &e, &tt)) return;
@@ -234,7 +243,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     const int ntok = min(T::TOK, rows_e - tt * T::TOK);
     const int nsc = (K + 127) / 128, nph = (nsc + T::PH - 1) / T::PH, sh = shift[e];
     const bool once = rows_e <= T::TOK; /* no other CTA of this row block reads these weights */
-    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(mp_smem);
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(mp_smem) + 1023u) & ~1023u; /* the swizzle's atoms */
 
     /* the warp's m16 tile; a tile past N reads the last one (every warp runs every wgmma; its stores are skipped) */
     const int ntiles = (N + 15) / 16, tile = blockIdx.y * (MP_ROWS / 16) + warp, tl = min(tile, ntiles - 1);
@@ -309,7 +318,8 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
                     mp_fence();
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        const uint64_t desc = mp_desc(buf + (uint32_t)((8 * (c - cb) + 4 * h + j) * T::STEP_BYTES), 128, 256);
+                        const uint64_t desc =
+                            mp_desc_sw128(buf + (uint32_t)((2 * (c - cb) + h) * T::ATOM_BYTES + 32 * j)); /* step 4 h + j */
                         if constexpr (PART) mp_wgmma<NT>(part, ah[j], desc, j > 0);
                         else mp_wgmma<NT>(acc, ah[j], desc, 1);
                     }
