@@ -30,7 +30,10 @@
 #include "engines/gptoss_cuda/kernels.h"
 
 #include "engines/gptoss_cuda/moe_mma_common.cuh"
+#include "engines/gptoss_cuda/tma_ring.cuh"
 
+#include <cuda.h> /* CUtensorMap (types only: the encoder comes from the runtime's driver entry point) */
+#include <cudaTypedefs.h>
 #include <stdlib.h>
 
 #define MP_WG 3                            /* warpgroups a CTA (192 rows: 2,880 and 5,760 are multiples) */
@@ -149,25 +152,22 @@ template <int NT> [[maybe_unused]] static __device__ __forceinline__ void mp_tou
     for (int j = 0; j < 4; j++) asm volatile("" : "+r"(a[j][0]), "+r"(a[j][1]), "+r"(a[j][2]), "+r"(a[j][3])::"memory");
 }
 
-/* Stages phase ph (super-chunks PH ph ..) of the tile's rows (xs rows row0 + i in gptoss_prompt_pos's order, ld values
- * apart; rows past ntok copy row ntok - 1: their products land in columns never stored) at shared address buf:
- * super-chunk cl of the phase, k16 step j, row i, k core kc: the 16 bytes at position 128 c + 16 j + 8 kc of the row,
- * in atom 2 cl + j / 4 (ATOM_BYTES each) at (i / 8) 1024 + (i % 8) 128 + ((2 (j % 4) + kc) ^ (i % 8)) 16. A warp's 32
- * copies: 8 rows x 2 k cores x 2 steps, the rows' xor putting each step's 8 on 8 bank groups. */
+/* One thread: stages phase ph (super-chunks PH ph ..) of the tile's rows (xs rows row0 .. row0 + TOK - 1, values in
+ * gptoss_prompt_pos's order) at shared address buf with the tensor copy engine, completing on bar: super-chunk cl of
+ * the phase as two atoms of 64 k (2 cl, 2 cl + 1; ATOM_BYTES each), TOK rows of 128 bytes in the 128-byte swizzle, which
+ * the copy applies (tmap, mp_tensor_map). Rows past the tile's are the next expert's, or zeros past xs: their products
+ * land in columns never stored. */
 template <int NT>
-[[maybe_unused]] static __device__ __forceinline__ void mp_stage(const uint16_t *xs, int ld, long row0, int ntok, int ph,
-                                                                 int nsc, uint32_t buf) {
+[[maybe_unused]] static __device__ __forceinline__ void mp_stage(const CUtensorMap *tmap, int row0, int ph, int nsc,
+                                                                 uint32_t buf, uint64_t *bar) {
     using T = mp_tile<NT>;
-    const int c0 = T::PH * ph, ncs = min(T::PH, nsc - c0), total = T::TOK * ncs * 16;
-    for (int idx = threadIdx.x; idx < total; idx += MP_THREADS) {
-        const int i7 = idx & 7, kc = (idx >> 3) & 1, j = (idx >> 4) & 7, rest = idx >> 7;
-        const int cl = rest % ncs, i = 8 * (rest / ncs) + i7;
-        const uint16_t *src = xs + (size_t)(row0 + min(i, ntok - 1)) * ld + 128 * (c0 + cl) + 16 * j + 8 * kc;
-        const uint32_t dst = buf + (uint32_t)((2 * cl + (j >> 2)) * T::ATOM_BYTES + (i >> 3) * 1024 + i7 * 128 +
-                                              (((2 * (j & 3) + kc) ^ i7) << 4));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    const int c0 = T::PH * ph, ncs = min(T::PH, nsc - c0);
+    ring_expect(bar, (uint32_t)(2 * ncs * T::ATOM_BYTES));
+    for (int a = 0; a < 2 * ncs; a++)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                     ::"r"(buf + (uint32_t)(a * T::ATOM_BYTES)), "l"((uint64_t)tmap), "r"(64 * (2 * c0 + a)), "r"(row0),
+                     "r"(ring_smem_addr(bar))
+                     : "memory");
 }
 
 /* The A fragments of steps 4h .. 4h + 3 of a super-chunk (words 2h, 2h + 1 of each row's block; ms_superchunk_f16's
@@ -222,22 +222,43 @@ template <int NT>
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(tiled.scales + u) : "memory");
 }
 
-/* Grid (tile items, ceil(N / MP_ROWS)): the item fastest, so the row tiles of one expert's rows run together and its
- * weights are read from HBM about once; MP_THREADS threads; MP_SMEM bytes of dynamic shared memory. NT n8 tiles (64 or
+/* The (tile item, row block) of this CTA. The grid is (items, row blocks), launched in linear order, x fastest. group
+ * 0: the CTA's own (item, row block), so a wave holds the same row block of every item: each expert's rows of weights
+ * are read from HBM about once, but every item's rows of xs once per row block, which no longer stays in L2 from a few
+ * thousand rows (4,096 tokens: 94 MB of xs read 30 times by gate_up). group g: items in groups of g, each group's row
+ * blocks in turn (the group's items fastest), so a group's rows of xs (g x 737 KB at 128 rows of 2,880) stay in L2
+ * while every row block reads them, and an expert's weights are still read about once. */
+[[maybe_unused]] static __device__ __forceinline__ void mp_raster(int group, int *item, int *rb) {
+    if (group <= 0) {
+        *item = (int)blockIdx.x;
+        *rb = (int)blockIdx.y;
+        return;
+    }
+    const long nrb = gridDim.y, lin = blockIdx.x + (long)blockIdx.y * gridDim.x, span = (long)group * nrb;
+    const long g = lin / span, r = lin % span;
+    const int size = (int)min((long)group, (long)gridDim.x - g * group); /* the last group may be smaller */
+    *item = (int)(g * group + r % size);
+    *rb = (int)(r / size);
+}
+
+/* Grid (tile items, ceil(N / MP_ROWS)), mapped to (item, row block) by mp_raster; MP_THREADS threads; MP_SMEM bytes of dynamic shared memory. NT n8 tiles (64 or
  * 128 rows of xs a CTA). PART: each half super-chunk's products into a fresh accumulator added to the fp32 sums (the
  * precise rows' launches: the tensor cores' long accumulations drop low bits); else straight into the sums, two halves'
  * products in flight (a's two buffers). */
 template <int NT, bool PART>
 __global__ void __launch_bounds__(MP_THREADS, 1)
-    mxfp4_prompt_gemm_kernel(const uint16_t *xs, int ld, gptoss_mxfp4_tiled tiled, const int32_t *shift,
+    mxfp4_prompt_gemm_kernel(const __grid_constant__ CUtensorMap tmap, gptoss_mxfp4_tiled tiled, const int32_t *shift,
                              const int32_t *counts, const int32_t *offsets, int precise, int E, int K, int N, int swiglu,
-                             float *ys, int tab_on) {
+                             float *ys, int tab_on, int group) {
 #if MP_HAS_WGMMA
     using T = mp_tile<NT>;
     extern __shared__ __align__(1024) uint8_t mp_smem[];
+    __shared__ uint64_t full[MP_STAGES]; /* phase ph's rows landed in buffer ph % MP_STAGES: its use ph / MP_STAGES */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    int item, rb;
+    mp_raster(group, &item, &rb);
     int e, tt;
-    if (!mma_tile_item(counts, precise ? counts + E : NULL, E, T::TOK, blockIdx.x, lane, &e, &tt)) return;
+    if (!mma_tile_item(counts, precise ? counts + E : NULL, E, T::TOK, item, lane, &e, &tt)) return;
     const int rows_e = counts[e] + (precise ? counts[E + e] : 0);
     const long row0 = (long)offsets[e] + (precise ? offsets[E + e] : 0) + (long)tt * T::TOK;
     const int ntok = min(T::TOK, rows_e - tt * T::TOK);
@@ -246,7 +267,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(mp_smem) + 1023u) & ~1023u; /* the swizzle's atoms */
 
     /* the warp's m16 tile; a tile past N reads the last one (every warp runs every wgmma; its stores are skipped) */
-    const int ntiles = (N + 15) / 16, tile = blockIdx.y * (MP_ROWS / 16) + warp, tl = min(tile, ntiles - 1);
+    const int ntiles = (N + 15) / 16, tile = rb * (MP_ROWS / 16) + warp, tl = min(tile, ntiles - 1);
     const uint4 *tw[2];
     const uint16_t *ts;
     uint32_t ssel;
@@ -276,7 +297,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
         for (int j = 0; j < 4; j++)
 #pragma unroll
             for (int i = 0; i < 4; i++) a[h][j][i] = 0u;
-    mp_stage<NT>(xs, ld, row0, ntok, 0, nsc, sbase);
+    if (threadIdx.x == 0) {
+        for (int b = 0; b < MP_STAGES; b++) ring_bar_init(&full[b], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        mp_stage<NT>(&tmap, (int)row0, 0, nsc, sbase, &full[0]);
+    }
     /* Per half super-chunk h: PART waits for the previous half's products (none the first time), adds them to the sums
      * (part is zero before the first), decodes into a[0] and starts 4 products into part; else it waits for the
      * products of two halves ago (which read a[h]), decodes into a[h] and starts 4 products into acc. Every wait
@@ -285,11 +310,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
      * waited for those products (a phase has at least two halves, and each half waits for all but the last group)
      * before the barrier that starts phase ph, so no phase waits for the tensor cores to drain. */
     for (int ph = 0; ph < nph; ph++) {
-        asm volatile("cp.async.wait_group 0;\n" ::: "memory"); /* phase ph, this thread's copies */
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); /* written by cp.async, read by the tensor cores */
-        __syncthreads();
-        if (ph + 1 < nph)
-            mp_stage<NT>(xs, ld, row0, ntok, ph + 1, nsc, sbase + (uint32_t)(((ph + 1) % MP_STAGES) * MP_STAGE_BYTES));
+        __syncthreads(); /* every warp is past the products that read the buffer phase ph + 1 lands in */
+        if (threadIdx.x == 0 && ph + 1 < nph)
+            mp_stage<NT>(&tmap, (int)row0, ph + 1, nsc, sbase + (uint32_t)(((ph + 1) % MP_STAGES) * MP_STAGE_BYTES),
+                         &full[(ph + 1) % MP_STAGES]);
+        ring_wait(&full[ph % MP_STAGES], (uint32_t)((ph / MP_STAGES) & 1));
         const uint32_t buf = sbase + (uint32_t)((ph % MP_STAGES) * MP_STAGE_BYTES);
         const int cb = T::PH * ph, ce = min(cb + T::PH, nsc);
         for (int c0 = cb; c0 < ce; c0 += MP_DEPTH) {
@@ -361,16 +386,54 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
             }
         }
 #else
-    (void)xs; (void)ld; (void)tiled; (void)shift; (void)counts; (void)offsets; (void)precise; (void)E; (void)K; (void)N;
-    (void)swiglu; (void)ys; (void)tab_on;
+    (void)tmap; (void)tiled; (void)shift; (void)counts; (void)offsets; (void)precise; (void)E; (void)K; (void)N;
+    (void)swiglu; (void)ys; (void)tab_on; (void)group;
 #endif
+}
+
+/* The driver's tensor-map encoder, through the runtime (no link to libcuda); NULL where the driver has none. */
+static PFN_cuTensorMapEncodeTiled_v12000 mp_encoder(void) {
+    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+        void *f = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            f = NULL;
+        return (PFN_cuTensorMapEncodeTiled_v12000)f;
+    }();
+    return fn;
+}
+
+/* The tensor map mp_stage copies xs through: rows of gptoss_prompt_row(K) fp16 values, boxes of 64 values x tok rows
+ * in the 128-byte swizzle, zeros past the last row. */
+static cudaError_t mp_tensor_map(CUtensorMap *m, const uint16_t *xs, long rows, int K, int tok) {
+    const PFN_cuTensorMapEncodeTiled_v12000 enc = mp_encoder();
+    if (!enc) return cudaErrorNotSupported;
+    const cuuint64_t dims[2] = {(cuuint64_t)gptoss_prompt_row(K), (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)gptoss_prompt_row(K) * sizeof(uint16_t)};
+    const cuuint32_t box[2] = {64, (cuuint32_t)tok}, elem[2] = {1, 1};
+    const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, (void *)xs, dims, strides, box, elem,
+                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* mp_raster's group: LLMR_GPTOSS_PROMPT_MMA_GROUP (read once; 0 = the grid's own order), default 8. */
+static int mp_group(void) {
+    static int group = -1;
+    if (group < 0) {
+        const char *v = getenv("LLMR_GPTOSS_PROMPT_MMA_GROUP");
+        group = v && *v ? atoi(v) : 8;
+        if (group < 0) group = 8;
+    }
+    return group;
 }
 
 /* Launches mxfp4_prompt_gemm_kernel<NT, PART>, opting it into its shared memory at its first launch. */
 template <int NT, bool PART>
-static cudaError_t mp_launch(long items, const uint16_t *xs, const gptoss_mxfp4_tiled *tiled, const int32_t *shift,
-                             const int32_t *counts, const int32_t *offsets, int precise, int E, int K, int N, int swiglu,
-                             float *ys, cudaStream_t stream) {
+static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gptoss_mxfp4_tiled *tiled,
+                             const int32_t *shift, const int32_t *counts, const int32_t *offsets, int precise, int E,
+                             int K, int N, int swiglu, float *ys, cudaStream_t stream) {
     static int opted;
     if (!opted) {
         const cudaError_t e = cudaFuncSetAttribute(mxfp4_prompt_gemm_kernel<NT, PART>,
@@ -378,10 +441,13 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, const gptoss_mxfp4_
         if (e != cudaSuccess) return e;
         opted = 1;
     }
+    CUtensorMap tmap;
+    const cudaError_t e = mp_tensor_map(&tmap, xs, rows, K, mp_tile<NT>::TOK);
+    if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)items, (unsigned)((N + MP_ROWS - 1) / MP_ROWS));
     mxfp4_prompt_gemm_kernel<NT, PART><<<grid, MP_THREADS, MP_SMEM, stream>>>(
-        xs, gptoss_prompt_row(K), *tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys,
-        gptoss_mxfp4_mma_stream_f16_tables_on());
+        tmap, *tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, gptoss_mxfp4_mma_stream_f16_tables_on(),
+        mp_group());
     return cudaGetLastError();
 }
 
@@ -415,7 +481,7 @@ cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tile
     const int tok = wide ? 128 : 64;
     long items = ((long)rows + tok - 1) / tok + E; /* >= the sum of ceil(rows_e / tok) */
     if (items > rows) items = rows;
-    if (precise) return mp_launch<8, true>(items, xs, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
-    if (wide) return mp_launch<16, false>(items, xs, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
-    return mp_launch<8, false>(items, xs, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
+    if (precise) return mp_launch<8, true>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
+    if (wide) return mp_launch<16, false>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
+    return mp_launch<8, false>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
 }
