@@ -33,7 +33,9 @@ int parity_gpu_available(char *why, size_t n);
 
 #define ACCEPT_REL 2e-2
 #define NEAR_TIE 1e-3
-#define PIECE 256
+/* Tokens a debug forward takes at once (--piece): the engine runs each as its own prompt chunks, so the piece decides
+ * which expert paths a prompt meets (gptoss_mxfp4_prompt_gemm's 128-row tiles only from ~800 tokens a chunk). */
+static int piece = 256;
 
 static const llmr_engine_api *api;
 static gptoss_cuda_debug_eval_fn debug_eval;
@@ -619,13 +621,13 @@ static void run_pass(const reference *R, llmr_engine_model *m, int force, int gr
     ps->layer_sum_kept = calloc((size_t)L, sizeof(double));
     ps->layer_max_all = calloc((size_t)L, sizeof(double));
     ps->layer_n_kept = calloc((size_t)L, sizeof(int));
-    float *lg = xmalloc((size_t)PIECE * V * 4), *hid = xmalloc((size_t)(L + 1) * PIECE * H * 4),
-          *rl = xmalloc((size_t)L * PIECE * E * 4);
-    int32_t *ft = force ? xmalloc((size_t)L * PIECE * 4 * sizeof(int32_t)) : NULL;
+    float *lg = xmalloc((size_t)piece * V * 4), *hid = xmalloc((size_t)(L + 1) * piece * H * 4),
+          *rl = xmalloc((size_t)L * piece * E * 4);
+    int32_t *ft = force ? xmalloc((size_t)L * piece * 4 * sizeof(int32_t)) : NULL;
     llmr_engine_session *s = new_session(api, m, 0);
     const double t0 = now_s();
-    for (int p0 = 0; p0 < T; p0 += PIECE) {
-        const int n = T - p0 < PIECE ? T - p0 : PIECE;
+    for (int p0 = 0; p0 < T; p0 += piece) {
+        const int n = T - p0 < piece ? T - p0 : piece;
         if (ft)
             for (int l = 0; l < L; l++)
                 memcpy(ft + (size_t)l * n * 4, R->topk + ((size_t)l * T + p0) * 4, (size_t)n * 4 * sizeof(int32_t));
@@ -927,6 +929,7 @@ static int parity(const char *model, const char *refdir, int greedy_n, const cha
 static void usage(void) {
     printf("usage: gptoss_parity [--engine SO] [--mkmodel BIN]                 self-test on a tiny checkpoint\n"
            "       gptoss_parity --model DIR --ref REFDIR [--greedy N] [--label TEXT] [--json FILE] [--engine SO]\n"
+           "                     [--piece N]   prompt tokens per debug forward (default 256)\n"
            "Parity of the gptoss_cuda engine with a transformers dump from tests/gpu/parity/hf_reference.py\n"
            "(acceptance: final-logit relative L2 <= 2e-2 at positions without router near-ties, greedy tokens\n"
            "identical up to the reference's first top-2 margin <= 1e-3). Exits 0 (skipped) without a GPU.\n");
@@ -947,6 +950,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--label")) label = v;
         else if (!strcmp(a, "--json")) json_path = v;
         else if (!strcmp(a, "--greedy")) greedy_n = atoi(v);
+        else if (!strcmp(a, "--piece")) {
+            piece = atoi(v);
+            if (piece < 1 || piece > 65536) die("--piece %s: want 1..65536 tokens", v);
+        }
         else if (!strcmp(a, "--engine")) snprintf(engine, sizeof engine, "%s", v);
         else if (!strcmp(a, "--mkmodel")) snprintf(mkmodel, sizeof mkmodel, "%s", v);
         else die("unknown option %s (see --help)", a);

@@ -4,18 +4,20 @@
 #
 #   tests/gpu/parity/run.sh [--build DIR] [--out DIR] [--presets "tiny small"] [--seeds "1 2 3"]
 #                           [--lengths "16 300 5000"] [--greedy 64] [--dtype fp32|bf16] [--no-unit] [--bench]
+#                           [--piece 256]
 #
 # Steps: (1) the kernel tests (build/tests/gpu/gptoss_kernels) and the engine self-test
 # (build/tests/gpu/gptoss_parity); (2) for each preset and checkpoint seed: llmr-mkmodel writes the
 # checkpoint, hf_reference.py runs transformers on each prompt length (one Python process per checkpoint,
 # the model loaded once), then gptoss_parity compares our engine layer by layer and greedy step by step.
 # --bench also runs build/bench/decode (batch-1 decode tok/s vs the copy-bandwidth roofline) on each
-# checkpoint. Prompts are deterministic random token ids. Full reports go to OUT/reports.txt; stdout ends with the
-# parity table and the acceptance verdicts. Exit 0 when every verdict passes, 1 otherwise, 0 with
-# "SKIP" when there is no GPU or no torch.
+# checkpoint. --piece: prompt tokens per debug forward of gptoss_parity (default 256; 2048 puts a 2,000-token
+# prompt through one prefill chunk). Prompts are deterministic random token ids. Full reports go to
+# OUT/reports.txt; stdout ends with the parity table and the acceptance verdicts. Exit 0 when every verdict
+# passes, 1 otherwise, 0 with "SKIP" when there is no GPU or no torch.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=build PRESETS="tiny small" SEEDS="1 2 3" LENGTHS="16 300 5000" GREEDY=64 DTYPE=fp32 UNIT=1 BENCH=0
+BUILD=build PRESETS="tiny small" SEEDS="1 2 3" LENGTHS="16 300 5000" GREEDY=64 DTYPE=fp32 UNIT=1 BENCH=0 PIECE=256
 OUTDIR=${OUT:-/tmp/llmr-parity}/parity
 WORK=${PARITY_WORK:-/tmp/llmr-parity-work}
 while [ $# -gt 0 ]; do
@@ -29,7 +31,8 @@ while [ $# -gt 0 ]; do
     --dtype) DTYPE=$2; shift 2 ;;
     --no-unit) UNIT=0; shift ;;
     --bench) BENCH=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --piece) PIECE=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -111,7 +114,7 @@ PY
     for len in $LENGTHS; do
       label="$preset/seed$seed/len$len"
       "$BUILD/tests/gpu/gptoss_parity" --model "$model" --ref "$WORK/ref-$preset-$seed-$len" --greedy "$GREEDY" \
-        --label "$label" --json "$SUMMARY" >"$LOGS/parity-$preset-$seed-$len.txt" 2>&1 || fail=1
+        --piece "$PIECE" --label "$label" --json "$SUMMARY" >"$LOGS/parity-$preset-$seed-$len.txt" 2>&1 || fail=1
       grep -E '^(VERDICT|timing)' "$LOGS/parity-$preset-$seed-$len.txt" || { echo "$label: no verdict"; tail -5 "$LOGS/parity-$preset-$seed-$len.txt"; }
     done
     if [ "$BENCH" = 1 ]; then
