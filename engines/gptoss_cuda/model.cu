@@ -344,6 +344,11 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
         const uint64_t KVD = (uint64_t)c->num_kv_heads * c->head_dim;
         const uint64_t dense_rows = C * (uint64_t)gptoss_tc_kstack((int)(H > QD ? H : QD), ps.splits); /* T rows of Ks */
         if (ps.dense_stacked && dense_rows > xs_elems) xs_elems = dense_rows;
+        /* gptoss_mxfp4_prompt_gemm's rows: up to 2 per pair (the precise rows' second parts) of gptoss_prompt_row
+         * values, so the kernel fits every chunk (without the expert cache nothing else can take a chunk's experts
+         * once they are tiled in place) */
+        const uint64_t prompt_rows = 2 * C * GPTOSS_TOPK * (uint64_t)gptoss_prompt_row((int)(H > I ? H : I));
+        if (prompt_rows > xs_elems) xs_elems = prompt_rows;
         CARVE(tc.xs, uint16_t, xs_elems);
         if (ps.dense_stacked) {
             CARVE(tc.wd, uint16_t, gptoss_tc_wd_elems((int)H, (int)QD, (int)KVD, (int)E, ps.splits));
@@ -490,15 +495,24 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
          total / 1e6);
 }
 
+/* Whether gptoss_mxfp4_prompt_gemm takes every prompt chunk's experts on the tc path (tc.cu mlp_f16: up to
+ * tc.prompt_mma tokens, on sm_90; the workspace sizes its rows for a whole chunk), so that without the expert cache no
+ * chunk needs the checkpoint's layout for dequantizing. */
+static int prompt_kernel_covers(const gptoss_model *m) {
+    return m->use_tc && m->tc.f16 && m->tc.prompt_mma >= m->chunk && gptoss_mxfp4_prompt_gemm_ok();
+}
+
 /* Whether the tiled copy can take the experts' place (moe_tile_in_place): every expert reader this load's settings
  * pick must read it. Those are the F16 form (batched steps from moe_mma_min_rows rows, prompts up to moe_mma_prefill
  * tokens, prompt_moe_f16), the tensor-core ring gate_up and the 2-rows-a-warp down at T = 1 (batch-1 and the steps of
  * up to batch_moe_per_row rows, which go row by row), and the expert cache's cuBLAS experts for longer prompts (no
- * dequantization from the experts). Anything else (no cache, the SIMT or pass-wise kernels, the dp4a ring, the stacked
- * experts, the precise debug forward, 4 rows a warp) keeps the checkpoint's layout. */
+ * dequantization from the experts) or, without the cache, gptoss_mxfp4_prompt_gemm for every longer chunk
+ * (prompt_kernel_covers). Anything else (no cache and chunks the kernel does not take, the SIMT or pass-wise kernels,
+ * the dp4a ring, the stacked experts, the precise debug forward, 4 rows a warp) keeps the checkpoint's layout. */
 static int moe_tiled_in_place_ok(const gptoss_model *m) {
     const gptoss_config *c = &m->cfg;
-    return m->batch_moe_f16 && m->prompt_moe_f16 && m->expert_cache && m->use_tc && m->fused && m->moe_mma &&
+    return m->batch_moe_f16 && m->prompt_moe_f16 && (m->expert_cache || prompt_kernel_covers(m)) && m->use_tc &&
+           m->fused && m->moe_mma &&
            m->moe_mma_stream && !m->moe_mma_t1 && !m->debug_precise && !m->tc.wst[0] &&
            gptoss_moe_decode_tiled_ok(c->hidden_size, c->intermediate_size) &&
            m->batch_moe_per_row + 1 >= m->moe_mma_min_rows && m->moe_mma_prefill + 1 >= GPTOSS_TC_MIN_T &&
@@ -909,8 +923,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
         m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
         /* the fp16 experts' GEMMs on the MXFP4 weights (gptoss_mxfp4_prompt_gemm) up to this many tokens a chunk,
-         * cuBLAS on the expert cache beyond (docs/performance.md, session 34); 0: cuBLAS always */
-        m->tc.prompt_mma = env_int("LLMR_GPTOSS_PROMPT_MMA", GPTOSS_PROMPT_MMA_MAX_T, 0, 1 << 20);
+         * cuBLAS on the expert cache beyond (docs/performance.md, sessions 34-35); without the cache every chunk (it
+         * beats dequantizing for cuBLAS at every length); 0: cuBLAS always */
+        m->tc.prompt_mma = env_int("LLMR_GPTOSS_PROMPT_MMA",
+                                   m->expert_cache_bytes ? GPTOSS_PROMPT_MMA_MAX_T : GPTOSS_PROMPT_MMA_UNCACHED, 0, 1 << 20);
         /* the GEMM streams of the experts' GEMMs (tc.h gptoss_tc_streams_setup), for the stacked experts or the
          * per-expert path. 4: H200, prefill 384 / 512 / 1,024 / 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on
          * one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2: between; 8: no better than 4); docs/performance.md
@@ -1015,8 +1031,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * H100's 192 (kernel 22.4 ms vs 22.7-23.5) and 224 (24.9 vs 23.3-24.3; docs/performance.md "Session
          * 10: the prompt crossover with 4 GEMM streams"); 0 = never */
         m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL",
-                                     m->expert_cache_bytes ? GPTOSS_MMA_PREFILL_MAX_CACHED : GPTOSS_MMA_PREFILL_MAX, 0,
-                                     1 << 20);
+                                     m->expert_cache_bytes || prompt_kernel_covers(m) ? GPTOSS_MMA_PREFILL_MAX_CACHED
+                                                                                      : GPTOSS_MMA_PREFILL_MAX,
+                                     0, 1 << 20);
         m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
         m->debug_precise = env_int("LLMR_GPTOSS_DEBUG_PRECISE", 0, 0, 1); /* 1: a fp32-level debug forward (model_impl.h) */
         m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */

@@ -48,7 +48,9 @@ extern "C" { /* the common library is C */
  * gptoss_attention_decode from 1,536) */
 #define GPTOSS_SPLIT_FROM 256
 #define GPTOSS_MMA_PREFILL_MAX 640  /* prompt chunks up to this run their experts on gptoss_mxfp4_mma_stream */
-#define GPTOSS_MMA_PREFILL_MAX_CACHED 208 /* the same with the expert cache (cuBLAS without a dequantization) */
+/* the same with the expert cache (cuBLAS without a dequantization) or where gptoss_mxfp4_prompt_gemm takes every longer
+ * chunk (no dequantization either) */
+#define GPTOSS_MMA_PREFILL_MAX_CACHED 208
 #define GPTOSS_DEFAULT_CONTEXT 8192 /* max_context when the host passes 0 (capped by the model's) */
 
 typedef struct gptoss_model gptoss_model;

@@ -844,6 +844,10 @@ static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t
     const int R = P + 4 * Tp; /* rows with the precise rows' second parts */
     const int mma = tc->prompt_mma >= T && gu->tiled && dn->tiled && gptoss_mxfp4_prompt_gemm_ok() &&
                     gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(H), 2 * I) && gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(I), H);
+    /* the experts tiled in their place without the expert cache (model.cu prompt_kernel_covers): nothing else can
+     * read them, so a chunk the kernel cannot take fails here rather than dequantizing from no weights */
+    if (!mma && (!gu->bf16 || !dn->bf16) && (!gu->blocks || !gu->scales || !dn->blocks || !dn->scales))
+        return cudaErrorNotSupported;
     /* without precise rows pair p's row is p: no offsets, so no search for its expert (the split needs none) */
     tc_split_f16_kernel<<<(unsigned)P, 256, 0, tc->stream>>>(h, ldh, gather, precise ? offsets_dev : NULL, counts_dev,
                                                              E, precise, H, mma, (__half *)tc->xs, rs_gu);

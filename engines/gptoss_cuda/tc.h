@@ -54,6 +54,9 @@
  * where cuBLAS reaches ~440, so it wins only where the cache's reads dominate, the shortest chunks above the
  * streaming kernel's crossover (208). */
 #define GPTOSS_PROMPT_MMA_MAX_T 320
+/* The same without the expert cache: every chunk (sessions 34-35: it beats dequantizing the experts for cuBLAS at every
+ * length; H200, 4,096 tokens 112.0 against 105.2 ms). */
+#define GPTOSS_PROMPT_MMA_UNCACHED (1 << 20)
 /* From this many tokens the prompt's q/k/v/o run K-stacked ("Stacked dense linears", when enabled): H200,
  * 20b, ms stacked vs one q/k/v linear: 128 tokens 17.98 vs 16.49, 512 47.58 vs 46.67, 1,024 70.25 vs
  * 70.83, 4,096 176.76 vs 182.91 (docs/performance.md, session 10) */
