@@ -469,13 +469,14 @@ cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tile
         K <= 0 || K % 32 || N <= 0 || (swiglu && N % 2) || ((uintptr_t)xs & 15))
         return cudaErrorInvalidValue;
     if (!gptoss_mxfp4_prompt_gemm_ok()) return cudaErrorNotSupported;
-    /* 128 rows of xs a CTA where the experts average LLMR_GPTOSS_PROMPT_MMA_WIDE (96) or more, else 64; the precise
-     * rows' launches on 64 with parts */
+    /* 128 rows of xs a CTA where the experts average LLMR_GPTOSS_PROMPT_MMA_WIDE (64) or more, else 64; the precise
+     * rows' launches on 64 with parts. 64: H200, 640 tokens (80 rows an expert) 25.2 ms on 64-row tiles, 21.5-21.7 on
+     * 128; 40 no better (session 35, call 7) */
     static int wide_min = -1;
     if (wide_min < 0) {
         const char *v = getenv("LLMR_GPTOSS_PROMPT_MMA_WIDE");
-        wide_min = v && *v ? atoi(v) : 96;
-        if (wide_min < 0) wide_min = 96;
+        wide_min = v && *v ? atoi(v) : 64;
+        if (wide_min < 0) wide_min = 64;
     }
     const int wide = !precise && rows >= (long)wide_min * E;
     const int tok = wide ? 128 : 64;

@@ -48,12 +48,11 @@
 #include "engines/gptoss_cuda/kernels.h"
 
 #define GPTOSS_TC_MIN_T 32            /* below this many tokens the SIMT kernels are used */
-/* The fp16 experts' GEMMs on gptoss_mxfp4_prompt_gemm up to this many tokens a chunk (tc->prompt_mma's default). H200,
- * 20b, bench/prefill ms, cuBLAS on the expert cache against it (session 34, call 5): 256 tokens 19.4 / 18.0-18.2, 384
- * 19.6 / 21.0-21.2, 512 21.2 / 25.3-25.6, 4,096 88.6 / 136.0: it reads a quarter of the bytes but reaches ~210 TFLOP/s
- * where cuBLAS reaches ~440, so it wins only where the cache's reads dominate, the shortest chunks above the
- * streaming kernel's crossover (208). */
-#define GPTOSS_PROMPT_MMA_MAX_T 320
+/* The fp16 experts' GEMMs on gptoss_mxfp4_prompt_gemm up to this many tokens a chunk with the expert cache
+ * (tc->prompt_mma's default). H200, 20b, bench/prefill ms, cuBLAS on the cache against it (session 35, call 7, two
+ * cuBLAS runs): 384 tokens 19.3-24.0 / 17.4, 512 20.6-24.4 / 19.8, 640 22.9-25.4 / 21.5-21.7, 768 24.9-25.4 /
+ * 24.6-24.8, 1,024 29.2-29.6 / 30.3-30.5, 4,096 89.2 / 104.6 (call 6): the cache's reads dominate up to ~800 tokens. */
+#define GPTOSS_PROMPT_MMA_MAX_T 768
 /* The same without the expert cache: every chunk (sessions 34-35: it beats dequantizing the experts for cuBLAS at every
  * length; H200, 4,096 tokens 112.0 against 105.2 ms). */
 #define GPTOSS_PROMPT_MMA_UNCACHED (1 << 20)
