@@ -17,14 +17,16 @@
  *    kernel's F16 form does (mxfp4_lut.h, the block scale in the tables), two super-chunks ahead in registers and a
  *    few more prefetched into L2, and hands them to `wgmma` from registers;
  *  - B, the tile's rows, is read by the tensor cores from shared memory (K-major, 128-byte swizzle), copied there by
- *    cp.async 64 KB a phase, the next phase landing while one is read and a third still read by the products in
- *    flight; xs comes in gptoss_prompt_pos's order, the k slots of the decoded
- *    A fragments, so the copy moves 16-byte pieces as they are;
+ *    the tensor copy engine 64 KB a phase (one thread issues the boxes of a 2D tensor map, an mbarrier a buffer), the
+ *    next phase landing while one is read and a third still read by the products in flight; xs comes in
+ *    gptoss_prompt_pos's order, the k slots of the decoded A fragments, so the boxes are rows as they are (every
+ *    thread's cp.async with its address arithmetic cost ~40% of the kernel: session 35);
  *  - the products go straight into the fp32 sums, two half super-chunks in flight; where a launch has precise rows,
  *    each half's products go to a fresh accumulator added to the sums instead (the streaming kernel's per-super-chunk
  *    parts): the tensor cores' long accumulations drop low bits, and the precise rows' second fp16 parts need fp32's
  *    accuracy;
- *  - (expert, row tile) of a CTA come from a warp scan of the counts on the device (mma_tile_item): no host sync.
+ *  - (expert, row tile) of a CTA come from a warp scan of the counts on the device (mma_tile_item): no host sync; CTAs
+ *    are rastered in groups of items (mp_raster) so a group's rows of xs stay in L2 across the row blocks.
  * Needs the sm_90a target: built as PTX for compute_90 the kernel body is empty, and gptoss_mxfp4_prompt_gemm_ok says
  * no on any device other than compute capability 9.0. */
 #include "engines/gptoss_cuda/kernels.h"
