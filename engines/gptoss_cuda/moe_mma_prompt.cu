@@ -156,9 +156,9 @@ template <int NT> [[maybe_unused]] static __device__ __forceinline__ void mp_tou
 
 /* One thread: stages phase ph (super-chunks PH ph ..) of the tile's rows (xs rows row0 .. row0 + TOK - 1, values in
  * gptoss_prompt_pos's order) at shared address buf with the tensor copy engine, completing on bar: super-chunk cl of
- * the phase as two atoms of 64 k (2 cl, 2 cl + 1; ATOM_BYTES each), TOK rows of 128 bytes in the 128-byte swizzle, which
- * the copy applies (tmap, mp_tensor_map). Rows past the tile's are the next expert's, or zeros past xs: their products
- * land in columns never stored. */
+ * the phase as two atoms of 64 k (2 cl, 2 cl + 1; ATOM_BYTES each), TOK rows of 128 bytes in the 128-byte swizzle,
+ * which the copy applies (tmap, mp_tensor_map). Rows past the tile's are the next expert's, or zeros past xs: their
+ * products land in columns never stored. */
 template <int NT>
 [[maybe_unused]] static __device__ __forceinline__ void mp_stage(const CUtensorMap *tmap, int row0, int ph, int nsc,
                                                                  uint32_t buf, uint64_t *bar) {
@@ -243,10 +243,10 @@ template <int NT>
     *rb = (int)(r / size);
 }
 
-/* Grid (tile items, ceil(N / MP_ROWS)), mapped to (item, row block) by mp_raster; MP_THREADS threads; MP_SMEM bytes of dynamic shared memory. NT n8 tiles (64 or
- * 128 rows of xs a CTA). PART: each half super-chunk's products into a fresh accumulator added to the fp32 sums (the
- * precise rows' launches: the tensor cores' long accumulations drop low bits); else straight into the sums, two halves'
- * products in flight (a's two buffers). */
+/* Grid (tile items, ceil(N / MP_ROWS)), mapped to (item, row block) by mp_raster; MP_THREADS threads; MP_SMEM bytes
+ * of dynamic shared memory. NT n8 tiles (64 or 128 rows of xs a CTA). PART: each half super-chunk's products into a
+ * fresh accumulator added to the fp32 sums (the precise rows' launches: the tensor cores' long accumulations drop low
+ * bits); else straight into the sums, two halves' products in flight (a's two buffers). */
 template <int NT, bool PART>
 __global__ void __launch_bounds__(MP_THREADS, 1)
     mxfp4_prompt_gemm_kernel(const __grid_constant__ CUtensorMap tmap, gptoss_mxfp4_tiled tiled, const int32_t *shift,
