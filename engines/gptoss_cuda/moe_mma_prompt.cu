@@ -455,10 +455,11 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gp
 
 /* Asked per launch (the runtime keeps the attributes; a few calls a layer): on any other device than compute
  * capability 9.0 the kernel's body is empty (the compute_90 PTX has no wgmma), and a process may hold models on
- * several cards. */
+ * several cards. A driver without the tensor-map encoder (before CUDA 12) cannot stage its rows: no either, so
+ * that the engine keeps the checkpoint's layout and cuBLAS there instead of failing every prompt. */
 int gptoss_mxfp4_prompt_gemm_ok(void) {
     int dev = 0, major = 0, minor = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
+    return mp_encoder() && cudaGetDevice(&dev) == cudaSuccess &&
            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 && minor == 0;
 }
