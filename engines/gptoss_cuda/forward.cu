@@ -179,8 +179,9 @@ static int fwd_mma_experts(const gptoss_model *m, int T, int precise) {
 
 /* Whether a whole prompt of T tokens packed into a longer prefill (the scheduler's packing) keeps its experts'
  * precision there: alone its experts take the tensor-core kernel's F16 form (two fp16 parts per activation, ~2^-22),
- * and in a pass past the crossover its rows become gptoss_tc_mlp's precise rows (two fp16 parts on the cuBLAS path)
- * where that path is the fp16 experts' (tc.f16, the fused MLP, not the stacked experts). */
+ * and in a pass past the crossover its rows become gptoss_tc_mlp's precise rows (two fp16 parts, on
+ * gptoss_mxfp4_prompt_gemm or cuBLAS) where that path is the fp16 experts' (tc.f16, the fused MLP, not the stacked
+ * experts). */
 int gptoss_prompt_precise(const gptoss_model *m, int T) {
     return fwd_mma_experts(m, T, 0) && m->prompt_moe_f16 && m->use_tc && m->tc.f16 && m->tc_fused_mlp &&
            !(m->tc.wst[0] && m->tc.wst[1]);

@@ -1,4 +1,5 @@
 /* model.cu — the tensor plan, weight streaming, load/free, sessions and their KV pages (model_impl.h). */
+#include "engines/gptoss_cuda/env.h"
 #include "engines/gptoss_cuda/model_impl.h"
 #include "engines/gptoss_cuda/pdl.h"
 
@@ -44,10 +45,9 @@ static int plan_add(plan *p, const char *name, llmr_st_dtype dt, int ndim, const
     return 0;
 }
 
-static int env_int(const char *name, int dflt, int lo, int hi);
 
 /* LLMR_GPTOSS_MOE_TILED (moe_tiled_fill says what each mode does): 2 auto (the default), 1 wherever it fits, 0 never. */
-static int moe_tiled_mode(void) { return env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2); }
+static int moe_tiled_mode(void) { return gptoss_env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2); }
 
 /* The experts' tiled copies of one layer (gptoss_mxfp4_tile: gate_up in its row order, then down, each 256-byte aligned);
  * 0 where the shapes have none. */
@@ -249,55 +249,43 @@ typedef struct prefill_settings {
     int use_tc, tc_attn, splits, chunk, batched, stacked, dense_stacked, dq_all, expert_cache, fused_mlp, f16;
 } prefill_settings;
 
-static int env_int(const char *name, int dflt, int lo, int hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    char *end = NULL;
-    long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        fprintf(stderr, "gptoss_cuda: %s=%s ignored (must be %d..%d); using %d\n", name, v, lo, hi, dflt);
-        return dflt;
-    }
-    return (int)x;
-}
-
 static prefill_settings prefill_settings_get(void) {
     prefill_settings p;
-    p.use_tc = env_int("LLMR_GPTOSS_TC", 1, 0, 1);
-    p.tc_attn = env_int("LLMR_GPTOSS_TC_ATTN", 1, 0, 1);
-    p.splits = env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
-    p.chunk = env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, GPTOSS_MAX_BATCH, 8192); /* a batched step uses the chunk workspace */
-    p.batched = env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
+    p.use_tc = gptoss_env_int("LLMR_GPTOSS_TC", 1, 0, 1);
+    p.tc_attn = gptoss_env_int("LLMR_GPTOSS_TC_ATTN", 1, 0, 1);
+    p.splits = gptoss_env_int("LLMR_GPTOSS_TC_SPLIT", 2, 2, 3);
+    p.chunk = gptoss_env_int("LLMR_GPTOSS_CHUNK", GPTOSS_CHUNK, GPTOSS_MAX_BATCH, 8192); /* a batched step uses the chunk workspace */
+    p.batched = gptoss_env_int("LLMR_GPTOSS_TC_BATCHED", 0, 0, 1);
     /* 1: the K-stacked experts (tc.h "Stacked experts": no ys round trip, the dequantization on a second
      * stream; 3.2 GB of scratch on 20b); 0 (default: measured no faster at 4k, slower at 1k on the H200):
      * the split/ys/reduce path */
-    p.stacked = env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
+    p.stacked = gptoss_env_int("LLMR_GPTOSS_TC_STACKED", 0, 0, 1);
     /* 1 (default): the per-expert path dequantizes every used expert with one launch (1 GB of scratch on
      * 20b; 4k prefill 191.5 -> 185.3 ms on the H200). 0: a launch before each expert's GEMM. It was off
      * in sessions 5-7 together with DENSE_STACKED and LLMR_GPTOSS_ATC_STAGE, because with the three on
      * gptoss_batching --model on the 20b failed about half its runs; session 8's bisect (5 runs each)
      * put all of that on DENSE_STACKED (4 of 5) and none on this one (0 of 5, 0 of 6 in session 6). */
-    p.dq_all = env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
+    p.dq_all = gptoss_env_int("LLMR_GPTOSS_TC_DQ_ALL", 1, 0, 1);
     /* 1 (default): the q/k/v/o linears of prompt chunks of GPTOSS_DENSE_STACKED_MIN_T tokens or more the
      * same way (tc.h "Stacked dense linears"; 47 MB of scratch on 20b); 0: gptoss_tc_linear's
      * split/ys/reduce. Off until session 10: the 20b batching check failed with it, and its session-10
      * oracle showed why (the stacked prompt path itself decides the batched token: docs/performance.md,
      * "Session 10: the batching check's oracle") */
-    p.dense_stacked = env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
+    p.dense_stacked = gptoss_env_int("LLMR_GPTOSS_TC_DENSE_STACKED", 1, 0, 1);
     /* 1 (default): the per-expert path's gate_up reduce + SwiGLU + down split, and down reduce + combine, as two
      * kernels (tc.h gptoss_tc_mlp, the same bits); 0: five, for comparisons (docs/performance.md, "Session 11:
      * the experts' MLP without its fp32 round trips") */
-    p.fused_mlp = env_int("LLMR_GPTOSS_TC_FUSED_MLP", 1, 0, 1);
+    p.fused_mlp = gptoss_env_int("LLMR_GPTOSS_TC_FUSED_MLP", 1, 0, 1);
     /* every expert dequantized once at load (fp16 with the fp16 experts, else bf16; 1.59 GB a layer, 38 GB on
      * 20b), so the prompt path's cuBLAS experts skip the per-chunk dequantization (model_impl.h layer_weights; H100: 1,024-token
      * prefill 84.5 -> 50.4 ms, 4,096 197.4 -> 163.7; docs/performance.md "Session 10: the expert cache").
      * LLMR_GPTOSS_EXPERT_CACHE: 2 (auto, default) when it fits (expert_cache_fits), 1 always (the load
      * fails when it does not fit), 0 never. */
-    p.expert_cache = env_int("LLMR_GPTOSS_EXPERT_CACHE", 2, 0, 2);
+    p.expert_cache = gptoss_env_int("LLMR_GPTOSS_EXPERT_CACHE", 2, 0, 2);
     /* 1 (default): the prompt's experts on one fp16 part per activation, the weights exact in fp16 (tc.h "fp16
      * experts"; docs/performance.md "Session 12: the prompt's experts on one fp16 part"); 0: two bf16 parts.
      * Only gptoss_tc_mlp has the fp16 form, so it needs LLMR_GPTOSS_TC_FUSED_MLP=1 */
-    p.f16 = env_int("LLMR_GPTOSS_TC_F16", 1, 0, 1) && p.fused_mlp;
+    p.f16 = gptoss_env_int("LLMR_GPTOSS_TC_F16", 1, 0, 1) && p.fused_mlp;
     return p;
 }
 
@@ -512,8 +500,7 @@ static int prompt_kernel_covers(const gptoss_model *m) {
 static int moe_tiled_in_place_ok(const gptoss_model *m) {
     const gptoss_config *c = &m->cfg;
     return m->batch_moe_f16 && m->prompt_moe_f16 && (m->expert_cache || prompt_kernel_covers(m)) && m->use_tc &&
-           m->fused && m->moe_mma &&
-           m->moe_mma_stream && !m->moe_mma_t1 && !m->debug_precise && !m->tc.wst[0] &&
+           m->fused && m->moe_mma && m->moe_mma_stream && !m->moe_mma_t1 && !m->debug_precise && !m->tc.wst[0] &&
            gptoss_moe_decode_tiled_ok(c->hidden_size, c->intermediate_size) &&
            m->batch_moe_per_row + 1 >= m->moe_mma_min_rows && m->moe_mma_prefill + 1 >= GPTOSS_TC_MIN_T &&
            moe_tiled_layer_bytes(c) > 0;
@@ -755,7 +742,7 @@ static llmr_engine_status stream_weights(gptoss_model *m, plan *p, llmr_checkpoi
             pc->name = t->name;
         }
     }
-    int nt = env_int("LLMR_GPTOSS_LOAD_THREADS", LOAD_THREADS, 1, 32);
+    int nt = gptoss_env_int("LLMR_GPTOSS_LOAD_THREADS", LOAD_THREADS, 1, 32);
     if ((size_t)nt > j.n_pieces) nt = j.n_pieces ? (int)j.n_pieces : 1;
     pthread_mutex_init(&j.mu, NULL);
     pthread_t th[32];
@@ -921,19 +908,19 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->tc.f16 = ps.f16;
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
          * the H200 (4,096-token prefill 245 -> 191 ms); LLMR_GPTOSS_TC_FASTDQ=0 keeps the byte kernel */
-        m->tc.fast_dequant = env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
+        m->tc.fast_dequant = gptoss_env_int("LLMR_GPTOSS_TC_FASTDQ", 1, 0, 1);
         /* the fp16 experts' GEMMs on the MXFP4 weights (gptoss_mxfp4_prompt_gemm) up to this many tokens a chunk,
          * cuBLAS on the expert cache beyond (docs/performance.md, sessions 34-35); without the cache every chunk (it
          * beats dequantizing for cuBLAS at every length); 0: cuBLAS always */
-        m->tc.prompt_mma = env_int("LLMR_GPTOSS_PROMPT_MMA",
+        m->tc.prompt_mma = gptoss_env_int("LLMR_GPTOSS_PROMPT_MMA",
                                    m->expert_cache_bytes ? GPTOSS_PROMPT_MMA_MAX_T : GPTOSS_PROMPT_MMA_UNCACHED, 0, 1 << 20);
         /* the GEMM streams of the experts' GEMMs (tc.h gptoss_tc_streams_setup), for the stacked experts or the
          * per-expert path. 4: H200, prefill 384 / 512 / 1,024 / 4,096 tokens 28.0 / 30.8 / 44.8 / 153.4 ms on
          * one stream, 23.3 / 26.5 / 42.4 / 151.5 on 4 (2: between; 8: no better than 4); docs/performance.md
          * "Session 10: the per-expert GEMMs over several streams". The stacked experts also read whether the
          * weights are dequantized a whole layer ahead (LLMR_GPTOSS_TC_AHEAD=1) or the used experts in the layer */
-        const int gs = env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS);
-        if (m->tc.wst[0] ? gptoss_tc_stacked_setup(&m->tc, gs, env_int("LLMR_GPTOSS_TC_AHEAD", 0, 0, 1), msg, sizeof msg)
+        const int gs = gptoss_env_int("LLMR_GPTOSS_TC_STREAMS", 4, 1, GPTOSS_TC_MAX_STREAMS);
+        if (m->tc.wst[0] ? gptoss_tc_stacked_setup(&m->tc, gs, gptoss_env_int("LLMR_GPTOSS_TC_AHEAD", 0, 0, 1), msg, sizeof msg)
                          : gs > 1 && gptoss_tc_streams_setup(&m->tc, gs, msg, sizeof msg)) {
             st = fail(LLMR_ENGINE_INTERNAL, err, es, "prefill tensor-core setup on device %d: %s", device, msg);
             goto fail;
@@ -957,8 +944,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->split_attn = sa && strcmp(sa, "1") == 0;
         /* a split kernel for the full-attention layers only, from GPTOSS_SPLIT_FROM keys on (issue 10 steps 25, 50):
          * gptoss_attention_rows, or with LLMR_GPTOSS_DECODE_ATTN=0 gptoss_attention_decode */
-        m->split_from = env_int("LLMR_GPTOSS_SPLIT_ATTN_FROM", GPTOSS_SPLIT_FROM, 0, 1 << 30);
-        m->decode_attn_rows = env_int("LLMR_GPTOSS_DECODE_ATTN", 1, 0, 1);
+        m->split_from = gptoss_env_int("LLMR_GPTOSS_SPLIT_ATTN_FROM", GPTOSS_SPLIT_FROM, 0, 1 << 30);
+        m->decode_attn_rows = gptoss_env_int("LLMR_GPTOSS_DECODE_ATTN", 1, 0, 1);
         const char *rbv = getenv("LLMR_GPTOSS_ROUTER_BLOCKS"); /* router rows over N blocks (default 1) */
         gptoss_moe_router_blocks(rbv ? atoi(rbv) : 1);
         const char *mr = getenv("LLMR_GPTOSS_MOE_ROWS"); /* 4: the 4-rows-per-warp MXFP4 variant */
@@ -969,14 +956,14 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         gptoss_moe_decode_async(ma && strcmp(ma, "1") == 0);
         /* the T = 1 gate_up's ring (moe_decode_dp4a.cu): 2 (default since session 28) its sums on integer tensor
          * cores, 1 on dp4a, 0 the fp32 kernel instead */
-        const int dp4a = env_int("LLMR_GPTOSS_MOE_DP4A", 2, 0, 2);
+        const int dp4a = gptoss_env_int("LLMR_GPTOSS_MOE_DP4A", 2, 0, 2);
         /* o_proj's last block's router finish: the partial rows by one bulk copy (1, default) or from L2 (0) */
-        const int fin_rows = env_int("LLMR_GPTOSS_FIN_ROWS", 1, 0, 1);
+        const int fin_rows = gptoss_env_int("LLMR_GPTOSS_FIN_ROWS", 1, 0, 1);
         if (gptoss_gemv1_fin_rows(fin_rows) != fin_rows)
             mlog(m, LLMR_LOG_WARN, "the router finish's bulk copy (LLMR_GPTOSS_FIN_ROWS) is off: its kernel could not be queried");
         if (gptoss_moe_decode_dp4a(dp4a) != dp4a)
             mlog(m, LLMR_LOG_WARN, "the dp4a gate_up (LLMR_GPTOSS_MOE_DP4A) is off: its shared-memory size could not be set");
-        if (env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
+        if (gptoss_env_int("LLMR_GPTOSS_ROUTER_SPLIT", 1, 0, 1) && m->fused && m->cfg.num_experts == 32) {
             const int H = m->cfg.hidden_size, QD = m->cfg.num_heads * m->cfg.head_dim;
             m->router_parts = gptoss_gemv1_blocks(QD, H);
             if (m->router_parts > 0 &&
@@ -1010,36 +997,36 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * docs/performance.md), so MIN_ROWS was 8. Session 8 (H200, two runs each): the MoE of a 4-7-row
          * step 4.88-4.90 ms with the fused kernels, 4.62-4.66 on the streaming one; of a 2-3-row step 2.93-2.95
          * vs 3.30, so 4. */
-        m->moe_mma = env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
-        m->moe_mma_min_rows = env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
+        m->moe_mma = gptoss_env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
+        m->moe_mma_min_rows = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 4, 2, GPTOSS_MAX_BATCH);
         /* 2 (default since session 10): the batched steps' experts take the activations as 2 parts (+3-4% out
          * tok/s on the H200 over 3): since session 19 the F16 form's fp16 parts (~3e-7, batch_moe_f16 below),
          * else 2 bf16 parts, the prompt path's accuracy (~1e-5); 3: fp32-level, bit for bit gptoss_mxfp4_mma */
-        m->batch_moe_parts = env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
+        m->batch_moe_parts = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
         /* batched steps of up to 8 rows: the attention prologue in one launch (gptoss_qkv_rows) instead of the norm,
          * cuBLAS q/k/v over 2 bf16 parts, two RoPEs and the store; 0: off */
-        m->batch_qkv_rows = env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", GPTOSS_QKV_ROWS_MAX, 0, GPTOSS_QKV_ROWS_MAX);
+        m->batch_qkv_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", GPTOSS_QKV_ROWS_MAX, 0, GPTOSS_QKV_ROWS_MAX);
         /* and o_proj (gptoss_gemv1_rows) instead of the row-group GEMV, up to 4 rows: its 8-row form is slower than
          * cuBLAS at 8 rows (H200, session 19 call 11: o_proj 0.65 -> 1.02 ms a step) and even at 5-7; 0: off */
-        m->batch_o_rows = env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
+        m->batch_o_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* steps of 2-3 rows (below the tensor-core experts' 4): each row on the batch-1 expert kernels; 0: off */
-        m->batch_moe_per_row = env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 3, 0, 8);
+        m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 3, 0, 8);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'
          * experts on the streaming kernel"); with the expert cache and 4 GEMM streams 208, between the
          * H100's 192 (kernel 22.4 ms vs 22.7-23.5) and 224 (24.9 vs 23.3-24.3; docs/performance.md "Session
          * 10: the prompt crossover with 4 GEMM streams"); 0 = never */
-        m->moe_mma_prefill = env_int("LLMR_GPTOSS_MOE_MMA_PREFILL",
+        m->moe_mma_prefill = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_PREFILL",
                                      m->expert_cache_bytes || prompt_kernel_covers(m) ? GPTOSS_MMA_PREFILL_MAX_CACHED
                                                                                       : GPTOSS_MMA_PREFILL_MAX,
                                      0, 1 << 20);
-        m->moe_mma_t1 = env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
-        m->debug_precise = env_int("LLMR_GPTOSS_DEBUG_PRECISE", 0, 0, 1); /* 1: a fp32-level debug forward (model_impl.h) */
-        m->moe_mma_stream = env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
-        m->moe_stream_warps = env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
-        m->batch_tc = env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
-        m->batch_fuse = env_int("LLMR_GPTOSS_BATCH_FUSE", 5, 0, 5); /* model_impl.h: 0 unfused .. 5 (default) */
+        m->moe_mma_t1 = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_T1", 0, 0, 1);           /* 1: T = 1 decode experts on it too */
+        m->debug_precise = gptoss_env_int("LLMR_GPTOSS_DEBUG_PRECISE", 0, 0, 1); /* 1: a fp32-level debug forward (model_impl.h) */
+        m->moe_mma_stream = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_STREAM", 1, 0, 1); /* 0: the pass-wise kernel */
+        m->moe_stream_warps = gptoss_env_int("LLMR_GPTOSS_MOE_STREAM_WARPS", 0, 0, 16);
+        m->batch_tc = gptoss_env_int("LLMR_GPTOSS_BATCH_TC", 1, 0, 1); /* 0: batched steps keep the row-group GEMVs */
+        m->batch_fuse = gptoss_env_int("LLMR_GPTOSS_BATCH_FUSE", 5, 0, 5); /* model_impl.h: 0 unfused .. 5 (default) */
         const char *br = getenv("LLMR_GPTOSS_BATCH_ROWS"); /* 0 or >= 64: one linear launch over all rows */
         const long brv = br ? strtol(br, NULL, 10) : 4;
         m->batch_rows = brv <= 0 || brv > GPTOSS_MAX_BATCH ? GPTOSS_MAX_BATCH : (int)brv;
@@ -1058,22 +1045,22 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     if (m->expert_cache && (st = expert_cache_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     if (m->router_split && (st = router_rwt_fill(m, err, es)) != LLMR_ENGINE_OK) goto fail;
     m->batch_moe_f16 = 0;
-    if (env_int("LLMR_GPTOSS_BATCH_MOE_F16", 1, 0, 1) && m->batch_moe_parts == 2) { /* default; =0: the bf16 form */
+    if (gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_F16", 1, 0, 1) && m->batch_moe_parts == 2) { /* default; =0: the bf16 form */
         m->batch_moe_f16 = batch_moe_f16_applies(m);
         if (!m->batch_moe_f16 && getenv("LLMR_GPTOSS_BATCH_MOE_F16"))
             mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_BATCH_MOE_F16=1 ignored: no fp16 shifts (LLMR_GPTOSS_TC_F16=0?), the "
                                    "pass-wise kernel, or activations not bounded within fp16's range");
     }
-    m->batch_moe_prestage = m->batch_moe_f16 && env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
+    m->batch_moe_prestage = m->batch_moe_f16 && gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PRESTAGE", 1, 0, 1);
     /* on by default since the 20b serving check judges a lone-vs-batched parting by its logprobs (a near-tie passes,
      * e2e/gpu/near_tie.py; docs/performance.md, step 34); LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off */
-    m->prompt_moe_f16 = m->batch_moe_f16 && env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
+    m->prompt_moe_f16 = m->batch_moe_f16 && gptoss_env_int("LLMR_GPTOSS_PROMPT_MOE_F16", 1, 0, 1);
     m->route_ring = 0;
     /* not with PDL: down's prefetch reads the groups before its wait, which is safe only when they come from two
      * kernels back (pdl.h, rule 3), and with the route ring they come from the kernel just before */
     if (m->router_split && !m->moe_mma_t1 && !gptoss_pdl_enabled()) {
         /* read once (a bad value is reported once); default 2: in o_proj; 1: in the gate_up; 0: its own kernel */
-        int rr = env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2), ok = rr != 0;
+        int rr = gptoss_env_int("LLMR_GPTOSS_ROUTE_RING", 2, 0, 2), ok = rr != 0;
         for (int l = 0; ok && l < m->cfg.num_layers; l++)
             ok &= gptoss_moe_route_gate_up_dp4a_ok(m->cfg.hidden_size, m->cfg.intermediate_size, m->cfg.num_experts,
                                                    m->layers[l].gu_blocks, m->layers[l].gu_scales);
@@ -1088,7 +1075,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         if (rr && !m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
             mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=%d ignored: the dp4a gate_up does not apply here", rr);
     }
-    m->qkv_fused = env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
+    m->qkv_fused = gptoss_env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     if (m->batch_moe_f16) { /* the experts' tiled copy (read by the F16 form and the T = 1 kernels): in the experts'
                              * place where every reader the settings pick reads it, else beside them where it fits */
         const int tiled = moe_tiled_mode();
@@ -1098,7 +1085,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */
-    if (m->use_tc && env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)
+    if (m->use_tc && gptoss_env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)
         goto fail;
     if (gptoss_sched_start(m)) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "cannot start the engine's scheduler thread");

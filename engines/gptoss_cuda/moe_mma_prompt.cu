@@ -31,12 +31,12 @@
  * no on any device other than compute capability 9.0. */
 #include "engines/gptoss_cuda/kernels.h"
 
+#include "engines/gptoss_cuda/env.h"
 #include "engines/gptoss_cuda/moe_mma_common.cuh"
 #include "engines/gptoss_cuda/tma_ring.cuh"
 
 #include <cuda.h> /* CUtensorMap (types only: the encoder comes from the runtime's driver entry point) */
 #include <cudaTypedefs.h>
-#include <stdlib.h>
 
 #define MP_WG 3                            /* warpgroups a CTA (192 rows: 2,880 and 5,760 are multiples) */
 #define MP_THREADS (128 * MP_WG)
@@ -422,12 +422,7 @@ static cudaError_t mp_tensor_map(CUtensorMap *m, const uint16_t *xs, long rows, 
 
 /* mp_raster's group: LLMR_GPTOSS_PROMPT_MMA_GROUP (read once; 0 = the grid's own order), default 8. */
 static int mp_group(void) {
-    static int group = -1;
-    if (group < 0) {
-        const char *v = getenv("LLMR_GPTOSS_PROMPT_MMA_GROUP");
-        group = v && *v ? atoi(v) : 8;
-        if (group < 0) group = 8;
-    }
+    static const int group = gptoss_env_int("LLMR_GPTOSS_PROMPT_MMA_GROUP", 8, 0, 1 << 16);
     return group;
 }
 
@@ -475,12 +470,7 @@ cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tile
     /* 128 rows of xs a CTA where the experts average LLMR_GPTOSS_PROMPT_MMA_WIDE (64) or more, else 64; the precise
      * rows' launches on 64 with parts. 64: H200, 640 tokens (80 rows an expert) 25.2 ms on 64-row tiles, 21.5-21.7 on
      * 128; 40 no better (session 35, call 7) */
-    static int wide_min = -1;
-    if (wide_min < 0) {
-        const char *v = getenv("LLMR_GPTOSS_PROMPT_MMA_WIDE");
-        wide_min = v && *v ? atoi(v) : 64;
-        if (wide_min < 0) wide_min = 64;
-    }
+    static const int wide_min = gptoss_env_int("LLMR_GPTOSS_PROMPT_MMA_WIDE", 64, 0, 1 << 20);
     const int wide = !precise && rows >= (long)wide_min * E;
     const int tok = wide ? 128 : 64;
     long items = ((long)rows + tok - 1) / tok + E; /* >= the sum of ceil(rows_e / tok) */

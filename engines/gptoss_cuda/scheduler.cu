@@ -2,6 +2,7 @@
 #include <time.h>
 
 #include "engines/gptoss_cuda/debug_api.h"
+#include "engines/gptoss_cuda/env.h"
 #include "engines/gptoss_cuda/model_impl.h"
 
 /* ---------------------------------------------------------------- scheduler (continuous batching)
@@ -227,8 +228,9 @@ static void sched_prefill_done(gptoss_model *m, gen_req *r) {
 }
 
 /* Whether r's whole prompt may go into a packed prefill: not started, not cancelled, at most `room`, and
- *   longer than the tensor-core experts' crossover (m->moe_mma_prefill), so alone it takes the same cuBLAS path over
- *   the fp16 expert cache as in a group (prefill_pack 1 packs only these);
+ *   longer than the tensor-core experts' crossover (m->moe_mma_prefill), so alone it takes the same one-fp16-part
+ *   experts (gptoss_tc_mlp: the prompt kernel or cuBLAS on the fp16 expert cache) as in a group (prefill_pack 1 packs
+ *   only these);
  *   or short, with prefill_pack 3 (the default) or 2 (sched_prefill_packed says with which others). *is_short says
  *   which. */
 static int sched_packable(const gptoss_model *m, const gen_req *r, size_t room, int *is_short) {
@@ -1003,39 +1005,27 @@ static void sched_free_logprobs(gptoss_model *m) {
     m->lp_host = m->lp_dev = NULL;
 }
 
-/* The integer in `name` when it is one in lo..hi; dflt when unset, or (with a note) when it is not. */
-static int sched_env(const char *name, int dflt, int lo, int hi) {
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    char *end = NULL;
-    const long x = strtol(v, &end, 10);
-    if (*end || x < lo || x > hi) {
-        fprintf(stderr, "gptoss_cuda: %s=%s ignored (must be %d..%d); using %d\n", name, v, lo, hi, dflt);
-        return dflt;
-    }
-    return (int)x;
-}
 
 int gptoss_sched_start(gptoss_model *m) {
-    m->batch_linear = sched_env("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
+    m->batch_linear = gptoss_env_int("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
     /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md).
      * 2 parts (x = hi + lo, the prompt path's accuracy, as the batched experts) since session 10: a 64-row
      * step 13.39 -> 12.98 ms on the H100 (q/k/v 1.24 -> 1.09, o 0.99 -> 0.84, lm_head 0.63 -> 0.57), 8 streams
      * +2%; sessions 4-9 kept 3 (fp32-level, LLMR_GPTOSS_BATCH_TC_SPLIT=3) because gptoss_batching's older
      * oracle failed a batch of 8 with 2. */
-    m->batch_tc_min = sched_env("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
+    m->batch_tc_min = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
     /* the fused q/k/v and lm_head take cuBLAS from 2 rows: one GEMM over all rows costs about the same from
      * 2 to 15 rows (q/k/v ~0.82 ms a step, lm_head ~0.31), where gptoss_linear_rows grows with the rows
      * (q/k/v 1.14 ms at 2-3 rows, 1.53 at 4-7; lm_head 0.37, 0.53); o_proj is faster on it below 8 rows
      * (0.46 vs 0.67 ms at 2-3 rows). H200, docs/performance.md "Session 8: cuBLAS from 2 rows". */
-    m->batch_tc_min_qkv = sched_env("LLMR_GPTOSS_BATCH_TC_MIN_QKV", 2, 2, GPTOSS_MAX_BATCH + 1);
-    m->batch_tc_splits = sched_env("LLMR_GPTOSS_BATCH_TC_SPLIT", 2, 2, 3);
-    m->interleave = sched_env("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
-    m->prefill_burst = sched_env("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
+    m->batch_tc_min_qkv = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_MIN_QKV", 2, 2, GPTOSS_MAX_BATCH + 1);
+    m->batch_tc_splits = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_SPLIT", 2, 2, 3);
+    m->interleave = gptoss_env_int("LLMR_GPTOSS_INTERLEAVE", GPTOSS_INTERLEAVE_CHUNK, 16, 8192); /* model.h */
+    m->prefill_burst = gptoss_env_int("LLMR_GPTOSS_PREFILL_BURST", 1, 1, GPTOSS_MAX_BATCH);
     /* attention of batched steps: 0 gptoss_attention_at, 1 gptoss_attention_decode, 2 gptoss_attention_rows
      * (default: keys split over blocks of (row, KV head, 64-key chunk), the query heads of a KV head sharing
      * each K/V load; docs/performance.md has the measurements). 2 takes heads per KV head 1, 2, 4 or 8. */
-    m->batch_attn = sched_env("LLMR_GPTOSS_BATCH_ATTN", 2, 0, 2);
+    m->batch_attn = gptoss_env_int("LLMR_GPTOSS_BATCH_ATTN", 2, 0, 2);
     const int gq = m->cfg.num_heads / m->cfg.num_kv_heads;
     if (m->batch_attn == 2 && (gq > 8 || (gq & (gq - 1)))) m->batch_attn = 0; /* a shape it refuses */
     if (m->batch_attn >= 1) {
@@ -1055,12 +1045,12 @@ int gptoss_sched_start(gptoss_model *m) {
             m->batt_ctr = NULL;
         }
     }
-    m->batch_sample = sched_env("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
-    m->trace = sched_env("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
-    m->step_ahead = sched_env("LLMR_GPTOSS_STEP_AHEAD", 1, 0, 1);
+    m->batch_sample = gptoss_env_int("LLMR_GPTOSS_BATCH_SAMPLE", 1, 0, 1);
+    m->trace = gptoss_env_int("LLMR_GPTOSS_SCHED_TRACE", 0, 0, 2);
+    m->step_ahead = gptoss_env_int("LLMR_GPTOSS_STEP_AHEAD", 1, 0, 1);
     /* packed prefill (sched_prefill_packed): 3 (default) short prompts with short ones (precise rows), long with
      * long; 2 any with any; 1 only prompts past the experts' crossover (session 21's rule); 0 off */
-    m->prefill_pack = sched_env("LLMR_GPTOSS_PREFILL_PACK", 3, 0, 3);
+    m->prefill_pack = gptoss_env_int("LLMR_GPTOSS_PREFILL_PACK", 3, 0, 3);
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
         if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||

@@ -111,6 +111,12 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
 }
 
 /* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
+/* v += the 4 fp32 at r (a precise pair's second part's products, beside its first part's). */
+static __device__ __forceinline__ void add_part4(float4 *v, const float *r) {
+    const float4 l4 = *(const float4 *)r;
+    v->x += l4.x; v->y += l4.y; v->z += l4.z; v->w += l4.w;
+}
+
 static __device__ __forceinline__ void add_bias4(float4 *v, const uint16_t *b) {
     v->x += gptoss_bf16_to_f32(b[0]);
     v->y += gptoss_bf16_to_f32(b[1]);
@@ -177,10 +183,7 @@ __global__ void tc_reduce_combine_kernel(const float *ys, const int32_t *offsets
 #pragma unroll
         for (int k = 0; k < GPTOSS_TOPK; k++) {
             float4 v0 = *(const float4 *)(ys + r[k][0] * N + n);
-            if (F16 && lo[k] >= 0) { /* a precise pair: its second part's products */
-                const float4 l4 = *(const float4 *)(ys + lo[k] * N + n);
-                v0.x += l4.x; v0.y += l4.y; v0.z += l4.z; v0.w += l4.w;
-            }
+            if (F16 && lo[k] >= 0) add_part4(&v0, ys + lo[k] * N + n); /* a precise pair */
             if (F16) { v0.x *= unscale[k]; v0.y *= unscale[k]; v0.z *= unscale[k]; v0.w *= unscale[k]; }
             float v[4] = {v0.x, v0.y, v0.z, v0.w};
             for (int s = 1; s < splits; s++) {
@@ -278,10 +281,7 @@ __global__ void tc_swiglu_f16_kernel(const float *ys, const int32_t *offsets, co
     float m = 0.0f;
     for (int j = 2 * threadIdx.x; j < I; j += 2 * blockDim.x) {
         float4 v = *(const float4 *)(ys + row * N + 2 * j); /* gate j, up j, gate j+1, up j+1 */
-        if (lo >= 0) { /* a precise pair: its second part's products */
-            const float4 l4 = *(const float4 *)(ys + lo * N + 2 * j);
-            v.x += l4.x; v.y += l4.y; v.z += l4.z; v.w += l4.w;
-        }
+        if (lo >= 0) add_part4(&v, ys + lo * N + 2 * j); /* a precise pair */
         v.x *= unscale; v.y *= unscale; v.z *= unscale; v.w *= unscale;
         if (bb) add_bias4(&v, bb + 2 * j);
         act[j] = gptoss_swiglu_value(v.x, v.y, alpha, limit);
