@@ -306,13 +306,21 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
                                                                                                           : 3,
                                       0);
     if (m->use_tc && T >= GPTOSS_TC_MIN_T) {
-        if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
-            cudaSuccess)
-            return e;
         const gptoss_tc_experts_w gu = {w->gu_blocks, w->gu_scales, w->gu_bf16, w->gu_bias, w->gu_shift,
                                         w->gu_tiled.blocks ? &w->gu_tiled : NULL},
                                   dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift,
                                         w->dn_tiled.blocks ? &w->dn_tiled : NULL};
+        /* the counts on the host (a sync) unless the fused MLP reads them on the device alone */
+        if (m->tc_fused_mlp && gptoss_tc_mlp_device_counts(&m->tc, &gu, &dn, E, T, Tp, H, I)) {
+            m->tc.counts_fetched = 0; /* the host copy is another layer's */
+            e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, Tp,
+                              H, I, c->swiglu_alpha, c->swiglu_limit, m->x);
+            *combined = e == cudaSuccess;
+            return e;
+        }
+        if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
+            cudaSuccess)
+            return e;
         /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
          * does not apply */
         if (m->tc_fused_mlp &&

@@ -243,30 +243,19 @@ template <int NT>
     *rb = (int)(r / size);
 }
 
-/* Grid (tile items, ceil(N / MP_ROWS)), mapped to (item, row block) by mp_raster; MP_THREADS threads; MP_SMEM bytes
- * of dynamic shared memory. NT n8 tiles (64 or 128 rows of xs a CTA). PART: each half super-chunk's products into a
- * fresh accumulator added to the fp32 sums (the precise rows' launches: the tensor cores' long accumulations drop low
- * bits); else straight into the sums, two halves' products in flight (a's two buffers). */
+/* One CTA's tile: rows row0 .. row0 + ntok - 1 of expert e (rows_e in all) times the weight rows of row block rb, into
+ * ys (see the kernel below); NT n8 tiles of those rows staged through tmap (boxes of 8 NT rows), buffers at smem, their
+ * barriers full. */
 template <int NT, bool PART>
-__global__ void __launch_bounds__(MP_THREADS, 1)
-    mxfp4_prompt_gemm_kernel(const __grid_constant__ CUtensorMap tmap, gptoss_mxfp4_tiled tiled, const int32_t *shift,
-                             const int32_t *counts, const int32_t *offsets, int precise, int E, int K, int N, int swiglu,
-                             float *ys, int tab_on, int group) {
+static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, const gptoss_mxfp4_tiled &tiled, int e,
+                                                    int rows_e, long row0, int ntok, int rb, int sh, int K, int N,
+                                                    int swiglu, float *ys, int tab_on, uint8_t *smem, uint64_t *full) {
 #if MP_HAS_WGMMA
     using T = mp_tile<NT>;
-    extern __shared__ __align__(1024) uint8_t mp_smem[];
-    __shared__ uint64_t full[MP_STAGES]; /* phase ph's rows landed in buffer ph % MP_STAGES: its use ph / MP_STAGES */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-    int item, rb;
-    mp_raster(group, &item, &rb);
-    int e, tt;
-    if (!mma_tile_item(counts, precise ? counts + E : NULL, E, T::TOK, item, lane, &e, &tt)) return;
-    const int rows_e = counts[e] + (precise ? counts[E + e] : 0);
-    const long row0 = (long)offsets[e] + (precise ? offsets[E + e] : 0) + (long)tt * T::TOK;
-    const int ntok = min(T::TOK, rows_e - tt * T::TOK);
-    const int nsc = (K + 127) / 128, nph = (nsc + T::PH - 1) / T::PH, sh = shift[e];
+    const int nsc = (K + 127) / 128, nph = (nsc + T::PH - 1) / T::PH;
     const bool once = rows_e <= T::TOK; /* no other CTA of this row block reads these weights */
-    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(mp_smem) + 1023u) & ~1023u; /* the swizzle's atoms */
+    const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u; /* the swizzle's atoms */
 
     /* the warp's m16 tile; a tile past N reads the last one (every warp runs every wgmma; its stores are skipped) */
     const int ntiles = (N + 15) / 16, tile = rb * (MP_ROWS / 16) + warp, tl = min(tile, ntiles - 1);
@@ -302,7 +291,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     if (threadIdx.x == 0) {
         for (int b = 0; b < MP_STAGES; b++) ring_bar_init(&full[b], 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        mp_stage<NT>(&tmap, (int)row0, 0, nsc, sbase, &full[0]);
+        mp_stage<NT>(tmap, (int)row0, 0, nsc, sbase, &full[0]);
     }
     /* Per half super-chunk h: PART waits for the previous half's products (none the first time), adds them to the sums
      * (part is zero before the first), decodes into a[0] and starts 4 products into part; else it waits for the
@@ -314,7 +303,7 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     for (int ph = 0; ph < nph; ph++) {
         __syncthreads(); /* every warp is past the products that read the buffer phase ph + 1 lands in */
         if (threadIdx.x == 0 && ph + 1 < nph)
-            mp_stage<NT>(&tmap, (int)row0, ph + 1, nsc, sbase + (uint32_t)(((ph + 1) % MP_STAGES) * MP_STAGE_BYTES),
+            mp_stage<NT>(tmap, (int)row0, ph + 1, nsc, sbase + (uint32_t)(((ph + 1) % MP_STAGES) * MP_STAGE_BYTES),
                          &full[(ph + 1) % MP_STAGES]);
         ring_wait(&full[ph % MP_STAGES], (uint32_t)((ph / MP_STAGES) & 1));
         const uint32_t buf = sbase + (uint32_t)((ph % MP_STAGES) * MP_STAGE_BYTES);
@@ -388,8 +377,44 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
             }
         }
 #else
-    (void)tmap; (void)tiled; (void)shift; (void)counts; (void)offsets; (void)precise; (void)E; (void)K; (void)N;
-    (void)swiglu; (void)ys; (void)tab_on; (void)group;
+    (void)tmap; (void)tiled; (void)e; (void)rows_e; (void)row0; (void)ntok; (void)rb; (void)sh; (void)K; (void)N;
+    (void)swiglu; (void)ys; (void)tab_on; (void)smem; (void)full;
+#endif
+}
+
+/* Grid (tile items, ceil(N / MP_ROWS)), mapped to (item, row block) by mp_raster; MP_THREADS threads; MP_SMEM bytes
+ * of dynamic shared memory. NT n8 tiles (64 or 128 rows of xs a CTA; tmap's boxes); with 128, an item of 64 rows or
+ * fewer (an expert's last rows) takes the 64-row tile (tmap64's boxes): it decodes as many weights but runs half the
+ * products. PART: each half super-chunk's products into a fresh accumulator added to the fp32 sums (the precise rows'
+ * launches: the tensor cores' long accumulations drop low bits); else straight into the sums, two halves' products in
+ * flight (a's two buffers). */
+template <int NT, bool PART>
+__global__ void __launch_bounds__(MP_THREADS, 1)
+    mxfp4_prompt_gemm_kernel(const __grid_constant__ CUtensorMap tmap, const __grid_constant__ CUtensorMap tmap64,
+                             gptoss_mxfp4_tiled tiled, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
+                             int precise, int E, int K, int N, int swiglu, float *ys, int tab_on, int group) {
+#if MP_HAS_WGMMA
+    extern __shared__ __align__(1024) uint8_t mp_smem[];
+    __shared__ uint64_t full[MP_STAGES]; /* phase ph's rows landed in buffer ph % MP_STAGES: its use ph / MP_STAGES */
+    const int lane = threadIdx.x & 31;
+    int item, rb;
+    mp_raster(group, &item, &rb);
+    int e, tt;
+    const int tok = 8 * NT;
+    if (!mma_tile_item(counts, precise ? counts + E : NULL, E, tok, item, lane, &e, &tt)) return;
+    const int rows_e = counts[e] + (precise ? counts[E + e] : 0);
+    const long row0 = (long)offsets[e] + (precise ? offsets[E + e] : 0) + (long)tt * tok;
+    const int ntok = min(tok, rows_e - tt * tok), sh = shift[e];
+    if constexpr (NT == 16) {
+        if (ntok <= 64) {
+            mp_tile_gemm<8, PART>(&tmap64, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
+            return;
+        }
+    }
+    mp_tile_gemm<NT, PART>(&tmap, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
+#else
+    (void)tmap; (void)tmap64; (void)tiled; (void)shift; (void)counts; (void)offsets; (void)precise; (void)E; (void)K;
+    (void)N; (void)swiglu; (void)ys; (void)tab_on; (void)group;
 #endif
 }
 
@@ -438,12 +463,14 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gp
         if (e != cudaSuccess) return e;
         opted = 1;
     }
-    CUtensorMap tmap;
-    const cudaError_t e = mp_tensor_map(&tmap, xs, rows, K, mp_tile<NT>::TOK);
+    CUtensorMap tmap, tmap64;
+    cudaError_t e = mp_tensor_map(&tmap, xs, rows, K, mp_tile<NT>::TOK);
+    if (e == cudaSuccess) e = NT == 8 ? cudaSuccess : mp_tensor_map(&tmap64, xs, rows, K, 64);
     if (e != cudaSuccess) return e;
+    if (NT == 8) tmap64 = tmap;
     const dim3 grid((unsigned)items, (unsigned)((N + MP_ROWS - 1) / MP_ROWS));
     mxfp4_prompt_gemm_kernel<NT, PART><<<grid, MP_THREADS, MP_SMEM, stream>>>(
-        tmap, *tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, gptoss_mxfp4_mma_stream_f16_tables_on(),
+        tmap, tmap64, *tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, gptoss_mxfp4_mma_stream_f16_tables_on(),
         mp_group());
     return cudaGetLastError();
 }

@@ -814,6 +814,21 @@ cudaError_t gptoss_tc_experts(gptoss_tc *tc, const float *x, int ldx, const int3
     return r;
 }
 
+/* Whether mlp_f16 runs its GEMMs on gptoss_mxfp4_prompt_gemm: up to tc->prompt_mma tokens where the tiled weights
+ * exist, the device is sm_90 and the kernel's rows (P + 4 Tp of gptoss_prompt_row values) fit the scratch. */
+static int mlp_f16_mma(const gptoss_tc *tc, const gptoss_tc_experts_w *gu, const gptoss_tc_experts_w *dn, int T, int Tp,
+                       int H, int I) {
+    const int R = T * GPTOSS_TOPK + 4 * Tp; /* rows with the precise rows' second parts */
+    return tc->prompt_mma >= T && gu->tiled && dn->tiled && gptoss_mxfp4_prompt_gemm_ok() &&
+           gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(H), 2 * I) && gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(I), H);
+}
+
+int gptoss_tc_mlp_device_counts(const gptoss_tc *tc, const gptoss_tc_experts_w *gu, const gptoss_tc_experts_w *dn, int E,
+                                int T, int Tp, int H, int I) {
+    return tc->f16 && tc->no_batched && T > 0 && Tp >= 0 && Tp <= T && E > 0 && E <= GPTOSS_MAX_EXPERTS && gu->shift &&
+           dn->shift && I <= GPTOSS_TC_F16_MAX_I && I % 2 == 0 && H % 4 == 0 && mlp_f16_mma(tc, gu, dn, T, Tp, H, I);
+}
+
 /* gptoss_tc_mlp on the fp16 experts (tc.h): the checks gptoss_tc_mlp made, then split (fp16, row shifts into
  * rshift[0, P)), gate_up GEMMs, SwiGLU + fp16 split (shifts into rshift[P, 2P)), down GEMMs, combine; the pairs of
  * the precise rows (Tp > 0) with a second fp16 part in rows of their own (f16_pair_rows). */
@@ -825,7 +840,11 @@ static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t
     if (!gu->shift || !dn->shift || (size_t)2 * P > tc->rshift_elems || !tc->rshift) return cudaErrorInvalidValue;
     if (I > GPTOSS_TC_F16_MAX_I) return cudaErrorNotSupported;
     const int32_t *lo_host = NULL;
-    if (Tp > 0) { /* the second parts' rows: counts fetched with them, each expert's lo_e within its pairs, 4 Tp in all */
+    /* the GEMMs straight from the MXFP4 weights up to tc->prompt_mma tokens (the same rows in and out, in the order
+     * and length gptoss_prompt_pos gives them; the counts read on the device), else cuBLAS */
+    const int mma = mlp_f16_mma(tc, gu, dn, T, Tp, H, I);
+    if (Tp > 0 && !mma) { /* the second parts' rows: counts fetched with them, each expert's lo_e within its pairs, 4 Tp
+                           * in all */
         if (tc->counts_fetched != 2 * E) return cudaErrorInvalidValue;
         lo_host = tc->counts_host + E;
         long lo = 0;
@@ -837,13 +856,8 @@ static cudaError_t mlp_f16(gptoss_tc *tc, const float *h, int ldh, const int32_t
             !gptoss_tc_fits(tc, 1, P + (int)lo, I, H))
             return cudaErrorInvalidValue;
     }
-    const int precise = Tp > 0;
+    const int precise = Tp > 0, R = P + 4 * Tp; /* rows with the precise rows' second parts */
     int32_t *rs_gu = tc->rshift, *rs_dn = tc->rshift + P;
-    /* the GEMMs straight from the MXFP4 weights up to tc->prompt_mma tokens (the same rows in and out, in the order
-     * and length gptoss_prompt_pos gives them), else cuBLAS */
-    const int R = P + 4 * Tp; /* rows with the precise rows' second parts */
-    const int mma = tc->prompt_mma >= T && gu->tiled && dn->tiled && gptoss_mxfp4_prompt_gemm_ok() &&
-                    gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(H), 2 * I) && gptoss_tc_fits(tc, 1, R, gptoss_prompt_row(I), H);
     /* the experts tiled in their place without the expert cache (model.cu prompt_kernel_covers): nothing else can
      * read them, so a chunk the kernel cannot take fails here rather than dequantizing from no weights */
     if (!mma && (!gu->bf16 || !dn->bf16) && (!gu->blocks || !gu->scales || !dn->blocks || !dn->scales))
@@ -882,6 +896,10 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
     const int P = T * GPTOSS_TOPK;
     if (T <= 0) return cudaSuccess;
     if (Tp < 0 || Tp > T || (Tp > 0 && !tc->f16)) return cudaErrorInvalidValue;
+    if (gptoss_tc_mlp_device_counts(tc, gu, dn, E, T, Tp, H, I)) { /* no host counts needed (nor maybe fetched) */
+        if ((uintptr_t)x & 15) return cudaErrorNotSupported;
+        return mlp_f16(tc, h, ldh, gather, gu, dn, counts_dev, offsets_dev, rw, pair_of, E, T, Tp, H, I, alpha, limit, x);
+    }
     if (!experts_fit(tc, gu->bf16, E, P, H, 2 * I) || !experts_fit(tc, dn->bf16, E, P, I, H)) return cudaErrorInvalidValue;
     if (I % 2 || H % 4 || ((uintptr_t)x & 15) || experts_pad(tc, gu->bf16, E, H, 2 * I) || experts_pad(tc, dn->bf16, E, I, H))
         return cudaErrorNotSupported;

@@ -200,6 +200,11 @@ cudaError_t gptoss_tc_mlp(gptoss_tc *tc, const float *h, int ldh, const int32_t 
                           const gptoss_tc_experts_w *dn, const int32_t *counts_dev, const int32_t *offsets_dev,
                           const float *rw, const int32_t *pair_of, int E, int T, int Tp, int H, int I, float alpha,
                           float limit, float *x);
+/* Whether gptoss_tc_mlp takes a chunk's experts from the counts on the device alone (the fp16 experts on
+ * gptoss_mxfp4_prompt_gemm, the per-expert layout): then it needs no gptoss_tc_fetch_counts first (no host sync a layer),
+ * and checks only what it can without the counts. */
+int gptoss_tc_mlp_device_counts(const gptoss_tc *tc, const gptoss_tc_experts_w *gu, const gptoss_tc_experts_w *dn, int E,
+                                int T, int Tp, int H, int I);
 
 /* Attention with sinks for a T-token chunk, as gptoss_attention (kernels.h), on tensor cores
  * (attention_tc.cu: flash-attention style, Q/K/P/V split into bf16 hi + lo, three products each): the
