@@ -5,8 +5,11 @@
 #   tests/gpu/pack.sh [--build BUILD] [--out DIR] [--alt NAME:TREE]...
 #
 #   DIR/build.tar.xz  BUILD/{bin,bench,engines,tests/gpu} (default: this tree's build/) as build/, stripped;
-#                     with --alt, TREE/build/engines too, as alt/NAME/engines (an older or variant engine to run
-#                     beside this one: bench/decode --engine /tmp/B/alt/NAME/engines/gptoss_cuda/libgptoss_cuda.so)
+#                     with --alt, TREE/build/engines (and TREE/build/tests/gpu where built) too, as alt/NAME/ (an
+#                     older or variant engine to run beside this one: bench/decode --engine
+#                     /tmp/B/alt/NAME/engines/gptoss_cuda/libgptoss_cuda.so; its kernel checks:
+#                     /tmp/B/alt/NAME/tests/gpu/gptoss_kernels). One xz stream with a 256 MiB window, so that
+#                     variants of a ~23 MB engine cost ~1 MB each rather than ~4.5 (decompressing needs 256 MiB)
 #   DIR/tok.tgz       the tokenizer fixtures tools/fixtures.sh keeps under $LLMR_CACHE (default ~/.cache/llmr:
 #                     tokenizer-gptoss, -llama3, -qwen3), which llmr-mkmodel and the serving step read; written
 #                     once, kept after
@@ -44,10 +47,12 @@ for a in "${ALTS[@]}"; do
   fi
   mkdir -p "$STAGE/alt/$name"
   cp -r "$tree/build/engines" "$STAGE/alt/$name/"
+  if [ -d "$tree/build/tests/gpu" ]; then mkdir -p "$STAGE/alt/$name/tests" && cp -r "$tree/build/tests/gpu" "$STAGE/alt/$name/tests/"; fi
 done
 # symbols are not needed there, and the device call carries at most 64 MiB
 find "$STAGE" -type f \( -perm -u+x -o -name '*.so' \) -exec strip --strip-unneeded {} + 2>/dev/null || true
-tar -C "$STAGE" -cf - . | xz -6 -T2 > "$OUT/build.tar.xz"
+# one block (-T1): xz's window then spans the near-identical engines and test programs
+tar -C "$STAGE" -cf - . | xz -T1 --lzma2=preset=6,dict=256MiB > "$OUT/build.tar.xz"
 CACHE=${LLMR_CACHE:-$HOME/.cache/llmr}
 if [ ! -f "$OUT/tok.tgz" ]; then
   toks=()
