@@ -892,6 +892,7 @@ void gptoss_tc_checks(int *checks, int *failed) {
     test_tc_moe_f16(200, 2880, 256, 32, 1, 1, 4, 0); /* the 20b hidden size, cached, 4 GEMM streams */
     test_tc_moe_f16(800, 256, 256, 16, 1, 0, 1, 0);  /* 200 rows an expert: prompt_gemm's 128-row tiles */
     test_tc_moe_f16(600, 256, 256, 16, 1, 0, 1, 0);  /* 150 rows an expert: 128-row tiles, the last rows on 64 */
+    test_tc_moe_f16(40, 4160, 64, 16, 1, 1, 1, 0);   /* a hidden size past the split's registers: its two-pass form */
     test_tc_moe_f16_precise(70, 30, 256, 256, 16, 0, 1);
     test_tc_moe_f16_precise(70, 69, 256, 256, 16, 18, 1); /* all but one row, rows far beyond fp16's range */
     test_tc_moe_f16_precise(9, 4, 64, 96, 32, 0, 1);      /* idle experts */
