@@ -10,16 +10,23 @@
 # without the expert cache (3-4 ms), less at short chunks (fewer jobs a CTA). A 128-row launch's narrow jobs (64 rows or
 # fewer) now run in a second loop after the wide ones (one loop with both forms spilled ~600 bytes; a call between them
 # serialized the wgmma), also with PERSIST=0. test_tc gains a 528-job case (T=1024, I=1024) so that with PERSIST=1 CTAs
-# run several jobs. Preparation: build main into build/; cp -a the tree to /tmp/persist, git apply
-# tests/gpu/parity/results/s36-lead/next/persist-jobs.diff there, make (engine and tests); tests/gpu/pack.sh --out
-# .gpu-lead/pkg --alt persist:/tmp/persist; carry .gpu-lead/pkg. If PERSIST=1 wins: make it the default, then
-# --tc-checks and the full gate, with and without the expert cache.
+# run several jobs.
+# swiglu-regs.diff (compile-checked; applies alone or after persist-jobs.diff): the fp16 experts' SwiGLU kernel
+# (tc_swiglu_f16_kernel, 4.8 ms of a 4,096-token prompt at ~2.3 TB/s in call 4) with the row's activations in
+# registers, every load of the row issued first (6 x 16 bytes a thread in flight, 48 registers, 5 blocks an SM; was
+# one load at a time through shared memory); the same bits; a new test_tc case (I = 3,200) keeps the shared-memory
+# form covered. Predicted 0.5-1 ms at 4,096 tokens.
+# Preparation: build main into build/; for each diff, cp -a the tree to /tmp/persist (/tmp/swregs), git apply
+# tests/gpu/parity/results/s36-lead/next/persist-jobs.diff (swiglu-regs.diff) there, make (engine and tests);
+# tests/gpu/pack.sh --out .gpu-lead/pkg --alt persist:/tmp/persist --alt swregs:/tmp/swregs; carry .gpu-lead/pkg.
+# Then merge the winners: --tc-checks and the full gate, with and without the expert cache.
 O=$OUT; mkdir -p /tmp/B /tmp/cache
 xz -dc .gpu-lead/pkg/build.tar.xz | tar -C /tmp/B -xf - && tar xzf .gpu-lead/pkg/tok.tgz -C /tmp/cache
 export LLMR_CACHE=/tmp/cache; B=/tmp/B/build; P=/tmp/B/alt/persist; SECONDS=0
 $B/bin/llmr-mkmodel --preset 20b --seed 1 --out /tmp/m20b > /tmp/mk.log 2>&1; echo "mkmodel rc=$? ${SECONDS}s"
-for r in 1 2; do for v in base p0 p1; do for c in 0 2; do
-  E=$B/engines/gptoss_cuda/libgptoss_cuda.so; [ $v != base ] && E=$P/engines/gptoss_cuda/libgptoss_cuda.so
+for r in 1 2; do for v in base p0 p1 sw; do for c in 0 2; do
+  E=$B/engines/gptoss_cuda/libgptoss_cuda.so; case $v in p0|p1) E=$P/engines/gptoss_cuda/libgptoss_cuda.so ;;
+    sw) E=/tmp/B/alt/swregs/engines/gptoss_cuda/libgptoss_cuda.so ;; esac
   PS=0; [ $v = p1 ] && PS=1
   LLMR_GPTOSS_PROMPT_MMA_PERSIST=$PS LLMR_GPTOSS_EXPERT_CACHE=$c LLMR_GPTOSS_PREFILL_PROFILE=1 timeout 60 $B/bench/prefill \
     --engine $E --model /tmp/m20b --lengths 256,512,1024,2048,4096 --reps 3 > /tmp/pf.txt 2>&1
@@ -28,7 +35,10 @@ for r in 1 2; do for v in base p0 p1; do for c in 0 2; do
 done; done; done
 LLMR_GPTOSS_PROMPT_MMA_PERSIST=0 timeout 300 $P/tests/gpu/gptoss_kernels --tc-checks > $O/tc-p0.txt 2>&1 &
 T0=$!
+timeout 300 /tmp/B/alt/swregs/tests/gpu/gptoss_kernels --tc-checks > $O/tc-sw.txt 2>&1 &
+T1=$!
 LLMR_GPTOSS_PROMPT_MMA_PERSIST=1 timeout 300 $P/tests/gpu/gptoss_kernels --tc-checks > $O/tc-p1.txt 2>&1
 echo "tc-checks persist=1 rc=$? $(tail -1 $O/tc-p1.txt) ${SECONDS}s"; grep FAIL $O/tc-p1.txt | head -5 | cut -c1-200
 wait $T0; echo "tc-checks persist=0 rc=$? $(tail -1 $O/tc-p0.txt) ${SECONDS}s"; grep FAIL $O/tc-p0.txt | head -5 | cut -c1-200
+wait $T1; echo "tc-checks swiglu-regs rc=$? $(tail -1 $O/tc-sw.txt) ${SECONDS}s"; grep FAIL $O/tc-sw.txt | head -5 | cut -c1-200
 echo "total ${SECONDS}s"
