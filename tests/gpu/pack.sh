@@ -47,7 +47,9 @@ for a in "${ALTS[@]}"; do
   fi
   mkdir -p "$STAGE/alt/$name"
   cp -r "$tree/build/engines" "$STAGE/alt/$name/"
-  if [ -d "$tree/build/tests/gpu" ]; then mkdir -p "$STAGE/alt/$name/tests" && cp -r "$tree/build/tests/gpu" "$STAGE/alt/$name/tests/"; fi
+  if [ -d "$tree/build/tests/gpu" ]; then
+    mkdir -p "$STAGE/alt/$name/tests" && cp -r "$tree/build/tests/gpu" "$STAGE/alt/$name/tests/"
+  fi
 done
 # symbols are not needed there, and the device call carries at most 64 MiB
 find "$STAGE" -type f \( -perm -u+x -o -name '*.so' \) -exec strip --strip-unneeded {} + 2>/dev/null || true
