@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/pack.sh as a developer meets it: --help, bad arguments named, then a pack of this build with an
-# alternative engine and a tokenizer fixture, unpacked as on the GPU machine, whose stripped kernel checks still
-# run (gptoss_kernels --host-checks needs no GPU). Skipped (77) where nvcc did not build the GPU programs.
+# alternative engine and its kernel tests and a tokenizer fixture, unpacked as on the GPU machine, whose stripped
+# kernel checks still run (gptoss_kernels --host-checks needs no GPU). Skipped (77) where nvcc did not build the GPU
+# programs.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD="${LLMR_BUILD:-build}"
@@ -21,11 +22,13 @@ check "bad --alt" 1 "want NAME:TREE" -- "$PACK" --build "$BUILD" --out "$tmp/p" 
 check "build missing" 1 "$tmp/none/bin is missing" -- "$PACK" --build "$tmp/none" --out "$tmp/p"
 mkdir -p "$tmp/cache/tokenizer-gptoss" "$tmp/alt/build" && echo '{}' > "$tmp/cache/tokenizer-gptoss/tokenizer.json"
 cp -r "$BUILD/engines" "$tmp/alt/build/"
+mkdir -p "$tmp/alt/build/tests" && cp -r "$BUILD/tests/gpu" "$tmp/alt/build/tests/"
 check "pack" 0 "build.tar.xz" -- env LLMR_CACHE="$tmp/cache" "$PACK" --build "$BUILD" --out "$tmp/p" --alt old:"$tmp/alt"
 mkdir -p "$tmp/B" "$tmp/c"
 if xz -dc "$tmp/p/build.tar.xz" | tar -C "$tmp/B" -xf - && tar xzf "$tmp/p/tok.tgz" -C "$tmp/c"; then
   for f in build/engines/gptoss_cuda/libgptoss_cuda.so build/tests/gpu/gptoss_kernels build/tests/gpu/gptoss_batching \
-           build/bin/llmr-mkmodel build/bench/throughput alt/old/engines/gptoss_cuda/libgptoss_cuda.so; do
+           build/bin/llmr-mkmodel build/bench/throughput alt/old/engines/gptoss_cuda/libgptoss_cuda.so \
+           alt/old/tests/gpu/gptoss_kernels; do
     [ -f "$tmp/B/$f" ] || { echo "FAIL unpacked: $f missing"; fail=1; }
   done
   [ -f "$tmp/c/tokenizer-gptoss/tokenizer.json" ] || { echo "FAIL unpacked: the tokenizer fixture is missing"; fail=1; }
