@@ -311,21 +311,18 @@ static cudaError_t fwd_experts(gptoss_model *m, const layer_weights *w, int T, i
                                   dn = {w->dn_blocks, w->dn_scales, w->dn_bf16, w->dn_bias, w->dn_shift,
                                         w->dn_tiled.blocks ? &w->dn_tiled : NULL};
         /* the counts on the host (a sync) unless the fused MLP reads them on the device alone */
-        if (m->tc_fused_mlp && gptoss_tc_mlp_device_counts(&m->tc, &gu, &dn, E, T, Tp, H, I)) {
+        const int dev_counts = m->tc_fused_mlp && gptoss_tc_mlp_device_counts(&m->tc, &gu, &dn, E, T, Tp, H, I);
+        if (dev_counts)
             m->tc.counts_fetched = 0; /* the host copy is another layer's */
-            e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, Tp,
-                              H, I, c->swiglu_alpha, c->swiglu_limit, m->x);
-            *combined = e == cudaSuccess;
-            return e;
-        }
-        if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
-            cudaSuccess)
+        else if ((e = Tp ? gptoss_tc_fetch_counts_precise(&m->tc, m->counts, E) : gptoss_tc_fetch_counts(&m->tc, m->counts, E)) !=
+                 cudaSuccess)
             return e;
         /* the whole MLP with two kernels around the GEMMs, the combine included (same bits); four calls where it
-         * does not apply */
+         * does not apply (not without the host counts, which they read) */
         if (m->tc_fused_mlp &&
-            (e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, Tp,
-                               H, I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported) {
+            ((e = gptoss_tc_mlp(&m->tc, m->h, H, m->pair_token, &gu, &dn, m->counts, m->offsets, m->rw, m->pair_of, E, T, Tp,
+                                H, I, c->swiglu_alpha, c->swiglu_limit, m->x)) != cudaErrorNotSupported ||
+             dev_counts)) {
             *combined = e == cudaSuccess;
             return e;
         }

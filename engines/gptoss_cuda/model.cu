@@ -45,7 +45,6 @@ static int plan_add(plan *p, const char *name, llmr_st_dtype dt, int ndim, const
     return 0;
 }
 
-
 /* LLMR_GPTOSS_MOE_TILED (moe_tiled_fill says what each mode does): 2 auto (the default), 1 wherever it fits, 0 never. */
 static int moe_tiled_mode(void) { return gptoss_env_int("LLMR_GPTOSS_MOE_TILED", 2, 0, 2); }
 

@@ -195,7 +195,6 @@ static __device__ __forceinline__ float mma_swiglu(float gv, float uv, float alp
     return gptoss_swiglu_value(gv, uv, alpha, limit);
 }
 
-
 /* ------------------------------------------------------------------ work items and the tiled weights */
 
 /* The (expert, token tile) of item y: walk the experts' tile counts ceil(n_e / tile) in order, n_e = counts[e] (+

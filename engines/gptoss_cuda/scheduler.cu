@@ -1005,7 +1005,6 @@ static void sched_free_logprobs(gptoss_model *m) {
     m->lp_host = m->lp_dev = NULL;
 }
 
-
 int gptoss_sched_start(gptoss_model *m) {
     m->batch_linear = gptoss_env_int("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
     /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md).

@@ -110,13 +110,13 @@ __global__ void tc_reduce_kernel(const float *ys, const int32_t *offsets, const 
     }
 }
 
-/* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
 /* v += the 4 fp32 at r (a precise pair's second part's products, beside its first part's). */
 static __device__ __forceinline__ void add_part4(float4 *v, const float *r) {
     const float4 l4 = *(const float4 *)r;
     v->x += l4.x; v->y += l4.y; v->z += l4.z; v->w += l4.w;
 }
 
+/* v += the 4 bf16 biases at b (gate j, up j, gate j + 1, up j + 1 of a gate_up row). */
 static __device__ __forceinline__ void add_bias4(float4 *v, const uint16_t *b) {
     v->x += gptoss_bf16_to_f32(b[0]);
     v->y += gptoss_bf16_to_f32(b[1]);
@@ -256,6 +256,7 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
     const long row = f16_pair_rows(p, offsets, counts, E, precise, &e, &lo);
     const int ld = perm ? gptoss_prompt_row(K) : K;
     __half *hi_row = xs + (size_t)row * ld, *lo_row = lo >= 0 ? xs + (size_t)lo * ld : NULL;
+    int r; /* the row's shift */
     if constexpr (VEC) {
         float4 v[SPLIT_F16_VEC];
         float m = 0.0f;
@@ -265,7 +266,7 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
             v[i] = k < K ? *(const float4 *)(xr + k) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             m = fmaxf(m, fmaxf(fmaxf(fabsf(v[i].x), fabsf(v[i].y)), fmaxf(fabsf(v[i].z), fabsf(v[i].w))));
         }
-        const int r = f16_row_shift(block_max(m));
+        r = f16_row_shift(block_max(m));
         const float sc = ldexpf(1.0f, r);
 #pragma unroll
         for (int i = 0; i < SPLIT_F16_VEC; i++) {
@@ -281,11 +282,10 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
                         __floats2half2_rn(a[j] - __low2float(h), a[j + 1] - __high2float(h));
             }
         }
-        if (threadIdx.x == 0) rshift[p] = r;
     } else {
         float m = 0.0f;
         for (int k = threadIdx.x; k < K; k += blockDim.x) m = fmaxf(m, fabsf(xr[k]));
-        const int r = f16_row_shift(block_max(m));
+        r = f16_row_shift(block_max(m));
         const float sc = ldexpf(1.0f, r);
         for (int k = threadIdx.x; k < K; k += blockDim.x) {
             const float v = xr[k] * sc;
@@ -293,10 +293,10 @@ __global__ void tc_split_f16_kernel(const float *x, int ldx, const int32_t *gath
             hi_row[f16_pos(k, perm)] = hv;
             if (lo_row) lo_row[f16_pos(k, perm)] = __float2half_rn(v - __half2float(hv));
         }
-        if (threadIdx.x == 0) rshift[p] = r;
     }
     f16_row_pad(hi_row, K, perm);
     if (lo_row) f16_row_pad(lo_row, K, perm);
+    if (threadIdx.x == 0) rshift[p] = r;
 }
 
 /* The fp16 form of tc_swiglu_split_kernel: pair p's gate_up row (one part, or a precise pair's two parts summed,
