@@ -392,7 +392,7 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
     const int precise = dbg && m->debug_precise;
     const int pf = m->pf_ev != NULL && T > 1, stacked = fwd_stacked(m, T, precise);
     /* LLMR_GPTOSS_TC_DENSE_STACKED (its scratch exists) for long chunks; the stacked rows need K % 8 == 0 */
-    const int dense = m->use_tc && T >= GPTOSS_DENSE_STACKED_MIN_T && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
+    const int dense = m->use_tc && T >= m->dense_min_t && m->tc.wd != NULL && H % 8 == 0 && QD % 8 == 0;
     /* The leading segments that alone would take the tensor-core experts (short prompts, which the scheduler packs
      * first): in a pass on the cuBLAS path their rows keep that precision as gptoss_tc_mlp's precise rows. */
     int Tp = 0;
@@ -409,9 +409,9 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
         CUDA_TRY(gptoss_rmsnorm(m->x, w->attn_norm, T, H, c->rms_norm_eps, m->h, st), what);
         if (dense) { /* one stacked split of h for q, k and v (tc.h "Stacked dense linears") */
             FWD_TRY(gptoss_tc_split_stacked(m->h, H, NULL, T, H, m->tc.splits, m->tc.xs, st), what);
-            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->q_w, w->q_b, T, H, QD, m->q, QD, 0), what);
-            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->k_w, w->k_b, T, H, KVD, m->kn, KVD, 0), what);
-            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->v_w, w->v_b, T, H, KVD, m->vn, KVD, 0), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->q_w, w->q_b, w->q_st, T, H, QD, m->q, QD, 0), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->k_w, w->k_b, w->k_st, T, H, KVD, m->kn, KVD, 0), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->v_w, w->v_b, w->v_st, T, H, KVD, m->vn, KVD, 0), what);
         } else {
             /* one linear for q, k and v when their weights are contiguous (tc.h gptoss_tc_linear_segs) */
             const cudaError_t fe = T >= GPTOSS_TC_MIN_T ? gptoss_qkv_tc(m, w, m->h, T, m->tc.splits) : cudaErrorNotSupported;
@@ -441,7 +441,7 @@ llmr_engine_status gptoss_forward_segments(const gptoss_segment *segs, int nseg,
         PF_MARK(6 * l + 2);
         if (dense) {
             FWD_TRY(gptoss_tc_split_stacked(m->o, QD, NULL, T, QD, m->tc.splits, m->tc.xs, st), what);
-            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
+            FWD_TRY(gptoss_tc_linear_stacked(&m->tc, w->o_w, w->o_b, w->o_st, T, QD, H, m->x, H, 1), what);
         } else {
             FWD_TRY(fwd_linear(m, m->o, QD, w->o_w, w->o_b, T, QD, H, m->x, H, 1), what);
         }

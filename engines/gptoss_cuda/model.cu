@@ -482,6 +482,78 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
          total / 1e6);
 }
 
+/* LLMR_GPTOSS_DENSE_KEEP (dense_stacked_fill says what each mode does): 2 auto (the default), 1 wherever it fits, 0 never. */
+static int dense_keep_mode(void) { return gptoss_env_int("LLMR_GPTOSS_DENSE_KEEP", 2, 0, 2); }
+
+/* Bytes of every layer's q/k/v/o stacked with `splits` parts (tc.h "Stacked dense linears": [N, Ks] each; Ks is a
+ * multiple of 8, so every weight and row stays 16-byte aligned one after the other). */
+static uint64_t dense_stacked_bytes_for(const gptoss_config *c, int splits) {
+    const uint64_t H = c->hidden_size, QD = (uint64_t)c->num_heads * c->head_dim,
+                   KVD = (uint64_t)c->num_kv_heads * c->head_dim;
+    const uint64_t kh = (uint64_t)gptoss_tc_kstack((int)H, splits), kq = (uint64_t)gptoss_tc_kstack((int)QD, splits);
+    return (uint64_t)c->num_layers * ((QD + 2 * KVD) * kh + H * kq) * sizeof(uint16_t);
+}
+
+/* LLMR_GPTOSS_DENSE_KEEP: every layer's q/k/v/o stacked once at load for the prompt's stacked dense linears
+ * (layer_weights q_st .. o_st), so that a chunk of m->dense_min_t tokens or more does not stack them again
+ * (tc_stack_weight_kernel: ~1 ms of every such 20b chunk, whatever its length; docs/performance.md, session 37). The
+ * same bits. A speed-up only, never the reason a load fails: 2 (auto, the default) takes them where the device keeps,
+ * beside them, the reserve the expert cache's auto mode leaves (expert_cache_fits) and the load's budget allows them; 1
+ * wherever the device and the budget allow them; 0 never. Decided after the expert cache and the experts' tiled copy,
+ * which are worth more. need: the bytes the load holds so far. */
+static void dense_stacked_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
+    const gptoss_config *c = &m->cfg;
+    const int H = c->hidden_size, QD = c->num_heads * c->head_dim, KVD = c->num_kv_heads * c->head_dim, S = m->tc.splits;
+    const uint64_t total = dense_stacked_bytes_for(c, S);
+    size_t free_b = 0, total_b = 0;
+    if (!mode || !m->use_tc || !m->tc.wd || H % 8 || QD % 8) return; /* no stacked dense linears to feed */
+    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total + vram_reserve(total_b) > free_b) {
+        mlog(m, LLMR_LOG_INFO, "stacked dense weights off: %.2f GB more would leave too little of device %d's %.2f GB "
+             "free (%.2f GB free; LLMR_GPTOSS_DENSE_KEEP=1 takes them wherever they fit)", total / 1e9, m->device,
+             total_b / 1e9, free_b / 1e9);
+        return;
+    }
+    void *buf = NULL;
+    if ((budget && need + total > budget) || cudaMalloc(&buf, total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "stacked dense weights off: no room for them (%.1f MB; "
+             "LLMR_GPTOSS_DENSE_KEEP=%d)", total / 1e6, mode);
+        return;
+    }
+    const size_t kh = (size_t)gptoss_tc_kstack(H, S), kq = (size_t)gptoss_tc_kstack(QD, S);
+    uint16_t *at = (uint16_t *)buf;
+    cudaError_t e = cudaSuccess;
+    for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
+        const layer_weights *w = &m->layers[l];
+        uint16_t *q = at, *k = q + (size_t)QD * kh, *v = k + (size_t)KVD * kh, *o = v + (size_t)KVD * kh;
+        at = o + (size_t)H * kq;
+        e = gptoss_tc_stack_weight(w->q_w, w->q_b, QD, H, S, q, m->stream);
+        if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->k_w, w->k_b, KVD, H, S, k, m->stream);
+        if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->v_w, w->v_b, KVD, H, S, v, m->stream);
+        if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->o_w, w->o_b, H, QD, S, o, m->stream);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
+    if (e != cudaSuccess) {
+        mlog(m, LLMR_LOG_WARN, "stacking the dense weights at load failed (%s); each long chunk stacks them instead",
+             cudaGetErrorString(e));
+        cudaFree(buf);
+        return;
+    }
+    at = (uint16_t *)buf;
+    for (int l = 0; l < c->num_layers; l++) { /* set only now: a failure above leaves every layer without them */
+        layer_weights *w = &m->layers[l];
+        w->q_st = at;
+        w->k_st = w->q_st + (size_t)QD * kh;
+        w->v_st = w->k_st + (size_t)KVD * kh;
+        w->o_st = w->v_st + (size_t)KVD * kh;
+        at = (uint16_t *)w->o_st + (size_t)H * kq;
+    }
+    m->dense_st = buf;
+    m->dense_st_bytes = total;
+    mlog(m, LLMR_LOG_INFO, "stacked dense weights for the prompt's long chunks: %.1f MB (LLMR_GPTOSS_DENSE_KEEP=0 "
+         "turns them off)", total / 1e6);
+}
+
 /* Whether gptoss_mxfp4_prompt_gemm takes every prompt chunk's experts on the tc path (tc.cu mlp_f16: up to
  * tc.prompt_mma tokens, on sm_90; the workspace sizes its rows for a whole chunk), so that without the expert cache no
  * chunk needs the checkpoint's layout for dequantizing. */
@@ -625,6 +697,7 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
         /* the tiled copy likewise (auto, the default, goes without where it does not fit) */
         if (moe_tiled_mode() == 1) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
+        if (dense_keep_mode() == 1 && ps.use_tc && ps.dense_stacked) *bytes += dense_stacked_bytes_for(&cfg, ps.splits);
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -775,6 +848,7 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFree(m->arena);
     cudaFree(m->expert_cache);
     cudaFree(m->moe_tiled);
+    cudaFree(m->dense_st);
     cudaFree(m->rwt);
     cudaFree(m->rpart);
     cudaFree(m->rctr);
@@ -903,6 +977,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
         m->tc.no_batched = !ps.batched;
+        /* the chunks that take the stacked dense linears (tc.h GPTOSS_DENSE_STACKED_MIN_T; the env for measuring) */
+        m->dense_min_t = gptoss_env_int("LLMR_GPTOSS_DENSE_STACKED_MIN_T", GPTOSS_DENSE_STACKED_MIN_T, 1, 1 << 20);
         m->tc.dq_all = ps.dq_all;
         m->tc.f16 = ps.f16;
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on
@@ -1082,6 +1158,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         if (tiled && !m->moe_tiled_in_place) moe_tiled_fill(m, tiled, need, budget);
     }
+    dense_stacked_fill(m, dense_keep_mode(), need + m->moe_tiled_bytes, budget);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */
     if (m->use_tc && gptoss_env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)
@@ -1111,8 +1188,8 @@ uint32_t gptoss_model_max_context(const gptoss_model *m) { return m->max_context
 
 /* Lock-free: a heartbeat must not wait for a generate that holds the model's mutex for minutes. */
 void gptoss_model_stats(gptoss_model *m, llmr_engine_stats *out) {
-    out->vram_bytes = m->arena_bytes + m->expert_cache_bytes + m->moe_tiled_bytes + m->work_bytes + m->kv_pool_bytes +
-                      __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
+    out->vram_bytes = m->arena_bytes + m->expert_cache_bytes + m->moe_tiled_bytes + m->dense_st_bytes + m->work_bytes +
+                      m->kv_pool_bytes + __atomic_load_n(&m->session_bytes, __ATOMIC_RELAXED);
     out->ram_bytes = sizeof *m;
     out->active_sessions = __atomic_load_n(&m->active_sessions, __ATOMIC_RELAXED);
     out->tokens_generated = __atomic_load_n(&m->tokens_generated, __ATOMIC_RELAXED);

@@ -70,6 +70,10 @@ typedef struct layer_weights {
      * experts' place (moe_tiled_in_place; then the T = 1 kernels read them too), or in m->moe_tiled beside them; NULL
      * pointers without either (LLMR_GPTOSS_MOE_TILED, model.cu moe_tile_in_place / moe_tiled_fill) */
     gptoss_mxfp4_tiled gu_tiled, dn_tiled;
+    /* q/k/v/o stacked once at load for the prompt's stacked dense linears ([W | W | b, 0 x 7], tc.h "Stacked dense
+     * linears"), in m->dense_st; NULL without them (LLMR_GPTOSS_DENSE_KEEP, model.cu dense_stacked_fill): then each
+     * long chunk stacks them again into tc.wd */
+    const uint16_t *q_st, *k_st, *v_st, *o_st;
 } layer_weights;
 
 
@@ -86,6 +90,9 @@ struct gptoss_model {
     uint64_t expert_cache_bytes;
     void *moe_tiled; /* owned; NULL without the tiled expert copies (LLMR_GPTOSS_MOE_TILED; layer_weights gu_tiled) */
     uint64_t moe_tiled_bytes;
+    void *dense_st; /* owned; NULL without the stacked dense weights kept from load (layer_weights q_st .. o_st) */
+    uint64_t dense_st_bytes;
+    int dense_min_t; /* the prompt's chunks of this many tokens or more take the stacked dense linears */
     /* 1: the tiled copies took the experts' place (model.cu moe_tile_in_place): layer_weights gu_tiled / dn_tiled point
      * into the arena, gu_blocks .. dn_scales are NULL, and every expert reader is given the tiled copy */
     int moe_tiled_in_place;

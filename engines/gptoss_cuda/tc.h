@@ -341,10 +341,13 @@ cudaError_t gptoss_tc_stack_weight(const uint16_t *W, const uint16_t *b, int N, 
                                    cudaStream_t stream);
 
 /* y[t, n] (+)= sum_k x[t, k] W[n, k] + b[n] as gptoss_tc_linear, from the T stacked rows already in
- * tc->xs (gptoss_tc_split_stacked of x with K and tc->splits): stacks W into tc->wd, one GEMM
- * (beta = accumulate). Needs T * Ks <= xs_elems, N * Ks <= wd_elems, else cudaErrorInvalidValue. */
-cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y,
-                                     int ldy, int accumulate);
+ * tc->xs (gptoss_tc_split_stacked of x with K and tc->splits): one GEMM (beta = accumulate) on the stacked
+ * weight, which is Wst where given (gptoss_tc_stack_weight's output for W, b and tc->splits, kept by the
+ * caller: the model keeps every layer's from load where memory allows, model.cu dense_stacked_fill), else
+ * W stacked into tc->wd first (~1 ms of a 20b chunk). Needs T * Ks <= xs_elems, and without Wst N * Ks <=
+ * wd_elems, else cudaErrorInvalidValue. The same bits either way. */
+cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, const uint16_t *Wst, int T,
+                                     int K, int N, float *y, int ldy, int accumulate);
 
 /* ---- Shared by tc.cu and tc_stacked.cu */
 

@@ -204,15 +204,18 @@ cudaError_t gptoss_tc_stack_weight(const uint16_t *W, const uint16_t *b, int N, 
     return cudaGetLastError();
 }
 
-cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, int T, int K, int N, float *y,
-                                     int ldy, int accumulate) {
+cudaError_t gptoss_tc_linear_stacked(gptoss_tc *tc, const uint16_t *W, const uint16_t *b, const uint16_t *Wst, int T,
+                                     int K, int N, float *y, int ldy, int accumulate) {
     const int Ks = gptoss_tc_kstack(K, tc->splits);
     if (T <= 0) return cudaSuccess;
-    if (!tc->wd || (size_t)T * Ks > tc->xs_elems || (size_t)N * Ks > tc->wd_elems) return cudaErrorInvalidValue;
-    cudaError_t r = gptoss_tc_stack_weight(W, b, N, K, tc->splits, tc->wd, tc->stream);
-    if (r != cudaSuccess) return r;
+    if ((size_t)T * Ks > tc->xs_elems || (!Wst && (!tc->wd || (size_t)N * Ks > tc->wd_elems))) return cudaErrorInvalidValue;
+    if (!Wst) {
+        const cudaError_t r = gptoss_tc_stack_weight(W, b, N, K, tc->splits, tc->wd, tc->stream);
+        if (r != cudaSuccess) return r;
+        Wst = tc->wd;
+    }
     const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t bs = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, T, Ks, &one, tc->wd, CUDA_R_16BF, Ks,
+    const cublasStatus_t bs = cublasGemmEx(tc->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, T, Ks, &one, Wst, CUDA_R_16BF, Ks,
                                            tc->xs, CUDA_R_16BF, Ks, accumulate ? &one : &zero, y, CUDA_R_32F, ldy,
                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return bs == CUBLAS_STATUS_SUCCESS ? cudaSuccess : gptoss_tc_blas_fail(tc, "GemmEx", bs);

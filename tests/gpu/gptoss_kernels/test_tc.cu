@@ -759,7 +759,7 @@ static void test_tc_linear_stacked(int T, int K, int N, int with_bias, int accum
     linear_case c;
     linear_case_make(&c, T, K, N, ldy, with_bias, accumulate);
     CK(gptoss_tc_split_stacked(c.dx, K, NULL, T, K, S, tc.xs, 0));
-    CK(gptoss_tc_linear_stacked(&tc, c.dW, linear_case_bias(&c), T, K, N, c.dy, ldy, accumulate));
+    CK(gptoss_tc_linear_stacked(&tc, c.dW, linear_case_bias(&c), NULL, T, K, N, c.dy, ldy, accumulate));
     /* the stacked weight itself: W twice (or three times), then [b, 0 x 7], bit for bit */
     const auto wd = dev_download(tc.wd, (size_t)N * Ks);
     long bad = 0;
@@ -782,6 +782,25 @@ static void test_tc_linear_stacked(int T, int K, int N, int with_bias, int accum
             if (accumulate ? yall[(size_t)t * ldy + n] != c.y0[(size_t)t * ldy + n] : !isnan(yall[(size_t)t * ldy + n]))
                 pad_ok = 0;
     check_true("tc_linear_stacked leaves the columns past N of each output row alone", pad_ok);
+    /* the weight stacked once and kept (the model's layers from load, Wst): the same GEMM without tc.wd, bit for bit */
+    uint16_t *kept = NULL;
+    CK(cudaMalloc((void **)&kept, (size_t)N * Ks * 2));
+    CK(cudaMemcpy(kept, tc.wd, (size_t)N * Ks * 2, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(tc.wd, 0xff, (size_t)N * Ks * 2)); /* NaNs: a read of tc.wd would show */
+    uint16_t *scratch = tc.wd;
+    tc.wd = NULL;
+    CK(cudaMemcpy(c.dy, c.y0.data(), (size_t)T * ldy * sizeof(float), cudaMemcpyHostToDevice));
+    CK(gptoss_tc_linear_stacked(&tc, c.dW, linear_case_bias(&c), kept, T, K, N, c.dy, ldy, accumulate));
+    const auto ykept = dev_download(c.dy, (size_t)T * ldy);
+    long diff = 0;
+    for (int t = 0; t < T; t++)
+        for (int n = 0; n < N; n++)
+            diff += memcmp(&ykept[(size_t)t * ldy + n], &yall[(size_t)t * ldy + n], sizeof(float)) != 0;
+    snprintf(what, sizeof what, "tc_linear_stacked on a kept weight = stacked per call, S=%d T=%d K=%d N=%d (%ld differ)",
+             S, T, K, N, diff);
+    check_true(what, diff == 0);
+    tc.wd = scratch;
+    cudaFree(kept);
     linear_case_free(&c);
     cudaFree(tc.wd);
     tc_free(&tc, ws);
