@@ -226,6 +226,7 @@ struct gptoss_model {
     int batch_sample;         /* 1 (default): one gptoss_sample_rows for all rows; 0 (LLMR_GPTOSS_BATCH_SAMPLE=0): per row */
     int prefill_pack;         /* whole prompts prefilled together (LLMR_GPTOSS_PREFILL_PACK, scheduler.cu): 3 short with short
                                * and long with long, 2 any, 1 only those past the experts' crossover, 0 off */
+    int pack_max_t;           /* a packed group's most tokens (LLMR_GPTOSS_PREFILL_PACK_MAX; scheduler.cu) */
     int step_ahead;           /* 1 (default): a lone row's step launched before its token reaches the host (scheduler.cu
                                * sched_step_ahead); 0 (LLMR_GPTOSS_STEP_AHEAD=0): after */
     int trace;                /* LLMR_GPTOSS_SCHED_TRACE=1: one stderr line per prefill slice and decode step;
