@@ -438,6 +438,29 @@ static cudaError_t moe_tile_layer(gptoss_model *m, const layer_weights *w, uint8
     return gptoss_mxfp4_tile(w->dn_blocks, w->dn_scales, E, H, I, 0, out + moe_tiled_gu_bytes(c), dt, m->stream);
 }
 
+/* The allocation of an optional copy of `total` bytes (a speed-up only: the experts' tiled copy, the stacked dense
+ * weights), or NULL with one log line saying why: in auto mode (2) when it would leave less of the device free than the
+ * reserve the expert cache's auto mode keeps (expert_cache_fits: a fifth of the device, at least 2 GiB); in either mode
+ * when the load's budget (need: the bytes the load holds so far) or the device has no room. what: the copy's name in
+ * the log; env: its switch. */
+static void *optional_alloc(gptoss_model *m, const char *what, const char *env, int mode, uint64_t total, uint64_t need,
+                            uint64_t budget) {
+    size_t free_b = 0, total_b = 0;
+    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total + vram_reserve(total_b) > free_b) {
+        mlog(m, LLMR_LOG_INFO, "%s off: %.2f GB more would leave too little of device %d's %.2f GB free (%.2f GB free; "
+             "%s=1 takes it wherever it fits)", what, total / 1e9, m->device, total_b / 1e9, free_b / 1e9, env);
+        return NULL;
+    }
+    void *buf = NULL;
+    if (!total || (budget && need + total > budget) || cudaMalloc(&buf, total) != cudaSuccess) {
+        (void)cudaGetLastError();
+        mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "%s off: no room for it (%.1f MB; %s=%d)", what, total / 1e6,
+             env, mode);
+        return NULL;
+    }
+    return buf;
+}
+
 /* LLMR_GPTOSS_MOE_TILED: every layer's experts copied once more in gptoss_mxfp4_tile's layout, which the F16 form of
  * the streaming expert kernel reads (the batched steps' experts and short prompts': each warp's loads 1 KB in one
  * piece; docs/performance.md, sessions 30-31). A speed-up only, never the reason a load fails: 2 (auto, the default)
@@ -449,21 +472,8 @@ static cudaError_t moe_tile_layer(gptoss_model *m, const layer_weights *w, uint8
 static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const size_t per = moe_tiled_layer_bytes(c), total = per * (size_t)c->num_layers;
-    size_t free_b = 0, total_b = 0;
-    /* auto: the cache's reserve kept beside it (free_b: after every other allocation); the budget for both modes below */
-    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total + vram_reserve(total_b) > free_b) {
-        mlog(m, LLMR_LOG_INFO, "tiled expert copy off: %.2f GB more would leave too little of device %d's %.2f GB free "
-             "(%.2f GB free; LLMR_GPTOSS_MOE_TILED=1 takes it wherever it fits)", total / 1e9, m->device, total_b / 1e9,
-             free_b / 1e9);
-        return;
-    }
-    if (!per || (budget && need + total > budget) || cudaMalloc(&m->moe_tiled, total) != cudaSuccess) {
-        (void)cudaGetLastError();
-        m->moe_tiled = NULL;
-        mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "tiled expert copy off: no room for it (%.1f MB; "
-             "LLMR_GPTOSS_MOE_TILED=%d)", total / 1e6, mode);
-        return;
-    }
+    m->moe_tiled = optional_alloc(m, "tiled expert copy", "LLMR_GPTOSS_MOE_TILED", mode, total, need, budget);
+    if (!m->moe_tiled) return;
     cudaError_t e = cudaSuccess;
     for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
         layer_weights *w = &m->layers[l];
@@ -497,56 +507,42 @@ static uint64_t dense_stacked_bytes_for(const gptoss_config *c, int splits) {
 /* LLMR_GPTOSS_DENSE_KEEP: every layer's q/k/v/o stacked once at load for the prompt's stacked dense linears
  * (layer_weights q_st .. o_st), so that a chunk of m->dense_min_t tokens or more does not stack them again
  * (tc_stack_weight_kernel: ~1 ms of every such 20b chunk, whatever its length; docs/performance.md, session 37). The
- * same bits. A speed-up only, never the reason a load fails: 2 (auto, the default) takes them where the device keeps,
- * beside them, the reserve the expert cache's auto mode leaves (expert_cache_fits) and the load's budget allows them; 1
- * wherever the device and the budget allow them; 0 never. Decided after the expert cache and the experts' tiled copy,
- * which are worth more. need: the bytes the load holds so far. */
+ * same bits. A speed-up only, never the reason a load fails (optional_alloc): 2 auto (the default), 1 wherever the
+ * device and the budget allow them, 0 never. Decided after the expert cache and the experts' tiled copy, which are
+ * worth more. need: the bytes the load holds so far. */
 static void dense_stacked_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const int H = c->hidden_size, QD = c->num_heads * c->head_dim, KVD = c->num_kv_heads * c->head_dim, S = m->tc.splits;
     const uint64_t total = dense_stacked_bytes_for(c, S);
-    size_t free_b = 0, total_b = 0;
     if (!mode || !m->use_tc || !m->tc.wd || H % 8 || QD % 8) return; /* no stacked dense linears to feed */
-    if (mode == 2 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && total + vram_reserve(total_b) > free_b) {
-        mlog(m, LLMR_LOG_INFO, "stacked dense weights off: %.2f GB more would leave too little of device %d's %.2f GB "
-             "free (%.2f GB free; LLMR_GPTOSS_DENSE_KEEP=1 takes them wherever they fit)", total / 1e9, m->device,
-             total_b / 1e9, free_b / 1e9);
-        return;
-    }
-    void *buf = NULL;
-    if ((budget && need + total > budget) || cudaMalloc(&buf, total) != cudaSuccess) {
-        (void)cudaGetLastError();
-        mlog(m, mode == 1 ? LLMR_LOG_WARN : LLMR_LOG_INFO, "stacked dense weights off: no room for them (%.1f MB; "
-             "LLMR_GPTOSS_DENSE_KEEP=%d)", total / 1e6, mode);
-        return;
-    }
+    void *buf = optional_alloc(m, "stacked dense weights", "LLMR_GPTOSS_DENSE_KEEP", mode, total, need, budget);
+    if (!buf) return;
     const size_t kh = (size_t)gptoss_tc_kstack(H, S), kq = (size_t)gptoss_tc_kstack(QD, S);
     uint16_t *at = (uint16_t *)buf;
     cudaError_t e = cudaSuccess;
     for (int l = 0; l < c->num_layers && e == cudaSuccess; l++) {
-        const layer_weights *w = &m->layers[l];
+        layer_weights *w = &m->layers[l];
         uint16_t *q = at, *k = q + (size_t)QD * kh, *v = k + (size_t)KVD * kh, *o = v + (size_t)KVD * kh;
         at = o + (size_t)H * kq;
         e = gptoss_tc_stack_weight(w->q_w, w->q_b, QD, H, S, q, m->stream);
         if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->k_w, w->k_b, KVD, H, S, k, m->stream);
         if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->v_w, w->v_b, KVD, H, S, v, m->stream);
         if (e == cudaSuccess) e = gptoss_tc_stack_weight(w->o_w, w->o_b, H, QD, S, o, m->stream);
+        w->q_st = q;
+        w->k_st = k;
+        w->v_st = v;
+        w->o_st = o;
     }
     if (e == cudaSuccess) e = cudaStreamSynchronize(m->stream);
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess) { /* every layer without them */
         mlog(m, LLMR_LOG_WARN, "stacking the dense weights at load failed (%s); each long chunk stacks them instead",
              cudaGetErrorString(e));
+        for (int l = 0; l < c->num_layers; l++) {
+            layer_weights *w = &m->layers[l];
+            w->q_st = w->k_st = w->v_st = w->o_st = NULL;
+        }
         cudaFree(buf);
         return;
-    }
-    at = (uint16_t *)buf;
-    for (int l = 0; l < c->num_layers; l++) { /* set only now: a failure above leaves every layer without them */
-        layer_weights *w = &m->layers[l];
-        w->q_st = at;
-        w->k_st = w->q_st + (size_t)QD * kh;
-        w->v_st = w->k_st + (size_t)KVD * kh;
-        w->o_st = w->v_st + (size_t)KVD * kh;
-        at = (uint16_t *)w->o_st + (size_t)H * kq;
     }
     m->dense_st = buf;
     m->dense_st_bytes = total;
@@ -970,6 +966,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     m->use_tc = ps.use_tc;
     m->tc_attn = ps.use_tc && ps.tc_attn;
     m->tc_fused_mlp = ps.fused_mlp;
+    /* the chunks that take the stacked dense linears (tc.h GPTOSS_DENSE_STACKED_MIN_T; the env for measuring) */
+    m->dense_min_t = gptoss_env_int("LLMR_GPTOSS_DENSE_STACKED_MIN_T", GPTOSS_DENSE_STACKED_MIN_T, 1, 1 << 20);
     if (m->use_tc) {
         char msg[256];
         if (gptoss_tc_init(&m->tc, m->stream, ps.splits, m->cublas_ws, msg, sizeof msg)) {
@@ -977,8 +975,6 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
         m->tc.no_batched = !ps.batched;
-        /* the chunks that take the stacked dense linears (tc.h GPTOSS_DENSE_STACKED_MIN_T; the env for measuring) */
-        m->dense_min_t = gptoss_env_int("LLMR_GPTOSS_DENSE_STACKED_MIN_T", GPTOSS_DENSE_STACKED_MIN_T, 1, 1 << 20);
         m->tc.dq_all = ps.dq_all;
         m->tc.f16 = ps.f16;
         /* block-per-thread dequantization: bit-identical to the byte kernel (kernel checks) and faster on

@@ -1050,9 +1050,9 @@ int gptoss_sched_start(gptoss_model *m) {
     /* packed prefill (sched_prefill_packed): 3 (default) short prompts with short ones (precise rows), long with
      * long; 2 any with any; 1 only prompts past the experts' crossover (session 21's rule); 0 off */
     m->prefill_pack = gptoss_env_int("LLMR_GPTOSS_PREFILL_PACK", 3, 0, 3);
-    /* a packed group's tokens: below the stacked dense linears' threshold (tc.h GPTOSS_DENSE_STACKED_MIN_T), so a packed
-     * prompt takes the dense path it takes alone; LLMR_GPTOSS_PREFILL_PACK_MAX for measuring */
-    m->pack_max_t = gptoss_env_int("LLMR_GPTOSS_PREFILL_PACK_MAX", GPTOSS_DENSE_STACKED_MIN_T - 1, 1, 1 << 20);
+    /* a packed group's tokens: below the stacked dense linears' threshold (m->dense_min_t), so a packed prompt takes the
+     * dense path it takes alone; LLMR_GPTOSS_PREFILL_PACK_MAX for measuring */
+    m->pack_max_t = gptoss_env_int("LLMR_GPTOSS_PREFILL_PACK_MAX", m->dense_min_t - 1, 1, 1 << 20);
     if (m->batch_sample) {
         const size_t work = gptoss_sample_rows_work(GPTOSS_MAX_BATCH, m->cfg.vocab_size);
         if (cudaMallocHost((void **)&m->srow_host, GPTOSS_MAX_BATCH * sizeof(gptoss_sample_row)) != cudaSuccess ||
