@@ -258,17 +258,18 @@ cudaError_t gptoss_moe_mma_experts(gptoss_model *m, const layer_weights *w, cons
         if (gu_staged && !x_staged &&
             (e = gptoss_mxfp4_stage_f16(x, H, swz, NULL, max_pairs / GPTOSS_TOPK, H, gu_staged, m->stream)) != cudaSuccess)
             return e;
+        gptoss_mxfp4_tiled gt = w->gu_tiled, dt = w->dn_tiled; /* the e5m2 copies from moe_e5_min_pairs pairs */
+        if (max_pairs < m->moe_e5_min_pairs) gt.e5 = dt.e5 = NULL;
         if ((e = gptoss_mxfp4_mma_stream_f16(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, w->gu_shift,
                                              m->counts, m->offsets, E, H, 2 * I, 1, c->swiglu_alpha, c->swiglu_limit,
-                                             max_pairs, m->moe_stream_warps, gu_staged, &w->gu_tiled,
-                                             m->act, m->stream)) != cudaSuccess)
+                                             max_pairs, m->moe_stream_warps, gu_staged, &gt, m->act, m->stream)) != cudaSuccess)
             return e;
         if (dn_staged &&
             (e = gptoss_mxfp4_stage_f16(m->act, I, 0, NULL, max_pairs, I, m->mstage, m->stream)) != cudaSuccess)
             return e;
         return gptoss_mxfp4_mma_stream_f16(m->act, I, 0, NULL, w->dn_blocks, w->dn_scales, w->dn_bias, w->dn_shift, m->counts,
                                            m->offsets, E, I, H, 0, 0.0f, 0.0f, max_pairs, m->moe_stream_warps, dn_staged,
-                                           &w->dn_tiled, m->dn, m->stream);
+                                           &dt, m->dn, m->stream);
     }
     if (m->moe_mma_stream) {
         if ((e = gptoss_mxfp4_mma_stream(x, H, swz, m->pair_token, w->gu_blocks, w->gu_scales, w->gu_bias, m->counts,

@@ -697,6 +697,8 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
  * there). Expert e's tiles start at unit e ceil(N / 16) NSC 64. */
 struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
+    /* NULL, or the same weights one byte each (gptoss_mxfp4_tile_e5): unit u's 32 values at e5 + 32 u */
+    const uint8_t *e5;
 };
 /* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; super-chunk c's 64 units
  * follow at + 64 c. With e = E, i = 0: the copy's units. Host and device. */
@@ -729,9 +731,23 @@ static __host__ __device__ inline int gptoss_mxfp4_tiled_source(size_t u, int N,
 /* Bytes of the tiled copy of E experts of N x K (blocks, then scales: 17 bytes a unit). */
 size_t gptoss_mxfp4_tiled_bytes(int E, int N, int K);
 /* Writes the tiled copy of blocks / scales (E experts of N x K, the checkpoint's layout) into out
- * (gptoss_mxfp4_tiled_bytes, 16-byte aligned) and points *t into it. swiglu: gate_up's row order (as the kernel's). */
+ * (gptoss_mxfp4_tiled_bytes, 16-byte aligned) and points *t into it (t->e5 NULL). swiglu: gate_up's row order (as the
+ * kernel's). */
 cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int E, int N, int K, int swiglu, void *out,
                               gptoss_mxfp4_tiled *t, cudaStream_t stream);
+/* The e5m2 copy of a tiled copy t (gptoss_mxfp4_tiled_bytes(E, N, K) / 17 * 32 bytes at out, 16-byte aligned): each
+ * weight as the F16 form's fp16 value's high byte, e2m1 x 2^(s - 127 - shift[e]) (shift: gptoss_mxfp4_f16_shifts), which
+ * holds it exactly wherever s - 127 - shift[e] lies within +-MXFP4_LUT_SCALED_MAX_K (a normal fp16 with two significant
+ * bits has a zero low byte: fp8 e5m2). Unit u of t becomes 32 bytes at out + 32 u: for each of its 4 MXFP4 words (nibbles
+ * 0..7), the bytes of nibbles 0, 2, 1, 3 and then 4, 6, 5, 7, so that (E << 8) & 0xFF00FF00 and E & 0xFF00FF00 are the
+ * fp16 pairs (0, 1) and (2, 3) the table decode gives (mxfp4_lut_halves). A block with a nonzero magnitude outside that
+ * reach adds 1 to *bad (device, zeroed by the caller): the copy must not be used then. The batched step's F16 launches
+ * read it where t.e5 is set and they take the pre-staged shape (gptoss_mxfp4_mma_stream_f16_prestaged): the same fp16
+ * values in the same k order, so the same bits, with ~4 ALU operations a word of 8 weights instead of ~13, for twice the
+ * bytes read. */
+size_t gptoss_mxfp4_tiled_e5_bytes(int E, int N, int K);
+cudaError_t gptoss_mxfp4_tile_e5(const gptoss_mxfp4_tiled *t, const int32_t *shift, int E, int N, int K, void *out,
+                                 int32_t *bad, cudaStream_t stream);
 /* The F16 form (the batched decode step's default, LLMR_GPTOSS_BATCH_MOE_F16): the weights decoded to fp16 by
  * byte-permute table lookups (mxfp4_lut.h) scaled by 2^(s - 127 - shift[e]) (shift: the experts' fp16 shifts, tc.h
  * gptoss_mxfp4_f16_shifts; exact down to 2^-24), the activations as two fp16 parts (hi = fp16(x), lo = fp16(x - hi):

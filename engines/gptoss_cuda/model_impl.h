@@ -151,6 +151,12 @@ struct gptoss_model {
      * converted once per launch into mstage (gptoss_mxfp4_stage_f16, kernels.h) and its CTAs copy them from there,
      * instead of each of a tile's row chunks converting them again; the same bits */
     int batch_moe_prestage;
+    /* the experts' e5m2 copies (gptoss_mxfp4_tile_e5, LLMR_GPTOSS_MOE_E5; model.cu moe_e5_fill): owned, NULL without them
+     * (layer_weights gu_tiled.e5 / dn_tiled.e5 point in it); read by the pre-staged F16 launches of moe_e5_min_pairs
+     * pairs or more */
+    void *moe_e5;
+    uint64_t moe_e5_bytes;
+    int moe_e5_min_pairs;
     /* 1 (default with batch_moe_f16 since session 21; LLMR_GPTOSS_PROMPT_MOE_F16=0 turns it off): prompt chunks whose
      * experts run on the tensor-core kernel (up to moe_mma_prefill tokens) take the F16 form too (with pre-staged rows where that shape
      * reads them), instead of 2 bf16 parts (3 below GPTOSS_TC_MIN_T tokens); a debug_precise forward keeps 3 */

@@ -248,4 +248,14 @@ static __device__ __forceinline__ void mma_tiled_lane(gptoss_mxfp4_tiled tiled, 
     *ssel = (u0 & 1) ? 0x4441u : 0x4440u; /* byte r = 0 of the pair, zero-extended */
 }
 
+/* The e5m2 copy's (gptoss_mxfp4_tile_e5) two words e0, e1 of a row as the fp16 pairs h[0..3] mxfp4_lut_halves gives for
+ * the MXFP4 word they copy: each byte is an fp16 value's high byte, and the copy stores each 4 as [v0, v2, v1, v3]. */
+static __device__ __forceinline__ void mma_e5_halves(uint32_t e0, uint32_t e1, uint32_t h[4]) {
+    constexpr uint32_t M = 0xFF00FF00u;
+    h[0] = (e0 << 8) & M;
+    h[1] = e0 & M;
+    h[2] = (e1 << 8) & M;
+    h[3] = e1 & M;
+}
+
 #endif

@@ -172,6 +172,18 @@ template <int NT>
                      : "memory");
 }
 
+/* Steps 2 ww, 2 ww + 1's A fragments of a half super-chunk from the fp16 pairs hv[r] of word ww of each row r. */
+[[maybe_unused]] static __device__ __forceinline__ void mp_frags_of_word(const uint32_t (&hv)[2][4], int ww,
+                                                                         uint32_t (&a)[4][4]) {
+#pragma unroll
+    for (int jj = 0; jj < 2; jj++) {
+        a[2 * ww + jj][0] = hv[0][2 * jj];
+        a[2 * ww + jj][1] = hv[1][2 * jj];
+        a[2 * ww + jj][2] = hv[0][2 * jj + 1];
+        a[2 * ww + jj][3] = hv[1][2 * jj + 1];
+    }
+}
+
 /* The A fragments of steps 4h .. 4h + 3 of a super-chunk (words 2h, 2h + 1 of each row's block; ms_superchunk_f16's
  * order: step j = 2 wi + jj takes nibbles 4jj, 4jj + 1 and 4jj + 2, 4jj + 3 of word wi) from the lane's units q, with
  * its rows' tables and fp16 multipliers (mp_scales). No branch: a branch between the wgmma of two halves makes ptxas
@@ -189,13 +201,7 @@ template <int NT>
 #pragma unroll
             for (int i = 0; i < 4; i++) hv[r][i] = mma_hmul2_bits(hv[r][i], tb[r][2]);
         }
-#pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-            a[2 * ww + jj][0] = hv[0][2 * jj];
-            a[2 * ww + jj][1] = hv[1][2 * jj];
-            a[2 * ww + jj][2] = hv[0][2 * jj + 1];
-            a[2 * ww + jj][3] = hv[1][2 * jj + 1];
-        }
+        mp_frags_of_word(hv, ww, a);
     }
 }
 
@@ -224,6 +230,40 @@ template <int NT>
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(tiled.scales + u) : "memory");
 }
 
+/* E5 (the e5m2 copy, kernels.h gptoss_mxfp4_tile_e5): a lane's two rows' 64 bytes of super-chunk c, row 0's unit at wp and
+ * row 1's at wp + d1 (its pair), as ms_load_e5 does; the half of mp_decode_half from them (the same fp16 values, already
+ * scaled: no tables, no multiply); the warp's 2 KB of super-chunk c into L2 (from the tile's first unit u0). */
+[[maybe_unused]] static __device__ __forceinline__ void mp_load_e5(const uint4 *wp, int d1, int c, bool once,
+                                                                   uint4 q[2][2]) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint4 *p = wp + (r ? d1 : 0) + 128 * c + h;
+            q[r][h] = once ? __ldcs(p) : __ldg(p);
+        }
+}
+[[maybe_unused]] static __device__ __forceinline__ void mp_decode_half_e5(uint4 (&q)[2][2], int h, uint32_t (&a)[4][4]) {
+    /* the bytes pinned here, after the caller's wait: else ptxas computes the fp16 pairs early, in registers the wgmma
+     * in flight still reads, and serializes the wgmma (C7519 / C7520) */
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+        asm volatile("" : "+r"(q[r][h].x), "+r"(q[r][h].y), "+r"(q[r][h].z), "+r"(q[r][h].w)::"memory");
+#pragma unroll
+    for (int ww = 0; ww < 2; ww++) { /* word wi = 2 h + ww of each row's block: its bytes in q[r][h], words 2 ww, + 1 */
+        uint32_t hv[2][4];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint4 v = q[r][h];
+            mma_e5_halves(ww ? v.z : v.x, ww ? v.w : v.y, hv[r]);
+        }
+        mp_frags_of_word(hv, ww, a);
+    }
+}
+[[maybe_unused]] static __device__ __forceinline__ void mp_prefetch_e5(const uint8_t *e5, size_t u0, int c) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], 2048;\n" ::"l"(e5 + 32 * (u0 + 64 * (size_t)c)) : "memory");
+}
+
 /* The (tile item, row block) of this CTA. The grid is (items, row blocks), launched in linear order, x fastest. group
  * 0: the CTA's own (item, row block), so a wave holds the same row block of every item: each expert's rows of weights
  * are read from HBM about once, but every item's rows of xs once per row block, which no longer stays in L2 from a few
@@ -246,7 +286,7 @@ template <int NT>
 /* One CTA's tile: rows row0 .. row0 + ntok - 1 of expert e (rows_e in all) times the weight rows of row block rb, into
  * ys (see the kernel below); NT n8 tiles of those rows staged through tmap (boxes of 8 NT rows), buffers at smem, their
  * barriers full. */
-template <int NT, bool PART>
+template <int NT, bool PART, bool E5>
 static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, const gptoss_mxfp4_tiled &tiled, int e,
                                                     int rows_e, long row0, int ntok, int rb, int sh, int K, int N,
                                                     int swiglu, float *ys, int tab_on, uint8_t *smem, uint64_t *full) {
@@ -264,13 +304,25 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
     uint32_t ssel;
     mma_tiled_lane(tiled, e, tl, N, K, lane, tw, &ts, &ssel);
     const size_t u0 = gptoss_mxfp4_tiled_first(e, tl, N, K);
-    uint4 q[MP_DEPTH][2];
+    /* E5: the e5m2 copy's 64 bytes a lane and super-chunk, one super-chunk in registers (the same bytes in flight as
+     * two of the MXFP4 tiles, within the 168 registers) */
+    constexpr int D = E5 ? 1 : MP_DEPTH;
+    uint4 q[MP_DEPTH][2], q5[1][2][2];
     uint32_t s[MP_DEPTH][2];
+    const size_t ul = u0 + gptoss_mxfp4_tiled_slot(lane, 0);
+    const uint4 *wp = E5 ? (const uint4 *)tiled.e5 + 2 * ul : NULL;
+    const int d1 = (ul & 1) ? -2 : 2;
 #pragma unroll
-    for (int d = 0; d < MP_DEPTH; d++)
-        if (d < nsc) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+    for (int d = 0; d < D; d++)
+        if (d < nsc) {
+            if constexpr (E5) mp_load_e5(wp, d1, d, once, q5[d]);
+            else mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+        }
     if (lane == 0) /* the next super-chunks of the tile into L2 */
-        for (int c = MP_DEPTH; c < MP_DEPTH + MP_AHEAD && c < nsc; c++) mp_prefetch(tiled, u0, c);
+        for (int c = D; c < D + MP_AHEAD && c < nsc; c++) {
+            if constexpr (E5) mp_prefetch_e5(tiled.e5, u0, c);
+            else mp_prefetch(tiled, u0, c);
+        }
 
     float acc[NT][4], part[PART ? NT : 1][4];
 #pragma unroll
@@ -308,13 +360,13 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
         ring_wait(&full[ph % MP_STAGES], (uint32_t)((ph / MP_STAGES) & 1));
         const uint32_t buf = sbase + (uint32_t)((ph % MP_STAGES) * MP_STAGE_BYTES);
         const int cb = T::PH * ph, ce = min(cb + T::PH, nsc);
-        for (int c0 = cb; c0 < ce; c0 += MP_DEPTH) {
+        for (int c0 = cb; c0 < ce; c0 += D) {
 #pragma unroll
-            for (int d = 0; d < MP_DEPTH; d++) { /* ring slot d holds super-chunk c (PH is a multiple of it) */
+            for (int d = 0; d < D; d++) { /* ring slot d holds super-chunk c (PH is a multiple of it) */
                 const int c = c0 + d;
                 if (c >= ce) break;
                 uint32_t tb[2][3];
-                mp_scales(s[d], sh, tab_on, tb);
+                if constexpr (!E5) mp_scales(s[d], sh, tab_on, tb);
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     uint32_t(&ah)[4][4] = a[PART ? 0 : h];
@@ -330,7 +382,8 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                         mp_wait_group<1>();
                         mp_touch(ah);
                     }
-                    mp_decode_half(q[d], tb, h, ah);
+                    if constexpr (E5) mp_decode_half_e5(q5[d], h, ah);
+                    else mp_decode_half(q[d], tb, h, ah);
                     mp_fence();
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
@@ -341,8 +394,14 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                     }
                     mp_commit();
                 }
-                if (c + MP_DEPTH < nsc) mma_load_tiled(tw, ts, ssel, c + MP_DEPTH, once, q[d], s[d]);
-                if (lane == 0 && c + MP_DEPTH + MP_AHEAD < nsc) mp_prefetch(tiled, u0, c + MP_DEPTH + MP_AHEAD);
+                if (c + D < nsc) {
+                    if constexpr (E5) mp_load_e5(wp, d1, c + D, once, q5[d]);
+                    else mma_load_tiled(tw, ts, ssel, c + D, once, q[d], s[d]);
+                }
+                if (lane == 0 && c + D + MP_AHEAD < nsc) {
+                    if constexpr (E5) mp_prefetch_e5(tiled.e5, u0, c + D + MP_AHEAD);
+                    else mp_prefetch(tiled, u0, c + D + MP_AHEAD);
+                }
             }
         }
     }
@@ -388,7 +447,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
  * products. PART: each half super-chunk's products into a fresh accumulator added to the fp32 sums (the precise rows'
  * launches: the tensor cores' long accumulations drop low bits); else straight into the sums, two halves' products in
  * flight (a's two buffers). */
-template <int NT, bool PART>
+template <int NT, bool PART, bool E5>
 __global__ void __launch_bounds__(MP_THREADS, 1)
     mxfp4_prompt_gemm_kernel(const __grid_constant__ CUtensorMap tmap, const __grid_constant__ CUtensorMap tmap64,
                              gptoss_mxfp4_tiled tiled, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
@@ -407,11 +466,11 @@ __global__ void __launch_bounds__(MP_THREADS, 1)
     const int ntok = min(tok, rows_e - tt * tok), sh = shift[e];
     if constexpr (NT == 16) {
         if (ntok <= 64) {
-            mp_tile_gemm<8, PART>(&tmap64, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
+            mp_tile_gemm<8, PART, E5>(&tmap64, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
             return;
         }
     }
-    mp_tile_gemm<NT, PART>(&tmap, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
+    mp_tile_gemm<NT, PART, E5>(&tmap, tiled, e, rows_e, row0, ntok, rb, sh, K, N, swiglu, ys, tab_on, mp_smem, full);
 #else
     (void)tmap; (void)tmap64; (void)tiled; (void)shift; (void)counts; (void)offsets; (void)precise; (void)E; (void)K;
     (void)N; (void)swiglu; (void)ys; (void)tab_on; (void)group;
@@ -451,14 +510,14 @@ static int mp_group(void) {
     return group;
 }
 
-/* Launches mxfp4_prompt_gemm_kernel<NT, PART>, opting it into its shared memory at its first launch. */
-template <int NT, bool PART>
+/* Launches mxfp4_prompt_gemm_kernel<NT, PART, E5>, opting it into its shared memory at its first launch. */
+template <int NT, bool PART, bool E5>
 static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gptoss_mxfp4_tiled *tiled,
                              const int32_t *shift, const int32_t *counts, const int32_t *offsets, int precise, int E,
                              int K, int N, int swiglu, float *ys, cudaStream_t stream) {
     static int opted;
     if (!opted) {
-        const cudaError_t e = cudaFuncSetAttribute(mxfp4_prompt_gemm_kernel<NT, PART>,
+        const cudaError_t e = cudaFuncSetAttribute(mxfp4_prompt_gemm_kernel<NT, PART, E5>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM);
         if (e != cudaSuccess) return e;
         opted = 1;
@@ -469,7 +528,7 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gp
     if (e != cudaSuccess) return e;
     if (NT == 8) tmap64 = tmap;
     const dim3 grid((unsigned)items, (unsigned)((N + MP_ROWS - 1) / MP_ROWS));
-    mxfp4_prompt_gemm_kernel<NT, PART><<<grid, MP_THREADS, MP_SMEM, stream>>>(
+    mxfp4_prompt_gemm_kernel<NT, PART, E5><<<grid, MP_THREADS, MP_SMEM, stream>>>(
         tmap, tmap64, *tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, gptoss_mxfp4_mma_stream_f16_tables_on(),
         mp_group());
     return cudaGetLastError();
@@ -502,7 +561,13 @@ cudaError_t gptoss_mxfp4_prompt_gemm(const uint16_t *xs, const gptoss_mxfp4_tile
     const int tok = wide ? 128 : 64;
     long items = ((long)rows + tok - 1) / tok + E; /* >= the sum of ceil(rows_e / tok) */
     if (items > rows) items = rows;
-    if (precise) return mp_launch<8, true>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
-    if (wide) return mp_launch<16, false>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
-    return mp_launch<8, false>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream);
+    /* the e5m2 copy where the load made one (LLMR_GPTOSS_MOE_E5) and LLMR_GPTOSS_PROMPT_E5 is not 0: the same bits */
+    static const int e5_on = gptoss_env_int("LLMR_GPTOSS_PROMPT_E5", 1, 0, 1);
+    const bool e5 = e5_on && tiled->e5 && !((uintptr_t)tiled->e5 & 15);
+#define MP_GO(NT_, PART_)                                                                                                  \
+    (e5 ? mp_launch<NT_, PART_, true>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream) \
+        : mp_launch<NT_, PART_, false>(items, xs, rows, tiled, shift, counts, offsets, precise, E, K, N, swiglu, ys, stream))
+    const cudaError_t r = precise ? MP_GO(8, true) : wide ? MP_GO(16, false) : MP_GO(8, false);
+#undef MP_GO
+    return r;
 }

@@ -220,6 +220,42 @@ static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, const in
     asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 }
 
+/* A warp's results: acc[n][0..1] row rows[0], tokens 8n + 2t, +1; acc[n][2..3] row rows[1] (gate_up: the up row), times
+ * 2^sh (the F16 form's expert shift undone: a power of two, exact), plus the bias; gate_up (swiglu) stores the pair's
+ * clamped SwiGLU at y[p, row / 2], down y[p, row], for the tile's pairs off + i, i < ntok. */
+template <int NT>
+static __device__ __forceinline__ void ms_store(float (&acc)[NT][4], int sh, const int rows[2], int t, int ntok, int off,
+                                                int e, int N, int swiglu, const uint16_t *bias, float alpha, float limit,
+                                                float *y) {
+    if (sh) {
+        const float up = ldexpf(1.0f, sh);
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) acc[n][i] *= up;
+    }
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int cc = 0; cc < 2; cc++) {
+            const int i = 8 * n + 2 * t + cc;
+            if (i >= ntok) continue;
+            const size_t p = (size_t)off + i;
+            if (swiglu) {
+                const int gr = rows[0];
+                if (gr >= N) continue;
+                const float gv = acc[n][cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
+                const float uv = acc[n][2 + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
+                y[p * (size_t)(N / 2) + gr / 2] = mma_swiglu(gv, uv, alpha, limit);
+            } else {
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    if (rows[r] < N)
+                        y[p * (size_t)N + rows[r]] = acc[n][2 * r + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + rows[r]]);
+            }
+        }
+}
+
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
  * phase, ms_shape: all of K or a multiple of the depth); with PRE 16 bytes a unit and pc = all of K. */
@@ -331,34 +367,92 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         }
     }
     if (!active) return;
-    if constexpr (F16) { /* the expert's shift undone (a power of two: exact) */
-        const float up = ldexpf(1.0f, sh);
+    ms_store<NT>(acc, F16 ? sh : 0, rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
+}
+
+/* ---------------------------------------------------------------- the F16 form from the e5m2 copy */
+/* One super-chunk of the pre-staged F16 form from the e5m2 copy (gptoss_mxfp4_tile_e5): q[r][h] the lane's 32 bytes of
+ * row r's block (h: its MXFP4 words 0-1, 2-3), each of their words E giving the fp16 pairs (E << 8) & 0xFF00FF00 and
+ * E & 0xFF00FF00, the pairs ms_superchunk_f16 decodes from the MXFP4 word (the same values, the same k order); then
+ * its products, the same mma sequence as there with NT = 1. */
+static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], const uint4 *xs_row, int c, float acc[4]) {
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int n = 0; n < NT; n++)
+    for (int wi = 0; wi < 4; wi++) {
+        uint32_t h[2][4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) acc[n][i] *= up;
-    }
-    /* epilogue: acc[n][0..1] row g, tokens 8n + 2t, +1; acc[n][2..3] row g + 8 (gate_up: the up row) */
-#pragma unroll
-    for (int n = 0; n < NT; n++)
-#pragma unroll
-        for (int cc = 0; cc < 2; cc++) {
-            const int i = 8 * n + 2 * t + cc;
-            if (i >= ntok) continue;
-            const size_t p = (size_t)off + i;
-            if (swiglu) {
-                const int gr = rows[0];
-                if (gr >= N) continue;
-                const float gv = acc[n][cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
-                const float uv = acc[n][2 + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
-                y[p * (size_t)(N / 2) + gr / 2] = mma_swiglu(gv, uv, alpha, limit);
-            } else {
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-                    if (rows[r] < N)
-                        y[p * (size_t)N + rows[r]] = acc[n][2 * r + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + rows[r]]);
-            }
+        for (int r = 0; r < 2; r++) {
+            const uint4 v = q[r][wi >> 1];
+            mma_e5_halves((wi & 1) ? v.z : v.x, (wi & 1) ? v.w : v.y, h[r]);
         }
+#pragma unroll
+        for (int jj = 0; jj < 2; jj++) {
+            const int j = 2 * wi + jj;
+            const uint32_t a[4] = {h[0][2 * jj], h[1][2 * jj], h[0][2 * jj + 1], h[1][2 * jj + 1]};
+            const uint4 bv = xs_row[32 * c + 4 * j];
+            mma_f16(part, a, bv.x, bv.y); /* hi */
+            mma_f16(part, a, bv.z, bv.w); /* lo */
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) acc[i] += part[i];
+}
+
+/* A lane's two rows' e5m2 bytes of super-chunk c into q: row 0's unit at wp, row 1's at wp + d1 (its pair, one unit
+ * before or after; rows past N and blocks past K hold zeros in the copy). */
+static __device__ __forceinline__ void ms_load_e5(const uint4 *wp, int d1, int c, bool once, uint4 q[2][2]) {
+#pragma unroll
+    for (int r = 0; r < 2; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint4 *p = wp + (r ? d1 : 0) + 128 * c + h;
+            q[r][h] = once ? __ldcs(p) : __ldg(p);
+        }
+}
+
+/* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
+ * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
+ * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
+ * a lane's 64 bytes in flight. */
+template <int DEPTH>
+__global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
+    mxfp4_mma_stream_e5_kernel(const int32_t *gather, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
+                               const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
+                               const uint4 *staged, const uint4 *e5, float *y) {
+    extern __shared__ uint4 ms_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
+    int e, tt;
+    if (!mma_tile_item(counts, NULL, E, 8, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
+    const int cnt = counts[e], off = offsets[e] + tt * 8, ntok = min(8, cnt - tt * 8);
+    const bool once = cnt <= 8;
+    const int nsc = (K + 127) / 128, stride = ms_stride(nsc);
+    const int row0 = (blockIdx.x * warps + warp) * 16, tiles = (N + 15) / 16;
+    const int rows[2] = {swiglu ? row0 + 2 * g : row0 + g, swiglu ? row0 + 2 * g + 1 : row0 + g + 8};
+    const bool active = row0 < N; /* warp-uniform; idle warps still stage and meet the barrier */
+    const size_t u0 = gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
+    const uint4 *wp = e5 + 2 * u0;           /* the lane's unit r = 0, 32 bytes; r = 1 is its pair u0 ^ 1 */
+    const int d1 = (u0 & 1) ? -2 : 2;
+    uint4 q[DEPTH][2][2];
+    if (active) /* the first weights in flight during the staging */
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++)
+            if (d < nsc) ms_load_e5(wp, d1, d, once, q[d]);
+    ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
+                   stride, ms_smem);
+    __syncthreads();
+    if (!active) return;
+    const uint4 *xs_row = ms_smem + (size_t)(min(g, ntok - 1)) * stride + t; /* columns past ntok: a staged row */
+    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
+            const int c = c0 + d;
+            if (c >= nsc) break;
+            ms_superchunk_e5(q[d], xs_row, c, acc[0]);
+            if (c + DEPTH < nsc) ms_load_e5(wp, d1, c + DEPTH, once, q[d]);
+        }
+    }
+    ms_store<1>(acc, shift[e], rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
 }
 
 /* The shape of a launch by its max_pairs (H200, experts of one 20b layer, 3 parts, ms; session 9 call 1):
@@ -427,7 +521,7 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
                              const int32_t *gather, const uint8_t *blocks, const uint8_t *scales, const uint16_t *b,
                              const int32_t *shift, const int32_t *counts, const int32_t *offsets, int E, int K, int N,
                              int swiglu, float alpha, float limit, int tn, int pc, const uint4 *staged, float *y,
-                             gptoss_mxfp4_tiled tiled = gptoss_mxfp4_tiled{nullptr, nullptr}) {
+                             gptoss_mxfp4_tiled tiled = gptoss_mxfp4_tiled{nullptr, nullptr, nullptr}) {
     static int opted;
     if (!opted) {
         cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED>,
@@ -438,6 +532,26 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED><<<grid, threads, smem, stream>>>(
         x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged,
         tiled, y, gptoss_mxfp4_mma_stream_f16_tables_on());
+    return cudaGetLastError();
+}
+
+#define MS_E5_DEPTH 2 /* super-chunks of the e5m2 copy in flight a lane (64 bytes each) */
+
+/* Launches mxfp4_mma_stream_e5_kernel<DEPTH> (opting it into the large staging at its first launch, as ms_launch). */
+template <int DEPTH>
+static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_t stream, const int32_t *gather,
+                                const uint16_t *b, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
+                                int E, int K, int N, int swiglu, float alpha, float limit, const uint4 *staged,
+                                const uint8_t *e5, float *y) {
+    static int opted;
+    if (!opted) {
+        const cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_e5_kernel<DEPTH>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
+        if (e != cudaSuccess) return e;
+        opted = 1;
+    }
+    mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
+                                                                       alpha, limit, staged, (const uint4 *)e5, y);
     return cudaGetLastError();
 }
 
@@ -526,7 +640,7 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
     if (items > 65535) return cudaErrorInvalidValue;
     const int tiles = (N + 15) / 16;
     const dim3 grid((unsigned)((tiles + warps - 1) / warps), (unsigned)items);
-    const gptoss_mxfp4_tiled tv = tl ? *tiled : gptoss_mxfp4_tiled{nullptr, nullptr};
+    const gptoss_mxfp4_tiled tv = tl ? *tiled : gptoss_mxfp4_tiled{nullptr, nullptr, nullptr};
 #define MS_LAUNCH_T(NT_, P_, O_, F_, T_)                                                                              \
     ms_launch<NT_, P_, O_, F_, false, T_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift, \
                                           counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, NULL, y, tv)
@@ -539,6 +653,9 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
 #define MS_LAUNCH_PRE(T_)                                                                                              \
     ms_launch<1, 2, 2, true, true, T_>(grid, warps * 32, smem, stream, x, ldx, x_swz, gather, blocks, scales, b, shift,    \
                                        counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y, tv)
+    if (pre && tl && tiled->e5) /* the e5m2 copy (gptoss_mxfp4_tile_e5): the same bits */
+        return ms_launch_e5<MS_E5_DEPTH>(grid, warps * 32, smem, stream, gather, b, shift, counts, offsets, E, K, N, swiglu,
+                                         alpha, limit, (const uint4 *)staged, tiled->e5, y);
     if (pre) return tl ? MS_LAUNCH_PRE(true) : MS_LAUNCH_PRE(false);
     if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
@@ -564,7 +681,8 @@ cudaError_t gptoss_mxfp4_mma_stream_f16(const float *x, int ldx, int x_swz, cons
                                         const int32_t *counts, const int32_t *offsets, int E, int K, int N, int swiglu,
                                         float alpha, float limit, int max_pairs, int warps, const void *staged,
                                         const gptoss_mxfp4_tiled *tiled, float *y, cudaStream_t stream) {
-    if (!shift || ((uintptr_t)staged & 15) || (tiled && ((uintptr_t)tiled->blocks & 15 || (uintptr_t)tiled->scales & 1)))
+    if (!shift || ((uintptr_t)staged & 15) ||
+        (tiled && ((uintptr_t)tiled->blocks & 15 || (uintptr_t)tiled->scales & 1 || (uintptr_t)tiled->e5 & 15)))
         return cudaErrorInvalidValue;
     return ms_run(x, ldx, x_swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit,
                   max_pairs, 2, warps, staged, tiled, y, stream);
@@ -604,5 +722,51 @@ cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int 
     mxfp4_tile_kernel<<<(unsigned)((units + 255) / 256), 256, 0, stream>>>(blocks, scales, N, K, swiglu, units, tb, ts);
     t->blocks = (const uint8_t *)tb;
     t->scales = ts;
+    t->e5 = NULL; /* no e5m2 copy yet (gptoss_mxfp4_tile_e5) */
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- the e5m2 copy (gptoss_mxfp4_tile_e5, kernels.h) */
+
+size_t gptoss_mxfp4_tiled_e5_bytes(int E, int N, int K) { return gptoss_mxfp4_tiled_bytes(E, N, K) / 17 * 32; }
+
+/* One thread per unit u of the tiled copy (expert u / per_expert): its 32 values as the F16 form's fp16 high bytes, by
+ * the table decode the kernel runs (mxfp4_lut_scaled + mxfp4_lut_halves_from: the same values), in the order
+ * gptoss_mxfp4_tile_e5 gives. A block whose magnitudes are all zero holds only signed zeros at any scale (the tables
+ * at k = 0 give them). */
+__global__ void mxfp4_tile_e5_kernel(const uint4 *tb, const uint8_t *ts, const int32_t *shift, size_t units,
+                                     size_t per_expert, uint4 *out, int32_t *bad) {
+    const size_t u = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= units) return;
+    const uint4 v = tb[u];
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    int k = (int)ts[u] - 127 - shift[u / per_expert];
+    if (!((v.x | v.y | v.z | v.w) & 0x77777777u)) k = 0; /* signed zeros only */
+    uint32_t o[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
+    if (k < -MXFP4_LUT_SCALED_MAX_K || k > MXFP4_LUT_SCALED_MAX_K) {
+        atomicAdd(bad, 1);
+    } else {
+        uint32_t T0, T1;
+        mxfp4_lut_scaled(k, &T0, &T1);
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            uint32_t h[4];
+            mxfp4_lut_halves_from(w[i], T0, T1, h);
+            o[2 * i] = __byte_perm(h[0], h[1], 0x7351);     /* high bytes of nibbles 0, 2, 1, 3 */
+            o[2 * i + 1] = __byte_perm(h[2], h[3], 0x7351); /* 4, 6, 5, 7 */
+        }
+    }
+    out[2 * u] = make_uint4(o[0], o[1], o[2], o[3]);
+    out[2 * u + 1] = make_uint4(o[4], o[5], o[6], o[7]);
+}
+
+cudaError_t gptoss_mxfp4_tile_e5(const gptoss_mxfp4_tiled *t, const int32_t *shift, int E, int N, int K, void *out,
+                                 int32_t *bad, cudaStream_t stream) {
+    if (!t || !t->blocks || !t->scales || !shift || !out || !bad || E <= 0 || N <= 0 || K <= 0 || K % 32 ||
+        ((uintptr_t)t->blocks & 15) || ((uintptr_t)out & 15))
+        return cudaErrorInvalidValue;
+    const size_t units = gptoss_mxfp4_tiled_first(E, 0, N, K), per_expert = gptoss_mxfp4_tiled_first(1, 0, N, K);
+    mxfp4_tile_e5_kernel<<<(unsigned)((units + 255) / 256), 256, 0, stream>>>(
+        (const uint4 *)t->blocks, t->scales, shift, units, per_expert, (uint4 *)out, bad);
     return cudaGetLastError();
 }

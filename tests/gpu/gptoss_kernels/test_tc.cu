@@ -441,9 +441,21 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     float *dres = dev_upload(c.x0);
     moe_tiled tl;
     moe_tiled_make(&c, &tl);
+    moe_tiled te = tl; /* tiled 2: the same tiles with their e5m2 copies (gptoss_mxfp4_tile_e5) */
+    const size_t e5_gu = gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H), e5_dn = gptoss_mxfp4_tiled_e5_bytes(E, H, I);
+    uint8_t *e5buf = NULL;
+    int32_t *dbad = NULL, e5_bad = -1;
+    CK(cudaMalloc((void **)&e5buf, e5_gu + e5_dn));
+    CK(cudaMalloc((void **)&dbad, 4));
+    CK(cudaMemset(dbad, 0, 4));
+    CK(gptoss_mxfp4_tile_e5(&tl.gu, dsh, E, 2 * I, H, e5buf, dbad, 0));
+    CK(gptoss_mxfp4_tile_e5(&tl.dn, dsh + E, E, H, I, e5buf + e5_gu, dbad, 0));
+    CK(cudaMemcpy(&e5_bad, dbad, 4, cudaMemcpyDeviceToHost));
+    te.gu.e5 = e5buf;
+    te.dn.e5 = e5buf + e5_gu;
     auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds, int tiled = 0) {
-        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs, tiled ? &tl.gu : NULL},
-                                  dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds, tiled ? &tl.dn : NULL};
+        const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs, tiled == 2 ? &te.gu : tiled ? &tl.gu : NULL},
+                                  dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds, tiled == 2 ? &te.dn : tiled ? &tl.dn : NULL};
         CK(cudaMemcpy(dres, c.x0.data(), c.x0.size() * sizeof(float), cudaMemcpyHostToDevice));
         const cudaError_t r = gptoss_tc_mlp(&tc, c.dx, H, c.dpt, &gw, &dw, c.dcnt, c.doff, c.dw, c.dpo, E, T, 0, H, I,
                                             c.alpha,
@@ -465,9 +477,14 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
         gptoss_mxfp4_mma_stream_f16_tables(0);
         const auto m0 = run(NULL, NULL, dsh, dsh + E, 1);
         gptoss_mxfp4_mma_stream_f16_tables(1);
+        const auto m5 = run(NULL, NULL, dsh, dsh + E, 2);
         tc.prompt_mma = 0;
         CK(m1.first);
         CK(m0.first);
+        CK(m5.first);
+        snprintf(what, sizeof what, "prompt_gemm on the e5m2 copy = on the MXFP4 tiles, bit for bit (%d blocks out of its reach%s)",
+                 e5_bad, e5_bad ? ": not compared, the copy is not to be used" : "");
+        check_true(what, e5_bad > 0 || m5.second == m1.second);
         std::vector<double> cub(out.second.begin(), out.second.end());
         snprintf(what, sizeof what, "tc MoE fp16 on prompt_gemm = cuBLAS's to fp32 rounding, T=%d H=%d I=%d E=%d x*2^%d", T, H,
                  I, E, xexp);
@@ -499,6 +516,8 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
         cudaFree(dn_all);
     }
     moe_tiled_free(&tl);
+    cudaFree(e5buf);
+    cudaFree(dbad);
     cudaFree(dres);
     cudaFree(dsh);
     moe_case_free(&c);
