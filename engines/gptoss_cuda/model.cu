@@ -541,7 +541,8 @@ static void moe_e5_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budge
     }
     m->moe_e5 = buf;
     m->moe_e5_bytes = total;
-    mlog(m, LLMR_LOG_INFO, "e5m2 expert copy for the batched steps' experts: %.1f MB (LLMR_GPTOSS_MOE_E5=0 turns it off)",
+    mlog(m, LLMR_LOG_INFO,
+         "e5m2 expert copy for the batched steps' and the prompts' experts: %.1f MB (LLMR_GPTOSS_MOE_E5=0 turns it off)",
          total / 1e6);
 }
 
