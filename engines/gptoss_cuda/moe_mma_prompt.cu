@@ -231,18 +231,8 @@ template <int NT>
 }
 
 /* E5 (the e5m2 copy, kernels.h gptoss_mxfp4_tile_e5): a lane's two rows' 64 bytes of super-chunk c, row 0's unit at wp and
- * row 1's at wp + d1 (its pair), as ms_load_e5 does; the half of mp_decode_half from them (the same fp16 values, already
+ * row 1's at wp + d1 (its pair): mma_load_e5; the half of mp_decode_half from them (the same fp16 values, already
  * scaled: no tables, no multiply); the warp's 2 KB of super-chunk c into L2 (from the tile's first unit u0). */
-[[maybe_unused]] static __device__ __forceinline__ void mp_load_e5(const uint4 *wp, int d1, int c, bool once,
-                                                                   uint4 q[2][2]) {
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint4 *p = wp + (r ? d1 : 0) + 128 * c + h;
-            q[r][h] = once ? __ldcs(p) : __ldg(p);
-        }
-}
 [[maybe_unused]] static __device__ __forceinline__ void mp_decode_half_e5(uint4 (&q)[2][2], int h, uint32_t (&a)[4][4]) {
     /* the bytes pinned here, after the caller's wait: else ptxas computes the fp16 pairs early, in registers the wgmma
      * in flight still reads, and serializes the wgmma (C7519 / C7520) */
@@ -315,7 +305,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
 #pragma unroll
     for (int d = 0; d < D; d++)
         if (d < nsc) {
-            if constexpr (E5) mp_load_e5(wp, d1, d, once, q5[d]);
+            if constexpr (E5) mma_load_e5(wp, d1, d, once, q5[d]);
             else mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
         }
     if (lane == 0) /* the next super-chunks of the tile into L2 */
@@ -395,7 +385,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                     mp_commit();
                 }
                 if (c + D < nsc) {
-                    if constexpr (E5) mp_load_e5(wp, d1, c + D, once, q5[d]);
+                    if constexpr (E5) mma_load_e5(wp, d1, c + D, once, q5[d]);
                     else mma_load_tiled(tw, ts, ssel, c + D, once, q[d], s[d]);
                 }
                 if (lane == 0 && c + D + MP_AHEAD < nsc) {

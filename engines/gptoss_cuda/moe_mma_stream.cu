@@ -398,18 +398,6 @@ static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], con
     for (int i = 0; i < 4; i++) acc[i] += part[i];
 }
 
-/* A lane's two rows' e5m2 bytes of super-chunk c into q: row 0's unit at wp, row 1's at wp + d1 (its pair, one unit
- * before or after; rows past N and blocks past K hold zeros in the copy). */
-static __device__ __forceinline__ void ms_load_e5(const uint4 *wp, int d1, int c, bool once, uint4 q[2][2]) {
-#pragma unroll
-    for (int r = 0; r < 2; r++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint4 *p = wp + (r ? d1 : 0) + 128 * c + h;
-            q[r][h] = once ? __ldcs(p) : __ldg(p);
-        }
-}
-
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
  * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
  * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
@@ -436,7 +424,7 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
     if (active) /* the first weights in flight during the staging */
 #pragma unroll
         for (int d = 0; d < DEPTH; d++)
-            if (d < nsc) ms_load_e5(wp, d1, d, once, q[d]);
+            if (d < nsc) mma_load_e5(wp, d1, d, once, q[d]);
     ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
                    stride, ms_smem);
     __syncthreads();
@@ -449,7 +437,7 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
             const int c = c0 + d;
             if (c >= nsc) break;
             ms_superchunk_e5(q[d], xs_row, c, acc[0]);
-            if (c + DEPTH < nsc) ms_load_e5(wp, d1, c + DEPTH, once, q[d]);
+            if (c + DEPTH < nsc) mma_load_e5(wp, d1, c + DEPTH, once, q[d]);
         }
     }
     ms_store<1>(acc, shift[e], rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
