@@ -492,6 +492,15 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
          total / 1e6);
 }
 
+/* LLMR_GPTOSS_MOE_E5 (moe_e5_fill says what each mode does): 2 auto (the default), 1 wherever it fits, 0 never. */
+static int moe_e5_mode(void) { return gptoss_env_int("LLMR_GPTOSS_MOE_E5", 2, 0, 2); }
+
+/* Bytes of one layer's e5m2 copy: its gate_up's, then its down's. */
+static size_t moe_e5_layer_bytes(const gptoss_config *c) {
+    const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
+    return gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H) + gptoss_mxfp4_tiled_e5_bytes(E, H, I);
+}
+
 /* LLMR_GPTOSS_MOE_E5: every layer's experts once more, one byte a weight (gptoss_mxfp4_tile_e5: the F16 form's fp16 values'
  * high bytes), read instead of the MXFP4 tiles by the batched steps' pre-staged F16 launches from moe_e5_min_pairs
  * pairs and by the prompt kernel: the same bits with a third of the decode's ALU work, for twice the bytes (19.5 GB on
@@ -503,8 +512,8 @@ static void moe_tiled_fill(gptoss_model *m, int mode, uint64_t need, uint64_t bu
 static void moe_e5_fill(gptoss_model *m, int mode, uint64_t need, uint64_t budget) {
     const gptoss_config *c = &m->cfg;
     const int E = c->num_experts, H = c->hidden_size, I = c->intermediate_size;
-    const size_t gu = gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H), dn = gptoss_mxfp4_tiled_e5_bytes(E, H, I);
-    const size_t per = gu + dn, total = per * (size_t)c->num_layers;
+    const size_t gu = gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H), per = moe_e5_layer_bytes(c),
+                 total = per * (size_t)c->num_layers;
     if (!mode || !m->batch_moe_f16 || !per) return;
     for (int l = 0; l < c->num_layers; l++)
         if (!m->layers[l].gu_tiled.blocks || !m->layers[l].dn_tiled.blocks || !m->layers[l].gu_shift) return;
@@ -745,9 +754,11 @@ llmr_engine_status gptoss_model_estimate(const char *dir, uint32_t max_context, 
                  (uint64_t)ns * session_bytes_for(&cfg, ctx) + 256;
         /* the cache counts only when required: in auto mode a load that cannot hold it goes without */
         if (ps.expert_cache == 1) *bytes += expert_cache_bytes_for(&cfg, ps);
-        /* the tiled copy likewise (auto, the default, goes without where it does not fit) */
+        /* the optional copies likewise (the tiled experts, the stacked dense weights, the e5m2 copy: auto, the default,
+         * goes without where one does not fit) */
         if (moe_tiled_mode() == 1) *bytes += moe_tiled_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
         if (dense_keep_mode() == 1 && ps.use_tc && ps.dense_stacked) *bytes += dense_stacked_bytes_for(&cfg, ps.splits);
+        if (moe_e5_mode() == 1) *bytes += moe_e5_layer_bytes(&cfg) * (uint64_t)cfg.num_layers;
     }
     free(p.t);
     llmr_checkpoint_destroy(ck);
@@ -1210,7 +1221,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         if (tiled && !m->moe_tiled_in_place) moe_tiled_fill(m, tiled, need, budget);
     }
     dense_stacked_fill(m, dense_keep_mode(), need + m->moe_tiled_bytes, budget);
-    moe_e5_fill(m, gptoss_env_int("LLMR_GPTOSS_MOE_E5", 2, 0, 2), need + m->moe_tiled_bytes + m->dense_st_bytes, budget);
+    moe_e5_fill(m, moe_e5_mode(), need + m->moe_tiled_bytes + m->dense_st_bytes, budget);
     /* from 32 rows: at 16 the copy's kernel is slower than the MXFP4 tiles' (0.202 against 0.178 ms a 20b layer), at 32
      * even, at 64 10% faster (session 38 call 1); LLMR_GPTOSS_MOE_E5_MIN_ROWS for measuring */
     m->moe_e5_min_pairs = GPTOSS_TOPK * gptoss_env_int("LLMR_GPTOSS_MOE_E5_MIN_ROWS", 32, 1, GPTOSS_MAX_BATCH);
