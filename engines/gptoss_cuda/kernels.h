@@ -64,6 +64,15 @@ static __device__ __forceinline__ float gptoss_block_sum(float v, float *red) {
 #endif
 
 #ifdef __CUDACC__
+/* Opts a kernel into `bytes` of dynamic shared memory before its first launch; *opted is the launcher's static flag
+ * (cudaFuncSetAttribute is not a stream operation, and repeating it after a failure is harmless). */
+template <typename F> static inline cudaError_t gptoss_smem_opt_in(F *kernel, int bytes, int *opted) {
+    if (*opted) return cudaSuccess;
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess) *opted = 1;
+    return e;
+}
+
 /* gpt-oss's clamped SwiGLU of one gate / up pair: every kernel that computes it calls this, so the prompt
  * and step paths give the same bits for the same inputs. */
 static __device__ __forceinline__ float gptoss_swiglu_value(float g, float u, float alpha, float limit) {

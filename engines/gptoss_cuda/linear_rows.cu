@@ -98,11 +98,8 @@ template <int NT>
 static cudaError_t rows_launch(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int T, int K, int N,
                                float *y, int ldy, int accumulate, cudaStream_t s) {
     static int opted = 0;
-    if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(rows_kernel<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, ROWS_SMEM_MAX);
-        if (e != cudaSuccess) return e;
-        opted = 1;
-    }
+    const cudaError_t oe = gptoss_smem_opt_in(rows_kernel<NT>, ROWS_SMEM_MAX, &opted);
+    if (oe != cudaSuccess) return oe;
     static int sms = 0;
     if (!sms) {
         int dev = 0;

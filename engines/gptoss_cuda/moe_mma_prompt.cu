@@ -506,14 +506,10 @@ static cudaError_t mp_launch(long items, const uint16_t *xs, long rows, const gp
                              const int32_t *shift, const int32_t *counts, const int32_t *offsets, int precise, int E,
                              int K, int N, int swiglu, float *ys, cudaStream_t stream) {
     static int opted;
-    if (!opted) {
-        const cudaError_t e = cudaFuncSetAttribute(mxfp4_prompt_gemm_kernel<NT, PART, E5>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, MP_SMEM);
-        if (e != cudaSuccess) return e;
-        opted = 1;
-    }
+    cudaError_t e = gptoss_smem_opt_in(mxfp4_prompt_gemm_kernel<NT, PART, E5>, MP_SMEM, &opted);
+    if (e != cudaSuccess) return e;
     CUtensorMap tmap, tmap64;
-    cudaError_t e = mp_tensor_map(&tmap, xs, rows, K, mp_tile<NT>::TOK);
+    e = mp_tensor_map(&tmap, xs, rows, K, mp_tile<NT>::TOK);
     if (e == cudaSuccess) e = NT == 8 ? cudaSuccess : mp_tensor_map(&tmap64, xs, rows, K, 64);
     if (e != cudaSuccess) return e;
     if (NT == 8) tmap64 = tmap;

@@ -111,6 +111,24 @@ static __device__ __forceinline__ void ms_superchunk(const uint4 q[2], const uin
         for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
 }
 
+/* The F16 form's products of word wi's two k16 steps (j = 2 wi, 2 wi + 1) of a super-chunk, from the fp16 pairs h[r] of
+ * that word of the lane's two rows, for NT n8 tiles into part: B's hi and lo parts from the staged unit. */
+template <int NT>
+static __device__ __forceinline__ void ms_word_products_f16(const uint32_t (&h)[2][4], int wi, const uint4 *const xs_row[NT],
+                                                            int cp, float part[NT][4]) {
+#pragma unroll
+    for (int jj = 0; jj < 2; jj++) {
+        const int j = 2 * wi + jj;
+        const uint32_t a[4] = {h[0][2 * jj], h[1][2 * jj], h[0][2 * jj + 1], h[1][2 * jj + 1]};
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            const uint4 bv = xs_row[n][32 * cp + 4 * j];
+            mma_f16(part[n], a, bv.x, bv.y); /* hi */
+            mma_f16(part[n], a, bv.z, bv.w); /* lo */
+        }
+    }
+}
+
 /* The F16 form of ms_superchunk (PARTS = 2): each word of a lane's two rows decoded once for its two k16 steps
  * (mxfp4_lut_halves: nibbles 0..3 feed the even step, 4..7 the odd one; a[r] = nibbles 4jj, 4jj + 1 of row r, a[2 +
  * r] = 4jj + 2, 4jj + 3, which the staging matches: mma_stage_unit_f16) and scaled by 2^k, k = s - 127 - shift; B's hi
@@ -140,17 +158,7 @@ static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const
                 for (int i = 0; i < 4; i++) h[r][i] = mma_hmul2_bits(h[r][i], sc[r][0]);
             }
         }
-#pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-            const int j = 2 * wi + jj;
-            const uint32_t a[4] = {h[0][2 * jj], h[1][2 * jj], h[0][2 * jj + 1], h[1][2 * jj + 1]};
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                const uint4 bv = xs_row[n][32 * cp + 4 * j];
-                mma_f16(part[n], a, bv.x, bv.y); /* hi */
-                mma_f16(part[n], a, bv.z, bv.w); /* lo */
-            }
-        }
+        ms_word_products_f16<NT>(h, wi, xs_row, cp, part);
     }
 #pragma unroll
     for (int n = 0; n < NT; n++)
@@ -376,7 +384,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
  * E & 0xFF00FF00, the pairs ms_superchunk_f16 decodes from the MXFP4 word (the same values, the same k order); then
  * its products, the same mma sequence as there with NT = 1. */
 static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], const uint4 *xs_row, int c, float acc[4]) {
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float part[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 #pragma unroll
     for (int wi = 0; wi < 4; wi++) {
         uint32_t h[2][4];
@@ -385,17 +393,10 @@ static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], con
             const uint4 v = q[r][wi >> 1];
             mma_e5_halves((wi & 1) ? v.z : v.x, (wi & 1) ? v.w : v.y, h[r]);
         }
-#pragma unroll
-        for (int jj = 0; jj < 2; jj++) {
-            const int j = 2 * wi + jj;
-            const uint32_t a[4] = {h[0][2 * jj], h[1][2 * jj], h[0][2 * jj + 1], h[1][2 * jj + 1]};
-            const uint4 bv = xs_row[32 * c + 4 * j];
-            mma_f16(part, a, bv.x, bv.y); /* hi */
-            mma_f16(part, a, bv.z, bv.w); /* lo */
-        }
+        ms_word_products_f16<1>(h, wi, &xs_row, c, part);
     }
 #pragma unroll
-    for (int i = 0; i < 4; i++) acc[i] += part[i];
+    for (int i = 0; i < 4; i++) acc[i] += part[0][i];
 }
 
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
@@ -511,12 +512,9 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
                              int swiglu, float alpha, float limit, int tn, int pc, const uint4 *staged, float *y,
                              gptoss_mxfp4_tiled tiled = gptoss_mxfp4_tiled{nullptr, nullptr, nullptr}) {
     static int opted;
-    if (!opted) {
-        cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
-        if (e != cudaSuccess) return e;
-        opted = 1;
-    }
+    const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED>,
+                                             (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
+    if (e != cudaSuccess) return e;
     mxfp4_mma_stream_kernel<NT, PARTS, OCC, F16, PRE, TILED><<<grid, threads, smem, stream>>>(
         x, ldx, swz, gather, blocks, scales, b, shift, counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, staged,
         tiled, y, gptoss_mxfp4_mma_stream_f16_tables_on());
@@ -532,12 +530,8 @@ static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_
                                 int E, int K, int N, int swiglu, float alpha, float limit, const uint4 *staged,
                                 const uint8_t *e5, float *y) {
     static int opted;
-    if (!opted) {
-        const cudaError_t e = cudaFuncSetAttribute(mxfp4_mma_stream_e5_kernel<DEPTH>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)GPTOSS_MMA_STREAM_MAX_SMEM);
-        if (e != cudaSuccess) return e;
-        opted = 1;
-    }
+    const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_e5_kernel<DEPTH>, (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
+    if (e != cudaSuccess) return e;
     mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
                                                                        alpha, limit, staged, (const uint4 *)e5, y);
     return cudaGetLastError();
