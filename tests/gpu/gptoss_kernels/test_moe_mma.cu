@@ -198,25 +198,6 @@ static void mm_tiled(const mm_layer *L, void **buf, gptoss_mxfp4_tiled *gt, gpto
     *buf = mxfp4_tiled_pair(L->d_gub, L->d_gus, L->d_dnb, L->d_dns, L->E, L->H, L->I, gt, dt);
 }
 
-/* Their e5m2 copies (gptoss_mxfp4_tile_e5) in one allocation (the return, the caller frees it), set into gt->e5 /
- * dt->e5; *bad: the blocks outside the copy's reach (0: usable). */
-static void *mm_tiled_e5(const mm_layer *L, const int32_t *gsh, const int32_t *dsh, gptoss_mxfp4_tiled *gt,
-                         gptoss_mxfp4_tiled *dt, int *bad) {
-    const size_t gu = gptoss_mxfp4_tiled_e5_bytes(L->E, 2 * L->I, L->H), dn = gptoss_mxfp4_tiled_e5_bytes(L->E, L->H, L->I);
-    uint8_t *buf;
-    int32_t *dbad;
-    CK(cudaMalloc((void **)&buf, gu + dn));
-    CK(cudaMalloc((void **)&dbad, 4));
-    CK(cudaMemset(dbad, 0, 4));
-    CK(gptoss_mxfp4_tile_e5(gt, gsh, L->E, 2 * L->I, L->H, buf, dbad, 0));
-    CK(gptoss_mxfp4_tile_e5(dt, dsh, L->E, L->H, L->I, buf + gu, dbad, 0));
-    CK(cudaMemcpy(bad, dbad, 4, cudaMemcpyDeviceToHost));
-    cudaFree(dbad);
-    gt->e5 = buf;
-    dt->e5 = buf + gu;
-    return buf;
-}
-
 /* One pair's down_proj against the CPU (double): got[n] vs b[e, n] + sum_j act[j] W_e[n, j], into the
  * error sums (wr: scratch of I doubles); the input is the GPU's own act, so down is checked on its own. */
 static void mm_down_err(const mm_layer *L, int e, const float *act, const float *got, double *wr, double *num,
@@ -434,7 +415,7 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
         { /* the e5m2 copy of the tiled weights, read by the pre-staged launches: the same bits */
             int bad = -1;
             gptoss_mxfp4_tiled ge = gt, de = dt;
-            void *ebuf = mm_tiled_e5(L, dgsh, ddsh, &ge, &de, &bad);
+            void *ebuf = mxfp4_tiled_e5_pair(&ge, &de, dgsh, ddsh, L->E, L->H, L->I, &bad);
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
             mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact2, ddn2, &ge, &de);
             auto a2 = dev_download(dact2, (size_t)P * I);
@@ -620,7 +601,7 @@ static void time_stream(int T, const mm_layer *L) {
         auto f16_tiled = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn, &gt, &dt); };
         int e5_bad = -1;
         gptoss_mxfp4_tiled ge = gt, de = dt;
-        void *ebuf = mm_tiled_e5(L, dgsh, ddsh, &ge, &de, &e5_bad);
+        void *ebuf = mxfp4_tiled_e5_pair(&ge, &de, dgsh, ddsh, L->E, L->H, L->I, &e5_bad);
         auto f16_e5 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn, &ge, &de); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
         const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),

@@ -442,17 +442,8 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     moe_tiled tl;
     moe_tiled_make(&c, &tl);
     moe_tiled te = tl; /* tiled 2: the same tiles with their e5m2 copies (gptoss_mxfp4_tile_e5) */
-    const size_t e5_gu = gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H), e5_dn = gptoss_mxfp4_tiled_e5_bytes(E, H, I);
-    uint8_t *e5buf = NULL;
-    int32_t *dbad = NULL, e5_bad = -1;
-    CK(cudaMalloc((void **)&e5buf, e5_gu + e5_dn));
-    CK(cudaMalloc((void **)&dbad, 4));
-    CK(cudaMemset(dbad, 0, 4));
-    CK(gptoss_mxfp4_tile_e5(&tl.gu, dsh, E, 2 * I, H, e5buf, dbad, 0));
-    CK(gptoss_mxfp4_tile_e5(&tl.dn, dsh + E, E, H, I, e5buf + e5_gu, dbad, 0));
-    CK(cudaMemcpy(&e5_bad, dbad, 4, cudaMemcpyDeviceToHost));
-    te.gu.e5 = e5buf;
-    te.dn.e5 = e5buf + e5_gu;
+    int e5_bad = -1;
+    void *e5buf = mxfp4_tiled_e5_pair(&te.gu, &te.dn, dsh, dsh + E, E, H, I, &e5_bad);
     auto run = [&](const uint16_t *gu_w, const uint16_t *dn_w, const int32_t *gs, const int32_t *ds, int tiled = 0) {
         const gptoss_tc_experts_w gw = {c.dgub, c.dgus, gu_w, c.dgb, gs, tiled == 2 ? &te.gu : tiled ? &tl.gu : NULL},
                                   dw = {c.ddnb, c.ddns, dn_w, c.ddb, ds, tiled == 2 ? &te.dn : tiled ? &tl.dn : NULL};
@@ -517,7 +508,6 @@ static void test_tc_moe_f16(int T, int H, int I, int E, int dq_all, int cached, 
     }
     moe_tiled_free(&tl);
     cudaFree(e5buf);
-    cudaFree(dbad);
     cudaFree(dres);
     cudaFree(dsh);
     moe_case_free(&c);

@@ -238,6 +238,26 @@ static inline void *mxfp4_tiled_pair(const uint8_t *gub, const uint8_t *gus, con
     return buf;
 }
 
+/* The e5m2 copies (gptoss_mxfp4_tile_e5) of such a pair gt / dt with the experts' fp16 shifts gsh / dsh (device), in one
+ * allocation (returned; the caller frees it), set into gt->e5 / dt->e5; *bad: the blocks outside the copy's reach (0:
+ * usable). */
+static inline void *mxfp4_tiled_e5_pair(gptoss_mxfp4_tiled *gt, gptoss_mxfp4_tiled *dt, const int32_t *gsh,
+                                        const int32_t *dsh, int E, int H, int I, int *bad) {
+    const size_t gu = gptoss_mxfp4_tiled_e5_bytes(E, 2 * I, H), dn = gptoss_mxfp4_tiled_e5_bytes(E, H, I);
+    uint8_t *buf;
+    int32_t *dbad;
+    CK(cudaMalloc((void **)&buf, gu + dn));
+    CK(cudaMalloc((void **)&dbad, 4));
+    CK(cudaMemset(dbad, 0, 4));
+    CK(gptoss_mxfp4_tile_e5(gt, gsh, E, 2 * I, H, buf, dbad, 0));
+    CK(gptoss_mxfp4_tile_e5(dt, dsh, E, H, I, buf + gu, dbad, 0));
+    CK(cudaMemcpy(bad, dbad, 4, cudaMemcpyDeviceToHost));
+    cudaFree(dbad);
+    gt->e5 = buf;
+    dt->e5 = buf + gu;
+    return buf;
+}
+
 /* A case's experts in that layout. */
 struct moe_tiled {
     void *buf;
