@@ -18,6 +18,7 @@
  *  - the (expert, token tile) of a CTA comes from a warp scan over counts[] on the device: the grid has
  *    one row of CTAs per possible tile (min(P, E + P/tile) for P pairs), so few CTAs exit idle;
  *  - each output has one writer and the k order is fixed by the shapes, as in moe_mma.cu. */
+#include "engines/gptoss_cuda/env.h"
 #include "engines/gptoss_cuda/kernels.h"
 
 #include "engines/gptoss_cuda/ldg_u8.cuh"
@@ -264,6 +265,25 @@ static __device__ __forceinline__ void ms_store(float (&acc)[NT][4], int sh, con
         }
 }
 
+/* One F16 super-chunk of a warp (ring slot q, s, staged at unit 32 cp of the phase): the block scales as the decode's
+ * tables where every one of the warp's is within their reach, else fp16 scale products (ms_superchunk_f16). */
+template <int NT>
+static __device__ __forceinline__ void ms_step_f16(const uint4 q[2], const uint32_t s[2], int sh, int tab,
+                                                   const uint4 *const xs_row[NT], int cp, float acc[NT][4]) {
+    const int k0 = (int)s[0] - 127 - sh, k1 = (int)s[1] - 127 - sh;
+    uint32_t sc[2][2];
+    const int kk = MXFP4_LUT_SCALED_MAX_K;
+    if (__all_sync(0xffffffffu, tab && k0 >= -kk && k0 <= kk && k1 >= -kk && k1 <= kk)) {
+        mxfp4_lut_scaled(k0, &sc[0][0], &sc[0][1]);
+        mxfp4_lut_scaled(k1, &sc[1][0], &sc[1][1]);
+        ms_superchunk_f16<NT, true>(q, sc, xs_row, cp, acc);
+    } else { /* a block scale past 2^-13 of its table's reach (or the tables off): fp16 scales */
+        sc[0][0] = mma_f16_scale2(k0);
+        sc[1][0] = mma_f16_scale2(k1);
+        ms_superchunk_f16<NT, false>(q, sc, xs_row, cp, acc);
+    }
+}
+
 /* Grid (row chunks of 16 x warps rows, token-tile items of 8 NT tokens); blockDim = 32 x warps; dynamic
  * shared memory tn x ms_stride(pc) x 24 bytes (tn = tokens staged per CTA, <= 8 NT; pc = super-chunks per
  * phase, ms_shape: all of K or a multiple of the depth); with PRE 16 bytes a unit and pc = all of K. */
@@ -349,18 +369,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                 const int c = c0 + d;
                 if (c >= ce) break;
                 if constexpr (F16) {
-                    const int k0 = (int)s[d][0] - 127 - sh, k1 = (int)s[d][1] - 127 - sh;
-                    uint32_t sc[2][2];
-                    const int kk = MXFP4_LUT_SCALED_MAX_K;
-                    if (__all_sync(0xffffffffu, ms_f16_tab && k0 >= -kk && k0 <= kk && k1 >= -kk && k1 <= kk)) {
-                        mxfp4_lut_scaled(k0, &sc[0][0], &sc[0][1]);
-                        mxfp4_lut_scaled(k1, &sc[1][0], &sc[1][1]);
-                        ms_superchunk_f16<NT, true>(q[d], sc, xs_row, c - cb, acc);
-                    } else { /* a block scale past 2^-13 of its table's reach (or the tables off): fp16 scales */
-                        sc[0][0] = mma_f16_scale2(k0);
-                        sc[1][0] = mma_f16_scale2(k1);
-                        ms_superchunk_f16<NT, false>(q[d], sc, xs_row, c - cb, acc);
-                    }
+                    ms_step_f16<NT>(q[d], s[d], sh, ms_f16_tab, xs_row, c - cb, acc);
                     if (c + MS_DEPTH < nsc) {
                         if constexpr (TILED) mma_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
@@ -402,46 +411,76 @@ static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], con
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
  * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
  * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
- * a lane's 64 bytes in flight. */
+ * a lane's 64 bytes in flight. A CTA of an expert with mix pairs or fewer (one 8-pair tile: its weights are read once
+ * whichever the form) reads the MXFP4 tiles instead, as that kernel does: its decode on the ALU pipe beside the other
+ * CTAs' loads of twice the bytes (the same bits either way). */
 template <int DEPTH>
 __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
     mxfp4_mma_stream_e5_kernel(const int32_t *gather, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                                const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                               const uint4 *staged, const uint4 *e5, float *y) {
+                               const uint4 *staged, const uint4 *e5, gptoss_mxfp4_tiled tiled, int mix, int tab,
+                               float *y) {
     extern __shared__ uint4 ms_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
     if (!mma_tile_item(counts, NULL, E, 8, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
     const int cnt = counts[e], off = offsets[e] + tt * 8, ntok = min(8, cnt - tt * 8);
-    const bool once = cnt <= 8;
-    const int nsc = (K + 127) / 128, stride = ms_stride(nsc);
+    const bool once = cnt <= 8, mx = cnt <= mix; /* mx: this CTA reads the MXFP4 tiles (CTA-uniform) */
+    const int nsc = (K + 127) / 128, stride = ms_stride(nsc), sh = shift[e];
     const int row0 = (blockIdx.x * warps + warp) * 16, tiles = (N + 15) / 16;
     const int rows[2] = {swiglu ? row0 + 2 * g : row0 + g, swiglu ? row0 + 2 * g + 1 : row0 + g + 8};
     const bool active = row0 < N; /* warp-uniform; idle warps still stage and meet the barrier */
-    const size_t u0 = gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
-    const uint4 *wp = e5 + 2 * u0;           /* the lane's unit r = 0, 32 bytes; r = 1 is its pair u0 ^ 1 */
-    const int d1 = (u0 & 1) ? -2 : 2;
-    uint4 q[DEPTH][2][2];
-    if (active) /* the first weights in flight during the staging */
-#pragma unroll
-        for (int d = 0; d < DEPTH; d++)
-            if (d < nsc) mma_load_e5(wp, d1, d, once, q[d]);
-    ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
-                   stride, ms_smem);
-    __syncthreads();
-    if (!active) return;
     const uint4 *xs_row = ms_smem + (size_t)(min(g, ntok - 1)) * stride + t; /* columns past ntok: a staged row */
+    auto stage = [&]() { /* after the first weights' loads, so the staging's L2 reads overlap them */
+        ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
+                       stride, ms_smem);
+        __syncthreads();
+    };
     float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-    for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+    if (mx) { /* the MXFP4 tiles, as mxfp4_mma_stream_kernel<1, 2, 2, true, true, true> */
+        const uint4 *tw[2];
+        const uint16_t *ts;
+        uint32_t ssel;
+        mma_tiled_lane(tiled, e, row0 / 16, N, K, lane, tw, &ts, &ssel);
+        uint4 q[DEPTH][2];
+        uint32_t s[DEPTH][2];
+        if (active)
 #pragma unroll
-        for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
-            const int c = c0 + d;
-            if (c >= nsc) break;
-            ms_superchunk_e5(q[d], xs_row, c, acc[0]);
-            if (c + DEPTH < nsc) mma_load_e5(wp, d1, c + DEPTH, once, q[d]);
+            for (int d = 0; d < DEPTH; d++)
+                if (d < nsc) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+        stage();
+        if (!active) return;
+        for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
+                const int c = c0 + d;
+                if (c >= nsc) break;
+                ms_step_f16<1>(q[d], s[d], sh, tab, &xs_row, c, acc);
+                if (c + DEPTH < nsc) mma_load_tiled(tw, ts, ssel, c + DEPTH, once, q[d], s[d]);
+            }
+        }
+    } else {
+        const size_t u0 = gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
+        const uint4 *wp = e5 + 2 * u0; /* the lane's unit r = 0, 32 bytes; r = 1 is its pair u0 ^ 1 */
+        const int d1 = (u0 & 1) ? -2 : 2;
+        uint4 q[DEPTH][2][2];
+        if (active)
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++)
+                if (d < nsc) mma_load_e5(wp, d1, d, once, q[d]);
+        stage();
+        if (!active) return;
+        for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
+                const int c = c0 + d;
+                if (c >= nsc) break;
+                ms_superchunk_e5(q[d], xs_row, c, acc[0]);
+                if (c + DEPTH < nsc) mma_load_e5(wp, d1, c + DEPTH, once, q[d]);
+            }
         }
     }
-    ms_store<1>(acc, shift[e], rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
+    ms_store<1>(acc, sh, rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
 }
 
 /* The shape of a launch by its max_pairs (H200, experts of one 20b layer, 3 parts, ms; session 9 call 1):
@@ -521,6 +560,17 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     return cudaGetLastError();
 }
 
+/* Experts of this many pairs or fewer read the MXFP4 tiles in the e5m2 copy's launches (LLMR_GPTOSS_MOE_E5_MIX, default
+ * 8, read at the first launch; tests: gptoss_mxfp4_mma_stream_e5_mix): one 8-pair tile reads their weights once either
+ * way, and their decode then runs on the ALU pipe beside the loads of the experts that take two tiles or more. H200,
+ * 20b, 64 streams: the step rate +3% over none (session 39 calls 1-2; 4 and 12 pairs no better than none). */
+#define MS_E5_MIX_DEFAULT 8
+static int ms_e5_mix = -1;
+void gptoss_mxfp4_mma_stream_e5_mix(int pairs) { ms_e5_mix = pairs >= 0 ? pairs : -1; }
+int gptoss_mxfp4_mma_stream_e5_mix_of(void) {
+    if (ms_e5_mix < 0) ms_e5_mix = gptoss_env_int("LLMR_GPTOSS_MOE_E5_MIX", MS_E5_MIX_DEFAULT, 0, 1 << 20);
+    return ms_e5_mix;
+}
 #define MS_E5_DEPTH 2 /* super-chunks of the e5m2 copy in flight a lane (64 bytes each) */
 
 /* Launches mxfp4_mma_stream_e5_kernel<DEPTH> (opting it into the large staging at its first launch, as ms_launch). */
@@ -528,12 +578,14 @@ template <int DEPTH>
 static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_t stream, const int32_t *gather,
                                 const uint16_t *b, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
                                 int E, int K, int N, int swiglu, float alpha, float limit, const uint4 *staged,
-                                const uint8_t *e5, float *y) {
+                                const uint8_t *e5, gptoss_mxfp4_tiled tiled, float *y) {
     static int opted;
     const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_e5_kernel<DEPTH>, (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
     if (e != cudaSuccess) return e;
     mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                                                       alpha, limit, staged, (const uint4 *)e5, y);
+                                                                       alpha, limit, staged, (const uint4 *)e5, tiled,
+                                                                       gptoss_mxfp4_mma_stream_e5_mix_of(),
+                                                                       gptoss_mxfp4_mma_stream_f16_tables_on(), y);
     return cudaGetLastError();
 }
 
@@ -637,7 +689,7 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
                                        counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y, tv)
     if (pre && tl && tiled->e5) /* the e5m2 copy (gptoss_mxfp4_tile_e5): the same bits */
         return ms_launch_e5<MS_E5_DEPTH>(grid, warps * 32, smem, stream, gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                         alpha, limit, (const uint4 *)staged, tiled->e5, y);
+                                         alpha, limit, (const uint4 *)staged, tiled->e5, *tiled, y);
     if (pre) return tl ? MS_LAUNCH_PRE(true) : MS_LAUNCH_PRE(false);
     if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
