@@ -706,7 +706,7 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
  * there). Expert e's tiles start at unit e ceil(N / 16) NSC 64. */
 struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
-    /* NULL, or the same weights one byte each (gptoss_mxfp4_tile_e5): unit u's 32 values at e5 + 32 u */
+    /* NULL, or the same weights one byte each (gptoss_mxfp4_tile_e5): unit u's 32 values at e5 + 16 gptoss_mxfp4_e5_at(u, h) */
     const uint8_t *e5;
 };
 /* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; super-chunk c's 64 units
@@ -747,14 +747,23 @@ cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int 
 /* The e5m2 copy of a tiled copy t (gptoss_mxfp4_tiled_bytes(E, N, K) / 17 * 32 bytes at out, 16-byte aligned): each
  * weight as the F16 form's fp16 value's high byte, e2m1 x 2^(s - 127 - shift[e]) (shift: gptoss_mxfp4_f16_shifts), which
  * holds it exactly wherever s - 127 - shift[e] lies within +-MXFP4_LUT_SCALED_MAX_K (a normal fp16 with two significant
- * bits has a zero low byte: fp8 e5m2). Unit u of t becomes 32 bytes at out + 32 u: for each of its 4 MXFP4 words (nibbles
- * 0..7), the bytes of nibbles 0, 2, 1, 3 and then 4, 6, 5, 7, so that (E << 8) & 0xFF00FF00 and E & 0xFF00FF00 are the
+ * bits has a zero low byte: fp8 e5m2). Unit u of t becomes 32 bytes, its halves h = 0, 1 (MXFP4 words 0-1, 2-3) at out +
+ * 16 gptoss_mxfp4_e5_at(u, h): for each of its 4 MXFP4 words (nibbles 0..7), the bytes of nibbles 0, 2, 1, 3 and then
+ * 4, 6, 5, 7, so that (E << 8) & 0xFF00FF00 and E & 0xFF00FF00 are the
  * fp16 pairs (0, 1) and (2, 3) the table decode gives (mxfp4_lut_halves). A block with a nonzero magnitude outside that
  * reach adds 1 to *bad (device, zeroed by the caller): the copy must not be used then. The batched step's F16 launches
  * read it where t.e5 is set and they take the pre-staged shape (gptoss_mxfp4_mma_stream_f16_prestaged): the same fp16
  * values in the same k order, so the same bits, with ~4 ALU operations a word of 8 weights instead of ~13, for twice the
  * bytes read. */
 size_t gptoss_mxfp4_tiled_e5_bytes(int E, int N, int K);
+/* Where half h of unit u lies in the e5m2 copy, in 16-byte steps: each super-chunk's 64 units (2 KB) lane-major, half h
+ * of lane L's row-r unit (u mod 64 = gptoss_mxfp4_tiled_slot(L, r)) at 32 (2 r + h) + L, so that a warp's load of one
+ * (r, h) is 512 contiguous bytes: 4 of the L1's 128-byte wavefronts where the units in slot order (32 bytes a lane, a
+ * half of each 32-byte sector per load) took 16 (session 39: the e5m2 launch's L1 data pipe 84% busy). Host and device. */
+static __host__ __device__ inline size_t gptoss_mxfp4_e5_at(size_t u, int h) {
+    const int slot = (int)(u & 63), g = slot >> 3, tr = (slot & 7) ^ g; /* gptoss_mxfp4_tiled_slot's inverse */
+    return 2 * (u & ~(size_t)63) + (size_t)(32 * (2 * (tr & 1) + h) + 4 * g + (tr >> 1));
+}
 cudaError_t gptoss_mxfp4_tile_e5(const gptoss_mxfp4_tiled *t, const int32_t *shift, int E, int N, int K, void *out,
                                  int32_t *bad, cudaStream_t stream);
 /* The F16 form (the batched decode step's default, LLMR_GPTOSS_BATCH_MOE_F16): the weights decoded to fp16 by

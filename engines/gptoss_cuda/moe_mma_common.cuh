@@ -258,14 +258,15 @@ static __device__ __forceinline__ void mma_e5_halves(uint32_t e0, uint32_t e1, u
     h[3] = e1 & M;
 }
 
-/* A lane's two rows' e5m2 bytes (gptoss_mxfp4_tile_e5) of super-chunk c into q: row 0's unit at wp, row 1's at wp + d1
- * (its pair, one unit before or after; rows past N and blocks past K hold zeros in the copy). once: evict-first. */
-static __device__ __forceinline__ void mma_load_e5(const uint4 *wp, int d1, int c, bool once, uint4 q[2][2]) {
+/* A lane's two rows' e5m2 bytes (gptoss_mxfp4_tile_e5) of super-chunk c into q (row r, half h): wp = the copy + 2 x the
+ * tile's first unit + the lane (gptoss_mxfp4_e5_at: each (r, h) of the warp is 512 contiguous bytes; rows past N and
+ * blocks past K hold zeros in the copy). once: evict-first. */
+static __device__ __forceinline__ void mma_load_e5(const uint4 *wp, int c, bool once, uint4 q[2][2]) {
 #pragma unroll
     for (int r = 0; r < 2; r++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const uint4 *p = wp + (r ? d1 : 0) + 128 * c + h;
+            const uint4 *p = wp + 128 * c + 32 * (2 * r + h);
             q[r][h] = once ? __ldcs(p) : __ldg(p);
         }
 }

@@ -230,9 +230,9 @@ template <int NT>
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], 64;\n" ::"l"(tiled.scales + u) : "memory");
 }
 
-/* E5 (the e5m2 copy, kernels.h gptoss_mxfp4_tile_e5): a lane's two rows' 64 bytes of super-chunk c, row 0's unit at wp and
- * row 1's at wp + d1 (its pair): mma_load_e5; the half of mp_decode_half from them (the same fp16 values, already
- * scaled: no tables, no multiply); the warp's 2 KB of super-chunk c into L2 (from the tile's first unit u0). */
+/* E5 (the e5m2 copy, kernels.h gptoss_mxfp4_tile_e5): a lane's two rows' 64 bytes of super-chunk c by mma_load_e5; the
+ * half of mp_decode_half from them (the same fp16 values, already scaled: no tables, no multiply); the warp's 2 KB of
+ * super-chunk c into L2 (from the tile's first unit u0). */
 [[maybe_unused]] static __device__ __forceinline__ void mp_decode_half_e5(uint4 (&q)[2][2], int h, uint32_t (&a)[4][4]) {
     /* the bytes pinned here, after the caller's wait: else ptxas computes the fp16 pairs early, in registers the wgmma
      * in flight still reads, and serializes the wgmma (C7519 / C7520) */
@@ -299,13 +299,11 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
     constexpr int D = E5 ? 1 : MP_DEPTH;
     uint4 q[MP_DEPTH][2], q5[1][2][2];
     uint32_t s[MP_DEPTH][2];
-    const size_t ul = u0 + gptoss_mxfp4_tiled_slot(lane, 0);
-    const uint4 *wp = E5 ? (const uint4 *)tiled.e5 + 2 * ul : NULL;
-    const int d1 = (ul & 1) ? -2 : 2;
+    const uint4 *wp = E5 ? (const uint4 *)tiled.e5 + 2 * u0 + lane : NULL; /* mma_load_e5 */
 #pragma unroll
     for (int d = 0; d < D; d++)
         if (d < nsc) {
-            if constexpr (E5) mma_load_e5(wp, d1, d, once, q5[d]);
+            if constexpr (E5) mma_load_e5(wp, d, once, q5[d]);
             else mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
         }
     if (lane == 0) /* the next super-chunks of the tile into L2 */
@@ -385,7 +383,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                     mp_commit();
                 }
                 if (c + D < nsc) {
-                    if constexpr (E5) mma_load_e5(wp, d1, c + D, once, q5[d]);
+                    if constexpr (E5) mma_load_e5(wp, c + D, once, q5[d]);
                     else mma_load_tiled(tw, ts, ssel, c + D, once, q[d], s[d]);
                 }
                 if (lane == 0 && c + D + MP_AHEAD < nsc) {

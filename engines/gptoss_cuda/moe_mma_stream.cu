@@ -460,14 +460,12 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
             }
         }
     } else {
-        const size_t u0 = gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + gptoss_mxfp4_tiled_slot(lane, 0);
-        const uint4 *wp = e5 + 2 * u0; /* the lane's unit r = 0, 32 bytes; r = 1 is its pair u0 ^ 1 */
-        const int d1 = (u0 & 1) ? -2 : 2;
+        const uint4 *wp = e5 + 2 * gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + lane; /* mma_load_e5 */
         uint4 q[DEPTH][2][2];
         if (active)
 #pragma unroll
             for (int d = 0; d < DEPTH; d++)
-                if (d < nsc) mma_load_e5(wp, d1, d, once, q[d]);
+                if (d < nsc) mma_load_e5(wp, d, once, q[d]);
         stage();
         if (!active) return;
         for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
@@ -476,7 +474,7 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
                 const int c = c0 + d;
                 if (c >= nsc) break;
                 ms_superchunk_e5(q[d], xs_row, c, acc[0]);
-                if (c + DEPTH < nsc) mma_load_e5(wp, d1, c + DEPTH, once, q[d]);
+                if (c + DEPTH < nsc) mma_load_e5(wp, c + DEPTH, once, q[d]);
             }
         }
     }
@@ -790,8 +788,8 @@ __global__ void mxfp4_tile_e5_kernel(const uint4 *tb, const uint8_t *ts, const i
             o[2 * i + 1] = __byte_perm(h[2], h[3], 0x7351); /* 4, 6, 5, 7 */
         }
     }
-    out[2 * u] = make_uint4(o[0], o[1], o[2], o[3]);
-    out[2 * u + 1] = make_uint4(o[4], o[5], o[6], o[7]);
+    out[gptoss_mxfp4_e5_at(u, 0)] = make_uint4(o[0], o[1], o[2], o[3]);
+    out[gptoss_mxfp4_e5_at(u, 1)] = make_uint4(o[4], o[5], o[6], o[7]);
 }
 
 cudaError_t gptoss_mxfp4_tile_e5(const gptoss_mxfp4_tiled *t, const int32_t *shift, int E, int N, int K, void *out,
