@@ -569,6 +569,37 @@ static void time_mma(int T, const mm_layer *L) {
     cudaFree(dx); cudaFree(dact); cudaFree(ddn);
 }
 
+/* The prompt kernel (gptoss_mxfp4_prompt_gemm, warpgroup MMA, B from shared memory) on a batched step's pairs: every
+ * pair a precise row (its activation's two fp16 parts, as the step's experts take them), so an expert's rows are 2 x its
+ * pairs; gate_up then down, on the MXFP4 tiles and on the e5m2 copy. Products only (no SwiGLU or parts' sum between):
+ * what the step's expert GEMMs would cost on that kernel. */
+static void time_prompt_kernel(const mm_layer *L, const mm_route &r, int P, const int32_t *dgsh, const int32_t *ddsh,
+                               const gptoss_mxfp4_tiled *gt, const gptoss_mxfp4_tiled *dt, const gptoss_mxfp4_tiled *ge,
+                               const gptoss_mxfp4_tiled *de, int reps) {
+    const int E = L->E, H = L->H, I = L->I, rows = 2 * P, kr = gptoss_prompt_row(H > I ? H : I);
+    auto c = dev_download(r.counts, (size_t)E), o = dev_download(r.offsets, (size_t)E);
+    std::vector<int32_t> c2(2 * (size_t)E), o2(2 * (size_t)E);
+    for (int e = 0; e < E; e++) c2[e] = c2[E + e] = c[e], o2[e] = o2[E + e] = o[e];
+    std::vector<uint16_t> xs((size_t)rows * kr);
+    for (auto &v : xs) v = (uint16_t)(0x3000u + (rand() & 0x3FFu)); /* fp16 in [0.125, 0.25) */
+    uint16_t *dxs = dev_upload(xs);
+    int32_t *dc2 = dev_upload(c2), *do2 = dev_upload(o2);
+    float *ys = dev_poison((size_t)rows * 2 * I), *yd = dev_poison((size_t)rows * H);
+    cudaError_t err = cudaSuccess;
+    auto run = [&](const gptoss_mxfp4_tiled *g, const gptoss_mxfp4_tiled *d) {
+        return [&, g, d]() {
+            cudaError_t e1 = gptoss_mxfp4_prompt_gemm(dxs, g, dgsh, dc2, do2, 1, E, rows, H, 2 * I, 1, ys, 0);
+            cudaError_t e2 = gptoss_mxfp4_prompt_gemm(dxs, d, ddsh, dc2, do2, 1, E, rows, I, H, 0, yd, 0);
+            if (err == cudaSuccess) err = e1 != cudaSuccess ? e1 : e2;
+        };
+    };
+    const double t1 = tu_time_ms(run(gt, dt), reps), u1 = tu_time_ms(run(ge, de), reps), u2 = tu_time_ms(run(ge, de), reps),
+                 t2 = tu_time_ms(run(gt, dt), reps);
+    printf("; the prompt kernel on the step's pairs (precise rows, products only) %.3f / %.3f ms, on the e5m2 copy %.3f / "
+           "%.3f ms (%s)", t1, t2, u1, u2, cudaGetErrorString(err));
+    cudaFree(dxs); cudaFree(dc2); cudaFree(do2); cudaFree(ys); cudaFree(yd);
+}
+
 /* The experts alone (gate_up + down after routing) at T tokens: gptoss_mxfp4_mma beside
  * gptoss_mxfp4_mma_stream in several shapes, as ms and TB/s of the touched experts' bytes. */
 static void time_stream(int T, const mm_layer *L) {
@@ -621,6 +652,7 @@ static void time_stream(int T, const mm_layer *L) {
                      d2 = tu_time_ms(f16_tiled, reps), c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps),
                      a2 = tu_time_ms(bf16, reps);
         const double m1 = tu_time_ms(f16_e5_mix, reps), m2 = tu_time_ms(f16_e5_mix, reps);
+        if (gptoss_mxfp4_prompt_gemm_ok()) time_prompt_kernel(L, r, P, dgsh, ddsh, &gt, &dt, &ge, &de, reps);
         cudaFree(ebuf);
         cudaFree(tbuf);
         printf("; the e5m2 copy (%d blocks out of reach) %.3f / %.3f ms (%.2f TB/s of its bytes)", e5_bad, g1, g2,
