@@ -558,11 +558,12 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     return cudaGetLastError();
 }
 
-/* Experts of this many pairs or fewer read the MXFP4 tiles in the e5m2 copy's launches (LLMR_GPTOSS_MOE_E5_MIX, default
- * 8, read at the first launch; tests: gptoss_mxfp4_mma_stream_e5_mix): one 8-pair tile reads their weights once either
- * way, and their decode then runs on the ALU pipe beside the loads of the experts that take two tiles or more. H200,
- * 20b, 64 streams: the step rate +3% over none (session 39 calls 1-2; 4 and 12 pairs no better than none). */
-#define MS_E5_MIX_DEFAULT 8
+/* Experts of this many pairs or fewer read the MXFP4 tiles in the e5m2 copy's launches (LLMR_GPTOSS_MOE_E5_MIX, read at
+ * the first launch; tests: gptoss_mxfp4_mma_stream_e5_mix): one 8-pair tile reads their weights once either way, and
+ * their decode then runs on the ALU pipe beside the loads of the experts that take two tiles or more. H200, 20b, 64
+ * streams: 8 pairs made the step rate +3% while the copy's loads took 16 L1 wavefronts a warp (session 39 calls 1-2);
+ * with the copy lane-major (4) none is as fast or faster (call 7: 7,389 / 7,382 against 7,332 / 7,353 tok/s), so 0. */
+#define MS_E5_MIX_DEFAULT 0
 static int ms_e5_mix = -1;
 void gptoss_mxfp4_mma_stream_e5_mix(int pairs) { ms_e5_mix = pairs >= 0 ? pairs : -1; }
 int gptoss_mxfp4_mma_stream_e5_mix_of(void) {

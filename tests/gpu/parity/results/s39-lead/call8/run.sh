@@ -1,0 +1,3 @@
+#!/bin/bash
+# Session 39 call 8 (H200, the warm machine of calls 6-7): the standing with the lane-major copy and mix 0.
+export LLMR_CACHE=/tmp/cache; B=/tmp/B/build; timeout 40 $B/bench/decode --model /tmp/m20b --contexts 128,1024 --tokens 64 > $OUT/decode.txt 2>&1; echo "decode rc=$?: $(grep -E '^ +(128|1024) ' $OUT/decode.txt | awk '{printf "%s %s (%s) | ", $1, $3, $NF}')"; LLMR_GPTOSS_MOE_E5_MIX=0 timeout 40 $B/bench/throughput --model /tmp/m20b --streams 1,8,32,64 > $OUT/throughput.txt 2>&1; echo "tp rc=$?: $(grep -E '^ +(1|8|32|64) +[0-9]+ +[0-9]+ ' $OUT/throughput.txt | awk '{printf "%s %s step %s (%s) ", $1, $5, $8, $NF}')"; grep VRAM $OUT/throughput.txt | head -1
