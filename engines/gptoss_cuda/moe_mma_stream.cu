@@ -408,6 +408,29 @@ static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], con
     for (int i = 0; i < 4; i++) acc[i] += part[0][i];
 }
 
+/* A warp's ring of DEPTH super-chunks over K: the first DEPTH loaded (where the warp is active), then the CTA's staging
+ * (stage: every warp, for its barrier), then each super-chunk's products (step) and the load of the one DEPTH on into
+ * its slot. load(d, c) / step(d, c): ring slot d, super-chunk c (d a constant once unrolled, so the slots stay in
+ * registers). */
+template <int DEPTH, typename Stage, typename Load, typename Step>
+static __device__ __forceinline__ void ms_ring(int nsc, bool active, Stage stage, Load load, Step step) {
+    if (active)
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++)
+            if (d < nsc) load(d, d);
+    stage();
+    if (!active) return;
+    for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
+            const int c = c0 + d;
+            if (c >= nsc) break;
+            step(d, c);
+            if (c + DEPTH < nsc) load(d, c + DEPTH);
+        }
+    }
+}
+
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
  * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
  * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
@@ -444,40 +467,15 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
         mma_tiled_lane(tiled, e, row0 / 16, N, K, lane, tw, &ts, &ssel);
         uint4 q[DEPTH][2];
         uint32_t s[DEPTH][2];
-        if (active)
-#pragma unroll
-            for (int d = 0; d < DEPTH; d++)
-                if (d < nsc) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
-        stage();
-        if (!active) return;
-        for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
-#pragma unroll
-            for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
-                const int c = c0 + d;
-                if (c >= nsc) break;
-                ms_step_f16<1>(q[d], s[d], sh, tab, &xs_row, c, acc);
-                if (c + DEPTH < nsc) mma_load_tiled(tw, ts, ssel, c + DEPTH, once, q[d], s[d]);
-            }
-        }
+        ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_tiled(tw, ts, ssel, c, once, q[d], s[d]); },
+                       [&](int d, int c) { ms_step_f16<1>(q[d], s[d], sh, tab, &xs_row, c, acc); });
     } else {
         const uint4 *wp = e5 + 2 * gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + lane; /* mma_load_e5 */
         uint4 q[DEPTH][2][2];
-        if (active)
-#pragma unroll
-            for (int d = 0; d < DEPTH; d++)
-                if (d < nsc) mma_load_e5(wp, d, once, q[d]);
-        stage();
-        if (!active) return;
-        for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
-#pragma unroll
-            for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
-                const int c = c0 + d;
-                if (c >= nsc) break;
-                ms_superchunk_e5(q[d], xs_row, c, acc[0]);
-                if (c + DEPTH < nsc) mma_load_e5(wp, c + DEPTH, once, q[d]);
-            }
-        }
+        ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_e5(wp, c, once, q[d]); },
+                       [&](int d, int c) { ms_superchunk_e5(q[d], xs_row, c, acc[0]); });
     }
+    if (!active) return;
     ms_store<1>(acc, sh, rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
 }
 
