@@ -7,8 +7,9 @@
 #     shared memory serves both tiles' products (call 4's ncu: the B fragments' shared loads were 43% of the L1 data
 #     pipe the e5m2 launch waits on); one super-chunk in flight a lane (the same registers for the weights as two);
 #     64 registers with 16 bytes of spill. LLMR_GPTOSS_MOE_E5_RT=2 (default 1 in the diff). The same bits (the e5m2
-#     check runs it). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.20-0.21 ms, 32 rows 0.207 -> ~0.19; the
-#     64-stream step rate +4-8%. With 16-warp CTAs gate_up's 360 tiles of 16 rows make 11.25 row chunks of 32 tiles;
+#     check runs it). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.21-0.22 ms (the lane-major copy cut the
+#     launch's L1 wavefronts by ~45% for 6.5% of its time, so another limit is near), 32 rows 0.207 -> ~0.20; the
+#     64-stream step rate +3-5%. With 16-warp CTAs gate_up's 360 tiles of 16 rows make 11.25 row chunks of 32 tiles;
 #     15 warps make 12 (and down's 180, 6): LLMR_GPTOSS_MOE_STREAM_WARPS=15 is tried beside it.
 # Preparation: build main; cp -a the tree to /tmp/rt2; git apply tests/gpu/parity/results/s39-lead/next/e5-rt2.diff;
 # make; tests/gpu/pack.sh --out .gpu-lead/pkg --alt rt2:/tmp/rt2; carry .gpu-lead/pkg.
