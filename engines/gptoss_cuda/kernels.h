@@ -706,7 +706,8 @@ cudaError_t gptoss_mxfp4_mma_stream(const float *x, int ldx, int x_swz, const in
  * there). Expert e's tiles start at unit e ceil(N / 16) NSC 64. */
 struct gptoss_mxfp4_tiled {
     const uint8_t *blocks, *scales;
-    /* NULL, or the same weights one byte each (gptoss_mxfp4_tile_e5): unit u's 32 values at e5 + 16 gptoss_mxfp4_e5_at(u, h) */
+    /* NULL, or the same weights one byte each (gptoss_mxfp4_tile_e5): unit u's 32 values, half h (16 bytes) at
+     * e5 + 16 gptoss_mxfp4_e5_at(u, h) */
     const uint8_t *e5;
 };
 /* The first unit of tile i (rows 16i .. 16i + 15) of expert e in a tiled copy of N x K experts; super-chunk c's 64 units
@@ -749,12 +750,11 @@ cudaError_t gptoss_mxfp4_tile(const uint8_t *blocks, const uint8_t *scales, int 
  * holds it exactly wherever s - 127 - shift[e] lies within +-MXFP4_LUT_SCALED_MAX_K (a normal fp16 with two significant
  * bits has a zero low byte: fp8 e5m2). Unit u of t becomes 32 bytes, its halves h = 0, 1 (MXFP4 words 0-1, 2-3) at out +
  * 16 gptoss_mxfp4_e5_at(u, h): for each of its 4 MXFP4 words (nibbles 0..7), the bytes of nibbles 0, 2, 1, 3 and then
- * 4, 6, 5, 7, so that (E << 8) & 0xFF00FF00 and E & 0xFF00FF00 are the
- * fp16 pairs (0, 1) and (2, 3) the table decode gives (mxfp4_lut_halves). A block with a nonzero magnitude outside that
- * reach adds 1 to *bad (device, zeroed by the caller): the copy must not be used then. The batched step's F16 launches
- * read it where t.e5 is set and they take the pre-staged shape (gptoss_mxfp4_mma_stream_f16_prestaged): the same fp16
- * values in the same k order, so the same bits, with ~4 ALU operations a word of 8 weights instead of ~13, for twice the
- * bytes read. */
+ * 4, 6, 5, 7, so that (E << 8) & 0xFF00FF00 and E & 0xFF00FF00 are the fp16 pairs (0, 1) and (2, 3) the table decode
+ * gives (mxfp4_lut_halves). A block with a nonzero magnitude outside that reach adds 1 to *bad (device, zeroed by the
+ * caller): the copy must not be used then. The batched step's F16 launches read it where t.e5 is set and they take the
+ * pre-staged shape (gptoss_mxfp4_mma_stream_f16_prestaged): the same fp16 values in the same k order, so the same bits,
+ * with ~4 ALU operations a word of 8 weights instead of ~13, for twice the bytes read. */
 size_t gptoss_mxfp4_tiled_e5_bytes(int E, int N, int K);
 /* Where half h of unit u lies in the e5m2 copy, in 16-byte steps: each super-chunk's 64 units (2 KB) lane-major, half h
  * of lane L's row-r unit (u mod 64 = gptoss_mxfp4_tiled_slot(L, r)) at 32 (2 r + h) + L, so that a warp's load of one
