@@ -6,8 +6,9 @@
 # (b) e5-rt2.diff (alt "rt2"): mxfp4_mma_stream_e5_rt_kernel<1, 2>, two m16 tiles a warp, so each B fragment read from
 #     shared memory serves both tiles' products (call 4's ncu: the B fragments' shared loads were 43% of the L1 data
 #     pipe the e5m2 launch waits on); one super-chunk in flight a lane (the same registers for the weights as two);
-#     64 registers with 16 bytes of spill. LLMR_GPTOSS_MOE_E5_RT=2 (default 1 in the diff). The same bits (the e5m2
-#     check runs it). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.21-0.22 ms (the lane-major copy cut the
+#     64 registers with 16 bytes of spill. LLMR_GPTOSS_MOE_E5_RT=2 (default 1 in the diff); =3 the same kernel with
+#     12-warp CTAs at 80 registers (77, no spill; 24 warps an SM instead of 32). The same bits (the e5m2 check runs
+#     both). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.21-0.22 ms (the lane-major copy cut the
 #     launch's L1 wavefronts by ~45% for 6.5% of its time, so another limit is near), 32 rows 0.207 -> ~0.20; the
 #     64-stream step rate +3-5%. With 16-warp CTAs gate_up's 360 tiles of 16 rows make 11.25 row chunks of 32 tiles;
 #     15 warps make 12 (and down's 180, 6): LLMR_GPTOSS_MOE_STREAM_WARPS=15 is tried beside it.
@@ -29,7 +30,7 @@ wait $MK; echo "mkmodel rc=$? ${SECONDS}s"
 timeout 40 $B/bench/decode --model /tmp/m20b --contexts 128,1024 --tokens 64 > $O/decode.txt 2>&1
 echo "HEAD decode rc=$?: $(grep -E '^ +(128|1024) ' $O/decode.txt | awk '{printf "%s %s (%s) | ", $1, $3, $NF}')"
 E=$A/engines/gptoss_cuda/libgptoss_cuda.so
-for v in "1 0" "2 0" "2 15" "1 0" "2 0" "2 15"; do set -- $v
+for v in "1 0" "2 0" "2 15" "3 0" "1 0" "2 0" "2 15" "3 0"; do set -- $v
   LLMR_GPTOSS_MOE_E5_RT=$1 LLMR_GPTOSS_MOE_STREAM_WARPS=$2 timeout 60 $B/bench/throughput --engine $E --model /tmp/m20b \
     --streams 1,8,32,64 > /tmp/tp.txt 2>&1
   echo "rt $1 warps $2 rc=$? ${SECONDS}s: $(grep -E '^ +(1|8|32|64) +[0-9]+ +[0-9]+ ' /tmp/tp.txt | awk '{printf "%s %s step %s (%s) ", $1, $5, $8, $NF}')"
