@@ -8,8 +8,8 @@
 #     pipe the e5m2 launch waits on); one super-chunk in flight a lane (the same registers for the weights as two);
 #     64 registers with 16 bytes of spill. LLMR_GPTOSS_MOE_E5_RT=2 (default 1 in the diff); =3 the same kernel with
 #     12-warp CTAs at 80 registers (77, no spill; 24 warps an SM instead of 32). The same bits (the e5m2 check runs
-#     both). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.21-0.22 ms (the lane-major copy cut the
-#     launch's L1 wavefronts by ~45% for 6.5% of its time, so another limit is near), 32 rows 0.207 -> ~0.20; the
+#     both). Predicted: one 20b layer's experts at 64 rows 0.232 -> 0.21-0.22 ms (by count the lane-major copy
+#     cut the launch's L1 wavefronts by ~45%, not profiled, for 6.5% of its time, so another limit is near), 32 rows 0.207 -> ~0.20; the
 #     64-stream step rate +3-5%. With 16-warp CTAs gate_up's 360 tiles of 16 rows make 11.25 row chunks of 32 tiles;
 #     15 warps make 12 (and down's 180, 6): LLMR_GPTOSS_MOE_STREAM_WARPS=15 is tried beside it.
 # Preparation: build main; cp -a the tree to /tmp/rt2; git apply tests/gpu/parity/results/s39-lead/next/e5-rt2.diff;
@@ -26,6 +26,12 @@ echo "rt2 moe-mma-checks rc=$? $(tail -1 $O/mma-checks-rt2.txt) ${SECONDS}s"; gr
 timeout 60 $A/tests/gpu/gptoss_kernels --moe-timing 16 32 64 128 > $O/moe-timing.txt 2>&1
 echo "moe-timing rc=$? ${SECONDS}s"
 grep -o "time experts T=[0-9]*\|the e5m2 copy[^;]*" $O/moe-timing.txt
+for k in mxfp4_mma_stream_e5_kernel mxfp4_mma_stream_e5_rt_kernel; do # the L1 pipe after the lane-major copy, and with rt 2 (the timing's forced settings pick which launches run)
+  LLMR_GPTOSS_MOE_E5_RT=2 timeout 100 ncu --set full -k "regex:$k" -c 2 -o /tmp/rep-$k $A/tests/gpu/gptoss_kernels \
+    --moe-timing 64 > /tmp/ncu-$k.log 2>&1
+  echo "ncu $k rc=$? ${SECONDS}s"; ncu -i /tmp/rep-$k.ncu-rep --print-details all > $O/ncu-$k-64.txt 2>&1
+  grep -E "Duration|DRAM Throughput|L1: Data Pipe Lsu Wavefronts|Achieved Occupancy" $O/ncu-$k-64.txt | cut -c1-110
+done
 wait $MK; echo "mkmodel rc=$? ${SECONDS}s"
 timeout 40 $B/bench/decode --model /tmp/m20b --contexts 128,1024 --tokens 64 > $O/decode.txt 2>&1
 echo "HEAD decode rc=$?: $(grep -E '^ +(128|1024) ' $O/decode.txt | awk '{printf "%s %s (%s) | ", $1, $3, $NF}')"
