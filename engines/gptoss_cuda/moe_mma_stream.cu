@@ -570,17 +570,18 @@ int gptoss_mxfp4_mma_stream_e5_mix_of(void) {
 }
 #define MS_E5_DEPTH 2 /* super-chunks of the e5m2 copy in flight a lane (64 bytes each) */
 
-/* Launches mxfp4_mma_stream_e5_kernel<DEPTH> (opting it into the large staging at its first launch, as ms_launch). */
+/* Launches mxfp4_mma_stream_e5_kernel<DEPTH> on tiled's e5m2 copy (opting it into the large staging at its first launch,
+ * as ms_launch). */
 template <int DEPTH>
 static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_t stream, const int32_t *gather,
                                 const uint16_t *b, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
                                 int E, int K, int N, int swiglu, float alpha, float limit, const uint4 *staged,
-                                const uint8_t *e5, gptoss_mxfp4_tiled tiled, float *y) {
+                                gptoss_mxfp4_tiled tiled, float *y) {
     static int opted;
     const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_e5_kernel<DEPTH>, (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
     if (e != cudaSuccess) return e;
     mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                                                       alpha, limit, staged, (const uint4 *)e5, tiled,
+                                                                       alpha, limit, staged, (const uint4 *)tiled.e5, tiled,
                                                                        gptoss_mxfp4_mma_stream_e5_mix_of(),
                                                                        gptoss_mxfp4_mma_stream_f16_tables_on(), y);
     return cudaGetLastError();
@@ -686,7 +687,7 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
                                        counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y, tv)
     if (pre && tl && tiled->e5) /* the e5m2 copy (gptoss_mxfp4_tile_e5): the same bits */
         return ms_launch_e5<MS_E5_DEPTH>(grid, warps * 32, smem, stream, gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                         alpha, limit, (const uint4 *)staged, tiled->e5, *tiled, y);
+                                         alpha, limit, (const uint4 *)staged, *tiled, y);
     if (pre) return tl ? MS_LAUNCH_PRE(true) : MS_LAUNCH_PRE(false);
     if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
