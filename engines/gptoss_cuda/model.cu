@@ -1140,9 +1140,12 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * tok/s on the H200 over 3): since session 19 the F16 form's fp16 parts (~3e-7, batch_moe_f16 below),
          * else 2 bf16 parts, the prompt path's accuracy (~1e-5); 3: fp32-level, bit for bit gptoss_mxfp4_mma */
         m->batch_moe_parts = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PARTS", 2, 2, 3);
-        /* batched steps of up to 8 rows: the attention prologue in one launch (gptoss_qkv_rows) instead of the norm,
-         * cuBLAS q/k/v over 2 bf16 parts, two RoPEs and the store; 0: off */
-        m->batch_qkv_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", GPTOSS_QKV_ROWS_MAX, 0, GPTOSS_QKV_ROWS_MAX);
+        /* batched steps of up to 4 rows: the attention prologue in one launch (gptoss_qkv_rows) instead of the fused
+         * tensor-core path (norm and split with the previous combine, cuBLAS q/k/v, one finish launch, and o_proj's
+         * split written by the attention); 0: off, up to GPTOSS_QKV_ROWS_MAX. 4 since session 40: at 8 rows that path
+         * took q/k/v 0.99 -> 0.45 ms a step and o_proj 0.65 -> 0.37 (H200, 8 streams +11.6% step rate); at 2-3 rows
+         * the one launch still wins (no separate norm: 3.73 against 3.85-3.90 ms a step) */
+        m->batch_qkv_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_QKV_ROWS", 4, 0, GPTOSS_QKV_ROWS_MAX);
         /* and o_proj (gptoss_gemv1_rows) instead of the row-group GEMV, up to 4 rows: its 8-row form is slower than
          * cuBLAS at 8 rows (H200, session 19 call 11: o_proj 0.65 -> 1.02 ms a step) and even at 5-7; 0: off */
         m->batch_o_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);

@@ -162,7 +162,7 @@ struct gptoss_model {
      * reads them), instead of 2 bf16 parts (3 below GPTOSS_TC_MIN_T tokens); a debug_precise forward keeps 3 */
     int prompt_moe_f16;
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
-     * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, 0 = off */
+     * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, default 4, 0 = off */
     int batch_qkv_rows;
     /* the same for o_proj: up to this many rows gptoss_gemv1_rows; LLMR_GPTOSS_BATCH_O_ROWS, 0..8 (default 4), 0 = off */
     int batch_o_rows;
@@ -211,7 +211,7 @@ struct gptoss_model {
     int32_t *bstage_host;     /* pinned mirror, uploaded with one copy per step */
     int batch_rows;           /* rows per linear launch in a batched step (LLMR_GPTOSS_BATCH_ROWS, default 4) */
     int batch_linear;         /* 1 (default): gptoss_linear_rows below batch_tc_min rows; 0 (LLMR_GPTOSS_BATCH_LINEAR=0): row groups */
-    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 8) */
+    int batch_tc_min;         /* rows from which batched linears go to cuBLAS (LLMR_GPTOSS_BATCH_TC_MIN, default 5) */
     int batch_tc_min_qkv;     /* the same for the fused q/k/v and lm_head (LLMR_GPTOSS_BATCH_TC_MIN_QKV, default 2) */
     int batch_tc_splits;      /* hi/lo parts of those GEMMs (LLMR_GPTOSS_BATCH_TC_SPLIT: 2, default, or 3, tc.h) */
     int batch_fuse;           /* LLMR_GPTOSS_BATCH_FUSE: 5 (default, session 25) = 4, and that router's last block

@@ -353,7 +353,7 @@ static void sched_prefill(gptoss_model *m) {
 }
 
 /* A linear over the n rows of a batched step, reading W as few times as it can:
- *   n >= tc_min (batch_tc_min = 8 for o_proj, batch_tc_min_qkv = 2 for lm_head): one cuBLAS GEMM on
+ *   n >= tc_min (batch_tc_min = 5 for o_proj, batch_tc_min_qkv = 2 for lm_head): one cuBLAS GEMM on
  *   tensor cores (split in batch_tc_splits = 2 parts, tc.h);
  *   else gptoss_linear_rows: one pass over W for up to 16 rows (12 at K = 4096), rows split evenly
  *   over as few launches as that allows (LLMR_GPTOSS_BATCH_LINEAR=0: the old path below);
@@ -405,7 +405,7 @@ static cudaError_t tc_linear_presplit(gptoss_model *m, const uint16_t *W, const 
  * tables); up to m->batch_qkv_rows rows the attention prologue is gptoss_qkv_rows (each row's bits as alone, W read
  * once), above it q/k/v (fused) go to cuBLAS; up to m->batch_o_rows rows o_proj is gptoss_gemv1_rows (the same
  * property); lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
- * W for 2..7 rows, cuBLAS from 8); the
+ * W for 2..4 rows, cuBLAS from 5); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 4) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum; up to
  * m->batch_moe_per_row rows each row through the batch-1 expert kernels (the dp4a ring gate_up and down, one row at
@@ -1007,12 +1007,14 @@ static void sched_free_logprobs(gptoss_model *m) {
 
 int gptoss_sched_start(gptoss_model *m) {
     m->batch_linear = gptoss_env_int("LLMR_GPTOSS_BATCH_LINEAR", 1, 0, 1);
-    /* cuBLAS from 8 rows: measured faster than gptoss_linear_rows from 8 rows on the H200 (docs/performance.md).
-     * 2 parts (x = hi + lo, the prompt path's accuracy, as the batched experts) since session 10: a 64-row
-     * step 13.39 -> 12.98 ms on the H100 (q/k/v 1.24 -> 1.09, o 0.99 -> 0.84, lm_head 0.63 -> 0.57), 8 streams
+    /* cuBLAS from 5 rows (8 before session 40): since the attention writes o_proj's split (batch_fuse, steps above
+     * batch_qkv_rows) the GEMM takes o_proj at 5-7 rows in 0.41 ms a step against gptoss_linear_rows' 0.65 (H200,
+     * 4-7-row steps 5.86 -> 5.57 ms); from 8 rows it was measured faster than gptoss_linear_rows on its own
+     * (docs/performance.md). 2 parts (x = hi + lo, the prompt path's accuracy, as the batched experts) since
+     * session 10: a 64-row step 13.39 -> 12.98 ms on the H100 (q/k/v 1.24 -> 1.09, o 0.99 -> 0.84, lm_head 0.63 -> 0.57), 8 streams
      * +2%; sessions 4-9 kept 3 (fp32-level, LLMR_GPTOSS_BATCH_TC_SPLIT=3) because gptoss_batching's older
      * oracle failed a batch of 8 with 2. */
-    m->batch_tc_min = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_MIN", 8, 2, GPTOSS_MAX_BATCH + 1);
+    m->batch_tc_min = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_MIN", 5, 2, GPTOSS_MAX_BATCH + 1);
     /* the fused q/k/v and lm_head take cuBLAS from 2 rows: one GEMM over all rows costs about the same from
      * 2 to 15 rows (q/k/v ~0.82 ms a step, lm_head ~0.31), where gptoss_linear_rows grows with the rows
      * (q/k/v 1.14 ms at 2-3 rows, 1.53 at 4-7; lm_head 0.37, 0.53); o_proj is faster on it below 8 rows

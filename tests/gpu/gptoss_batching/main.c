@@ -16,7 +16,7 @@
  *  - the first check again with each alternative batched-step path, each switched on through the
  *    environment before a load: the old row-group linears (LLMR_GPTOSS_BATCH_LINEAR=0), the other two
  *    attention kernels (LLMR_GPTOSS_BATCH_ATTN=0/1), the cuBLAS linears from 2 rows (LLMR_GPTOSS_BATCH_TC_MIN=2:
- *    the path of steps of >= 32 rows, which 8 requests never reach otherwise), one sampling launch per row
+ *    the o_proj path of steps of >= 5 rows, on 2-4-row steps too), one sampling launch per row
  *    (LLMR_GPTOSS_BATCH_SAMPLE=0), 3 prefill slices per iteration (LLMR_GPTOSS_PREFILL_BURST=3), and packed
  *    prefill (the crossover to the cuBLAS experts at 64 tokens, LLMR_GPTOSS_MOE_MMA_PREFILL=64, so the tiny model's
  *    prompts of 100..300 tokens are grouped; and any prompt with any, LLMR_GPTOSS_PREFILL_PACK=2: fewer prefill
@@ -206,12 +206,15 @@ static int nt_desc(const void *a, const void *b) {
  * first with every other decision left to the router (what the batched run did: a flipped expert changes
  * the hidden state downstream, and the decisions there follow it, so a near-tie can tip a cascade), then
  * with every other decision forced to the alone replay's (the flip alone). Anything else stays a failure. */
-/* The batched step's router logits are up to ~1e-3 from the same rows alone before any expert differs (the step
- * schedules measure it: 0.00098 / 0.00101 over two schedules of 34 and 40 steps on the 20b, session 25, H100), so a
- * 4th/5th gap of 0.00115 is tipped by that noise in some compositions (the 20b check's flake of sessions 24-25: greedy
- * request 2 at position 86, layer 16). The bound is 3x that noise, and the schedules check that the noise stays
- * within half of it. */
-#define NT_ROUTER 3e-3
+/* The batched step's router logits are up to ~4e-3 from the same rows alone before any expert differs (the step
+ * schedules measure it). Until session 40 these schedules' steps (<= 8 rows) took q/k/v bit for bit as alone
+ * (gptoss_qkv_rows) and saw 0.00098 / 0.00101 over two schedules of 34 and 40 steps on the 20b (session 25, H100);
+ * a 4th/5th gap of 0.00115 is tipped by that noise in some compositions (the 20b check's flake of sessions 24-25:
+ * greedy request 2 at position 86, layer 16). Since session 40 steps of 5+ rows take the tensor-core q/k/v and
+ * o_proj, the path every step of 9+ rows always took, and the same schedules see 0.0024-0.0042 (H200, with 2 or 3
+ * parts alike: the path's other rounding, not the split's precision). The bound is ~3x that noise, and the
+ * schedules check that the noise stays within half of it. */
+#define NT_ROUTER 1.2e-2
 #define NT_FLIPS 32
 #define NT_PAIRS 12 /* pairs among the 12 smallest gaps: 66 replays at most */
 
