@@ -162,7 +162,8 @@ struct gptoss_model {
      * reads them), instead of 2 bf16 parts (3 below GPTOSS_TC_MIN_T tokens); a debug_precise forward keeps 3 */
     int prompt_moe_f16;
     /* batched steps of up to this many rows run their attention prologue as gptoss_qkv_rows (norm, q/k/v, RoPE and
-     * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8, default 4, 0 = off */
+     * KV store in one launch, each row bit for bit its one-token result); LLMR_GPTOSS_BATCH_QKV_ROWS, 0..8,
+     * default 4, 0 = off */
     int batch_qkv_rows;
     /* the same for o_proj: up to this many rows gptoss_gemv1_rows; LLMR_GPTOSS_BATCH_O_ROWS, 0..8 (default 4), 0 = off */
     int batch_o_rows;
