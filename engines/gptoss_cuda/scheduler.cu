@@ -1012,8 +1012,8 @@ int gptoss_sched_start(gptoss_model *m) {
      * 4-7-row steps 5.86 -> 5.57 ms); from 8 rows it was measured faster than gptoss_linear_rows on its own
      * (docs/performance.md). 2 parts (x = hi + lo, the prompt path's accuracy, as the batched experts) since
      * session 10: a 64-row step 13.39 -> 12.98 ms on the H100 (q/k/v 1.24 -> 1.09, o 0.99 -> 0.84, lm_head
-     * 0.63 -> 0.57), 8 streams +2%; sessions 4-9 kept 3 (fp32-level, LLMR_GPTOSS_BATCH_TC_SPLIT=3) because gptoss_batching's older
-     * oracle failed a batch of 8 with 2. */
+     * 0.63 -> 0.57), 8 streams +2%; sessions 4-9 kept 3 (fp32-level, LLMR_GPTOSS_BATCH_TC_SPLIT=3) because
+     * gptoss_batching's older oracle failed a batch of 8 with 2. */
     m->batch_tc_min = gptoss_env_int("LLMR_GPTOSS_BATCH_TC_MIN", 5, 2, GPTOSS_MAX_BATCH + 1);
     /* the fused q/k/v and lm_head take cuBLAS from 2 rows: one GEMM over all rows costs about the same from
      * 2 to 15 rows (q/k/v ~0.82 ms a step, lm_head ~0.31), where gptoss_linear_rows grows with the rows
