@@ -41,6 +41,12 @@ ncu -i /tmp/rep-hyb8.ncu-rep --page source --print-source sass --csv 2>/dev/null
 xz -dc $O/ncu-hyb-8.txt.xz | grep -E "Duration|Issue Slots Busy|Executed Ipc Active|Stall Math|No Eligible" | cut -c1-120 | sort -u
 LLMR_GPTOSS_MOE_HYB=1 timeout 200 $A/tests/gpu/gptoss_batching --engine $E --model /tmp/m20b > $O/batching-hyb.txt 2>&1
 echo "batching 20b with the hybrid copy rc=$? $(tail -1 $O/batching-hyb.txt) ${SECONDS}s"
+for v in 3 0 0 3; do # 2-3-row steps: each row on the batch-1 expert kernels (3, the default) or one fused T = 2..3 launch (0)
+  LLMR_GPTOSS_BATCH_MOE_PER_ROW=$v LLMR_GPTOSS_BATCH_PROFILE=1 timeout 60 $B/bench/throughput --model /tmp/m20b --streams 8 \
+    > /tmp/tp.txt 2>&1
+  echo "per-row $v rc=$? ${SECONDS}s: $(grep -E '^ +8 +[0-9]+ +[0-9]+ ' /tmp/tp.txt | awk '{printf "step %s (%s) ", $8, $NF}')" \
+    "$(awk '/^ +2-3 /{printf "2-3 rows %s ms (MoE %s)", $4, $10}' /tmp/tp.txt)"
+done
 timeout 240 ncu --clock-control none --cache-control none --launch-skip 60000 --launch-count 6000 --csv \
   --metrics gpu__time_duration.sum $B/bench/throughput --model /tmp/m20b --streams 64 > /tmp/dur.csv 2>&1
 echo "ncu durations 64 rc=$? ${SECONDS}s"; grep -c gpu__time_duration /tmp/dur.csv; xz -T8 -c /tmp/dur.csv > $O/ncu-dur-64.csv.xz
