@@ -814,10 +814,6 @@ void gptoss_mxfp4_mma_stream_f16_tables(int on);
 /* Whether that decode is on (reads LLMR_GPTOSS_MOE_F16_TABLES at the first call); gptoss_mxfp4_prompt_gemm follows it. */
 int gptoss_mxfp4_mma_stream_f16_tables_on(void);
 void gptoss_mxfp4_mma_stream_force_phase(int pc);
-/* The e5m2 copy's launches: experts of up to `pairs` pairs read the MXFP4 tiles instead (0 by default: none; the same
- * bits either way). The engine reads LLMR_GPTOSS_MOE_E5_MIX at the first launch; tests set it (-1: read it again). */
-void gptoss_mxfp4_mma_stream_e5_mix(int pairs);
-int gptoss_mxfp4_mma_stream_e5_mix_of(void);
 
 /* A prompt chunk's expert GEMMs on warpgroup MMA straight from the MXFP4 weights (moe_mma_prompt.cu): for every expert
  * e, ys[r] = xs[r] . (W_e 2^-shift[e])^T over its rows r (fp32 sums, no bias), the products tc.cu's fp16 experts path

@@ -434,21 +434,19 @@ static __device__ __forceinline__ void ms_ring(int nsc, bool active, Stage stage
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
  * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
  * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
- * a lane's 64 bytes in flight. A CTA of an expert with mix pairs or fewer (one 8-pair tile: its weights are read once
- * whichever the form) reads the MXFP4 tiles instead, as that kernel does: its decode on the ALU pipe beside the other
- * CTAs' loads of twice the bytes (the same bits either way). */
+ * a lane's 64 bytes in flight. (Letting the CTAs of experts with few pairs read the MXFP4 tiles here instead measured
+ * no faster once the copy was lane-major: session 39 call 7; removed in session 41.) */
 template <int DEPTH>
 __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
     mxfp4_mma_stream_e5_kernel(const int32_t *gather, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                                const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                               const uint4 *staged, const uint4 *e5, gptoss_mxfp4_tiled tiled, int mix, int tab,
-                               float *y) {
+                               const uint4 *staged, const uint4 *e5, gptoss_mxfp4_tiled tiled, float *y) {
     extern __shared__ uint4 ms_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
     if (!mma_tile_item(counts, NULL, E, 8, blockIdx.y, lane, &e, &tt)) return; /* the same answer in every warp */
     const int cnt = counts[e], off = offsets[e] + tt * 8, ntok = min(8, cnt - tt * 8);
-    const bool once = cnt <= 8, mx = cnt <= mix; /* mx: this CTA reads the MXFP4 tiles (CTA-uniform) */
+    const bool once = cnt <= 8;
     const int nsc = (K + 127) / 128, stride = ms_stride(nsc), sh = shift[e];
     const int row0 = (blockIdx.x * warps + warp) * 16, tiles = (N + 15) / 16;
     const int rows[2] = {swiglu ? row0 + 2 * g : row0 + g, swiglu ? row0 + 2 * g + 1 : row0 + g + 8};
@@ -460,21 +458,10 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
         __syncthreads();
     };
     float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
-    if (mx) { /* the MXFP4 tiles, as mxfp4_mma_stream_kernel<1, 2, 2, true, true, true> */
-        const uint4 *tw[2];
-        const uint16_t *ts;
-        uint32_t ssel;
-        mma_tiled_lane(tiled, e, row0 / 16, N, K, lane, tw, &ts, &ssel);
-        uint4 q[DEPTH][2];
-        uint32_t s[DEPTH][2];
-        ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_tiled(tw, ts, ssel, c, once, q[d], s[d]); },
-                       [&](int d, int c) { ms_step_f16<1>(q[d], s[d], sh, tab, &xs_row, c, acc); });
-    } else {
-        const uint4 *wp = e5 + 2 * gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + lane; /* mma_load_e5 */
-        uint4 q[DEPTH][2][2];
-        ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_e5(wp, c, once, q[d]); },
-                       [&](int d, int c) { ms_superchunk_e5(q[d], xs_row, c, acc[0]); });
-    }
+    const uint4 *wp = e5 + 2 * gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + lane; /* mma_load_e5 */
+    uint4 q[DEPTH][2][2];
+    ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_e5(wp, c, once, q[d]); },
+                   [&](int d, int c) { ms_superchunk_e5(q[d], xs_row, c, acc[0]); });
     if (!active) return;
     ms_store<1>(acc, sh, rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
 }
@@ -556,18 +543,6 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
     return cudaGetLastError();
 }
 
-/* Experts of this many pairs or fewer read the MXFP4 tiles in the e5m2 copy's launches (LLMR_GPTOSS_MOE_E5_MIX, read at
- * the first launch; tests: gptoss_mxfp4_mma_stream_e5_mix): one 8-pair tile reads their weights once either way, and
- * their decode then runs on the ALU pipe beside the loads of the experts that take two tiles or more. H200, 20b, 64
- * streams: 8 pairs made the step rate +3% while the copy's loads took 16 L1 wavefronts a warp (session 39 calls 1-2);
- * with the copy lane-major (4) none is as fast or faster (call 7: 7,389 / 7,382 against 7,332 / 7,353 tok/s), so 0. */
-#define MS_E5_MIX_DEFAULT 0
-static int ms_e5_mix = -1;
-void gptoss_mxfp4_mma_stream_e5_mix(int pairs) { ms_e5_mix = pairs >= 0 ? pairs : -1; }
-int gptoss_mxfp4_mma_stream_e5_mix_of(void) {
-    if (ms_e5_mix < 0) ms_e5_mix = gptoss_env_int("LLMR_GPTOSS_MOE_E5_MIX", MS_E5_MIX_DEFAULT, 0, 1 << 20);
-    return ms_e5_mix;
-}
 #define MS_E5_DEPTH 2 /* super-chunks of the e5m2 copy in flight a lane (64 bytes each) */
 
 /* Launches mxfp4_mma_stream_e5_kernel<DEPTH> on tiled's e5m2 copy (opting it into the large staging at its first launch,
@@ -581,9 +556,7 @@ static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_
     const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_e5_kernel<DEPTH>, (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
     if (e != cudaSuccess) return e;
     mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                                                       alpha, limit, staged, (const uint4 *)tiled.e5, tiled,
-                                                                       gptoss_mxfp4_mma_stream_e5_mix_of(),
-                                                                       gptoss_mxfp4_mma_stream_f16_tables_on(), y);
+                                                                       alpha, limit, staged, (const uint4 *)tiled.e5, tiled, y);
     return cudaGetLastError();
 }
 

@@ -417,19 +417,14 @@ static void test_mma(int T, const mm_layer *L, int skew, int max_pairs, double l
             gptoss_mxfp4_tiled ge = gt, de = dt;
             void *ebuf = mxfp4_tiled_e5_pair(&ge, &de, dgsh, ddsh, L->E, L->H, L->I, &bad);
             float *dact2 = dev_poison((size_t)P * I), *ddn2 = dev_poison((size_t)P * H);
-            int eq = 1;
-            for (int mix : {0, 3, 8}) { /* experts of up to mix pairs from the MXFP4 tiles (gptoss_mxfp4_mma_stream_e5_mix) */
-                gptoss_mxfp4_mma_stream_e5_mix(mix);
-                mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact2, ddn2, &ge, &de);
-                gptoss_mxfp4_mma_stream_e5_mix(-1); /* back to the engine's setting */
-                auto a2 = dev_download(dact2, (size_t)P * I);
-                auto d2 = dev_download(ddn2, (size_t)P * H);
-                eq &= !memcmp(a2.data(), a0.data(), a0.size() * 4) && !memcmp(d2.data(), d0.data(), d0.size() * 4);
-            }
+            mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact2, ddn2, &ge, &de);
+            const auto a2 = dev_download(dact2, (size_t)P * I);
+            const auto d2 = dev_download(ddn2, (size_t)P * H);
+            const int eq = !memcmp(a2.data(), a0.data(), a0.size() * 4) && !memcmp(d2.data(), d0.data(), d0.size() * 4);
             /* where blocks lie out of its reach (the layer of scales over 41 binades) the copy is not to be used: the
              * count must say so; else the bits must be the tiled launches' */
             snprintf(what, sizeof what,
-                     "mxfp4_mma_stream F16 T=%d: the e5m2 copy (%d blocks out of reach; %s; mix 0, 3, 8) gives the same bits",
+                     "mxfp4_mma_stream F16 T=%d: the e5m2 copy (%d blocks out of reach; %s) gives the same bits",
                      T, bad, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "read" : "not read at this shape");
             mm_check(what, bad == 0 ? eq : bad > 0 && loose > 1.0, NULL);
             cudaFree(dact2); cudaFree(ddn2); cudaFree(ebuf);
@@ -639,25 +634,17 @@ static void time_stream(int T, const mm_layer *L) {
         int e5_bad = -1;
         gptoss_mxfp4_tiled ge = gt, de = dt;
         void *ebuf = mxfp4_tiled_e5_pair(&ge, &de, dgsh, ddsh, L->E, L->H, L->I, &e5_bad);
-        auto e5_with_mix = [&](int mix) { /* experts of up to mix pairs from the MXFP4 tiles, then the engine's setting */
-            gptoss_mxfp4_mma_stream_e5_mix(mix);
-            mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn, &ge, &de);
-            gptoss_mxfp4_mma_stream_e5_mix(-1);
-        };
-        auto f16_e5 = [&]() { e5_with_mix(0); };
-        auto f16_e5_mix = [&]() { e5_with_mix(8); };
+        auto f16_e5 = [&]() { mm_run_f16(L, &r, dx, 0, dgsh, ddsh, P, dstage, dact, ddn, &ge, &de); };
         auto bf16 = [&]() { mm_run_with(L, &r, dx, 0, dact, ddn, P, 0, 2); };
         const double a1 = tu_time_ms(bf16, reps), b1 = tu_time_ms(f16, reps), c1 = tu_time_ms(f16_pre, reps),
                      d1 = tu_time_ms(f16_tiled, reps), g1 = tu_time_ms(f16_e5, reps), g2 = tu_time_ms(f16_e5, reps),
                      d2 = tu_time_ms(f16_tiled, reps), c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps),
                      a2 = tu_time_ms(bf16, reps);
-        const double m1 = tu_time_ms(f16_e5_mix, reps), m2 = tu_time_ms(f16_e5_mix, reps);
         if (gptoss_mxfp4_prompt_gemm_ok()) time_prompt_kernel(L, r, P, dgsh, ddsh, &gt, &dt, &ge, &de, reps);
         cudaFree(ebuf);
         cudaFree(tbuf);
         printf("; the e5m2 copy (%d blocks out of reach) %.3f / %.3f ms (%.2f TB/s of its bytes)", e5_bad, g1, g2,
                32.0 / 17.0 * bytes / (fmin(g1, g2) * 1e-3) / 1e12);
-        printf("; the e5m2 copy with experts of up to 8 pairs on the MXFP4 tiles %.3f / %.3f ms", m1, m2);
         printf("; auto bf16 p2 %.3f / %.3f ms, F16 %.3f / %.3f ms (%.2f TB/s), F16 pre-staged%s %.3f / %.3f ms (%.2f TB/s), "
                "the same with the tiled weights %.3f / %.3f ms (%.2f TB/s)",
                a1, a2, b1, b2, bytes / (fmin(b1, b2) * 1e-3) / 1e12, gptoss_mxfp4_mma_stream_f16_prestaged(H, P) ? "" : " (not read)",
