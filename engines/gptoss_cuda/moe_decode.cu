@@ -83,11 +83,20 @@ static __device__ __forceinline__ void router_load_x(const float *x, const uint1
 static __device__ __forceinline__ void router_add_o(const router_add &add, int H, int tid, int t, int T,
                                                     float xv[RT_XREG]) {
     if (!add.y) return;
+    /* every part sum before the first store: x_out may alias what the sums read as far as the compiler knows, so
+     * sum-store pairs would take one memory round trip each */
+    float o[RT_XREG];
+#pragma unroll
+    for (int u = 0; u < RT_XREG; u++) {
+        const int i = tid + u * RT_THREADS;
+        o[u] = i < H ? gptoss_tc_part_sum(add.y + (size_t)t * H + i, (size_t)T * H, add.splits, add.b ? add.b + i : NULL)
+                     : 0.0f;
+    }
 #pragma unroll
     for (int u = 0; u < RT_XREG; u++) {
         const int i = tid + u * RT_THREADS;
         if (i >= H) break;
-        xv[u] += gptoss_tc_part_sum(add.y + (size_t)t * H + i, (size_t)T * H, add.splits, add.b ? add.b + i : NULL);
+        xv[u] += o[u];
         add.x_out[(size_t)t * H + i] = xv[u];
     }
 }
@@ -105,9 +114,15 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     const int t = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int RB = gridDim.y, rbk = blockIdx.y; /* RB blocks per token share the router rows */
     const int EPB = (E + RB - 1) / RB;           /* rows [rbk * EPB, (rbk + 1) * EPB) are this block's */
-    { /* PDL (pdl.h): this block's router rows into L2 (static), then wait for x */
+    { /* this block's router rows into L2 while x and the norm come (the experts' weights streamed through L2 since
+       * this layer's last read of them); with PDL (pdl.h) all of them before the wait for x, else the T blocks of the
+       * rows each a slice */
         const int e0 = rbk * EPB, e1 = min(E, e0 + EPB);
-        if (pdl && e1 > e0) gptoss_prefetch_range(rw + (size_t)e0 * H, (size_t)(e1 - e0) * H * 2, tid, RT_THREADS);
+        if (e1 > e0) {
+            const size_t bytes = (size_t)(e1 - e0) * H * 2, per = pdl ? bytes : (bytes / T + 127) / 128 * 128,
+                         at = pdl ? 0 : min(bytes, (size_t)t * per);
+            gptoss_prefetch_range((const char *)(rw + (size_t)e0 * H) + at, min(per, bytes - at), tid, RT_THREADS);
+        }
         gptoss_pdl_sync(pdl);
     }
     const float *xr = x + (size_t)t * H;
@@ -198,15 +213,19 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __syncthreads();
     /* 3. Top-4 and the softmax over the 4, by warp 0; one_tables: each token its own one-token table at
      * groups + t * gptoss_moe_groups_ints(1) (for the one-token expert kernels run per row) */
-    if (warp == 0)
-        router_top4(lg, E, lane, t, ids, wts, (T == 1 || one_tables) && RB == 1,
-                    one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups);
+    if (warp == 0) { /* E = 32 (gpt-oss): the reduction form, the same picks and softmax (moe_route.cuh) */
+        const bool one = (T == 1 || one_tables) && RB == 1;
+        int32_t *gt = one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups;
+        if (E == 32) router_top4_32_at(lg[lane], lane, t, ids, wts, one, gt);
+        else router_top4(lg, E, lane, t, ids, wts, one, gt);
+    }
     /* One token in one block (every batch-1 decode step), or every token its own table: written above, and the
      * fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
     if ((T == 1 || one_tables) && RB == 1) return;
     /* 4. The last block to get here groups all pairs by expert (the ids of every block are visible
-     * after the fence + counter); it resets the counter for the next launch (graph replays). */
-    __threadfence();
+     * after the fence + counter); it resets the counter for the next launch (graph replays). Only warp 0 wrote
+     * what the last block reads (the ids), so only it fences. */
+    if (warp == 0) __threadfence();
     __syncthreads();
     if (tid == 0) last = atomicAdd(counter, 1) == T - 1;
     __syncthreads();

@@ -80,8 +80,10 @@ static __host__ __device__ __forceinline__ uint32_t router_key32(float v, float 
 
 /* By one whole warp, lane e holding logit e of exactly 32: the same picks as router_top4 (ties to the lower id, NaN
  * as -inf) and the same softmax, with a warp max reduction (redux.sync) over router_key32's keys and a ballot a pick
- * instead of five shuffle pairs; a taken lane's key is 0, below every logit's. One table, token 0. */
-static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
+ * instead of five shuffle pairs; a taken lane's key is 0, below every logit's. Written as router_top4 writes them
+ * (token t; with one_table also the one-token group table). */
+static __device__ __forceinline__ void router_top4_32_at(float v, int lane, int t, int32_t *ids, float *w,
+                                                         bool one_table, int32_t *groups) {
     uint32_t key = router_key32(v, &v);
     int sel[GPTOSS_TOPK];
     float val[GPTOSS_TOPK];
@@ -93,7 +95,11 @@ static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t
         val[k] = __shfl_sync(0xffffffffu, v, bi);
         if (lane == bi) key = 0;
     }
-    if (lane == 0) router_write4(sel, val, 0, ids, w, true, groups);
+    if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
+}
+/* router_top4_32_at for token 0 with its one-token group table (the router split's finish). */
+static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
+    router_top4_32_at(v, lane, 0, ids, w, true, groups);
 }
 
 
