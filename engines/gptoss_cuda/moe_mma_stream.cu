@@ -18,7 +18,6 @@
  *  - the (expert, token tile) of a CTA comes from a warp scan over counts[] on the device: the grid has
  *    one row of CTAs per possible tile (min(P, E + P/tile) for P pairs), so few CTAs exit idle;
  *  - each output has one writer and the k order is fixed by the shapes, as in moe_mma.cu. */
-#include "engines/gptoss_cuda/env.h"
 #include "engines/gptoss_cuda/kernels.h"
 
 #include "engines/gptoss_cuda/ldg_u8.cuh"
@@ -408,29 +407,6 @@ static __device__ __forceinline__ void ms_superchunk_e5(const uint4 q[2][2], con
     for (int i = 0; i < 4; i++) acc[i] += part[0][i];
 }
 
-/* A warp's ring of DEPTH super-chunks over K: the first DEPTH loaded (where the warp is active), then the CTA's staging
- * (stage: every warp, for its barrier), then each super-chunk's products (step) and the load of the one DEPTH on into
- * its slot. load(d, c) / step(d, c): ring slot d, super-chunk c (d a constant once unrolled, so the slots stay in
- * registers). */
-template <int DEPTH, typename Stage, typename Load, typename Step>
-static __device__ __forceinline__ void ms_ring(int nsc, bool active, Stage stage, Load load, Step step) {
-    if (active)
-#pragma unroll
-        for (int d = 0; d < DEPTH; d++)
-            if (d < nsc) load(d, d);
-    stage();
-    if (!active) return;
-    for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
-#pragma unroll
-        for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
-            const int c = c0 + d;
-            if (c >= nsc) break;
-            step(d, c);
-            if (c + DEPTH < nsc) load(d, c + DEPTH);
-        }
-    }
-}
-
 /* The pre-staged F16 launch (mode 2: 8-pair tiles, 16 warps, 2 CTAs an SM, all of K staged) reading the e5m2 copy
  * instead of the MXFP4 tiles: mxfp4_mma_stream_kernel<1, 2, 2, true, true, true>'s grid, staging, products and
  * epilogue, with no scale bytes, tables or vote in the loop (the copy holds the scaled values). DEPTH super-chunks of
@@ -440,7 +416,7 @@ template <int DEPTH>
 __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
     mxfp4_mma_stream_e5_kernel(const int32_t *gather, const uint16_t *bias, const int32_t *shift, const int32_t *counts,
                                const int32_t *offsets, int E, int K, int N, int swiglu, float alpha, float limit,
-                               const uint4 *staged, const uint4 *e5, gptoss_mxfp4_tiled tiled, float *y) {
+                               const uint4 *staged, const uint4 *e5, float *y) {
     extern __shared__ uint4 ms_smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5, g = lane >> 2, t = lane & 3;
     int e, tt;
@@ -452,17 +428,26 @@ __global__ void __launch_bounds__(ms_occ<2>::THREADS, ms_occ<2>::MINB)
     const int rows[2] = {swiglu ? row0 + 2 * g : row0 + g, swiglu ? row0 + 2 * g + 1 : row0 + g + 8};
     const bool active = row0 < N; /* warp-uniform; idle warps still stage and meet the barrier */
     const uint4 *xs_row = ms_smem + (size_t)(min(g, ntok - 1)) * stride + t; /* columns past ntok: a staged row */
-    auto stage = [&]() { /* after the first weights' loads, so the staging's L2 reads overlap them */
-        ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
-                       stride, ms_smem);
-        __syncthreads();
-    };
-    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
     const uint4 *wp = e5 + 2 * gptoss_mxfp4_tiled_first(e, min(row0 / 16, tiles - 1), N, K) + lane; /* mma_load_e5 */
     uint4 q[DEPTH][2][2];
-    ms_ring<DEPTH>(nsc, active, stage, [&](int d, int c) { mma_load_e5(wp, c, once, q[d]); },
-                   [&](int d, int c) { ms_superchunk_e5(q[d], xs_row, c, acc[0]); });
+    if (active) /* the first weights in flight during the staging (its L2 reads overlap them) */
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++)
+            if (d < nsc) mma_load_e5(wp, d, once, q[d]);
+    ms_copy_staged(gather ? staged : staged + (size_t)off * (32 * nsc), gather ? gather + off : NULL, 32 * nsc, ntok,
+                   stride, ms_smem);
+    __syncthreads();
     if (!active) return;
+    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    for (int c0 = 0; c0 < nsc; c0 += DEPTH) {
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) { /* ring slot d holds super-chunk c */
+            const int c = c0 + d;
+            if (c >= nsc) break;
+            ms_superchunk_e5(q[d], xs_row, c, acc[0]);
+            if (c + DEPTH < nsc) mma_load_e5(wp, c + DEPTH, once, q[d]);
+        }
+    }
     ms_store<1>(acc, sh, rows, t, ntok, off, e, N, swiglu, bias, alpha, limit, y);
 }
 
@@ -545,18 +530,18 @@ static cudaError_t ms_launch(dim3 grid, int threads, size_t smem, cudaStream_t s
 
 #define MS_E5_DEPTH 2 /* super-chunks of the e5m2 copy in flight a lane (64 bytes each) */
 
-/* Launches mxfp4_mma_stream_e5_kernel<DEPTH> on tiled's e5m2 copy (opting it into the large staging at its first launch,
- * as ms_launch). */
+/* Launches mxfp4_mma_stream_e5_kernel<DEPTH> on an e5m2 copy (opting it into the large staging at its first launch, as
+ * ms_launch). */
 template <int DEPTH>
 static cudaError_t ms_launch_e5(dim3 grid, int threads, size_t smem, cudaStream_t stream, const int32_t *gather,
                                 const uint16_t *b, const int32_t *shift, const int32_t *counts, const int32_t *offsets,
                                 int E, int K, int N, int swiglu, float alpha, float limit, const uint4 *staged,
-                                gptoss_mxfp4_tiled tiled, float *y) {
+                                const uint8_t *e5, float *y) {
     static int opted;
     const cudaError_t e = gptoss_smem_opt_in(mxfp4_mma_stream_e5_kernel<DEPTH>, (int)GPTOSS_MMA_STREAM_MAX_SMEM, &opted);
     if (e != cudaSuccess) return e;
     mxfp4_mma_stream_e5_kernel<DEPTH><<<grid, threads, smem, stream>>>(gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                                                       alpha, limit, staged, (const uint4 *)tiled.e5, tiled, y);
+                                                                       alpha, limit, staged, (const uint4 *)e5, y);
     return cudaGetLastError();
 }
 
@@ -660,7 +645,7 @@ static cudaError_t ms_run(const float *x, int ldx, int x_swz, const int32_t *gat
                                        counts, offsets, E, K, N, swiglu, alpha, limit, tn, pc, (const uint4 *)staged, y, tv)
     if (pre && tl && tiled->e5) /* the e5m2 copy (gptoss_mxfp4_tile_e5): the same bits */
         return ms_launch_e5<MS_E5_DEPTH>(grid, warps * 32, smem, stream, gather, b, shift, counts, offsets, E, K, N, swiglu,
-                                         alpha, limit, (const uint4 *)staged, *tiled, y);
+                                         alpha, limit, (const uint4 *)staged, tiled->e5, y);
     if (pre) return tl ? MS_LAUNCH_PRE(true) : MS_LAUNCH_PRE(false);
     if (shift) return nt == 4 ? MS_LAUNCH_F(4, 1) : nt == 2 ? MS_LAUNCH_OCC_F(2) : MS_LAUNCH_OCC_F(1);
     if (parts == 3) return nt == 2 ? MS_LAUNCH_OCC(2, 3, false) : MS_LAUNCH_OCC(1, 3, false);
