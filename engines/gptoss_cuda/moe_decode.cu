@@ -213,12 +213,9 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __syncthreads();
     /* 3. Top-4 and the softmax over the 4, by warp 0; one_tables: each token its own one-token table at
      * groups + t * gptoss_moe_groups_ints(1) (for the one-token expert kernels run per row) */
-    if (warp == 0) { /* E = 32 (gpt-oss): the reduction form, the same picks and softmax (moe_route.cuh) */
-        const bool one = (T == 1 || one_tables) && RB == 1;
-        int32_t *gt = one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups;
-        if (E == 32) router_top4_32_at(lg[lane], lane, t, ids, wts, one, gt);
-        else router_top4(lg, E, lane, t, ids, wts, one, gt);
-    }
+    if (warp == 0)
+        router_top4(lg, E, lane, t, ids, wts, (T == 1 || one_tables) && RB == 1,
+                    one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups);
     /* One token in one block (every batch-1 decode step), or every token its own table: written above, and the
      * fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
     if ((T == 1 || one_tables) && RB == 1) return;

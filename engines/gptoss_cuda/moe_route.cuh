@@ -37,36 +37,6 @@ static __device__ __forceinline__ void router_write4(const int sel[GPTOSS_TOPK],
     if (one_table) router_groups_one(sel, groups);
 }
 
-/* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
- * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
- * with one_table also the one-token group table. A NaN logit counts as -inf (as in the sampler): every comparison with NaN is
- * false, so without this the lanes could each keep their own pick and write ids that are not a distinct top-4. */
-static __device__ __forceinline__ void router_top4(const float *lg, int E, int lane, int t, int32_t *ids, float *w,
-                                                   bool one_table, int32_t *groups) {
-    unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
-    int sel[GPTOSS_TOPK];
-    float val[GPTOSS_TOPK];
-    for (int k = 0; k < GPTOSS_TOPK; k++) {
-        float bv = -INFINITY;
-        int bi = -1;
-        for (int j = 0; lane + 32 * j < E; j++) {
-            const int e = lane + 32 * j;
-            if (taken >> j & 1u) continue;
-            const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
-            if (bi < 0 || v > bv) { bv = v; bi = e; }
-        }
-        for (int o = 16; o > 0; o >>= 1) {
-            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
-        }
-        sel[k] = bi;
-        val[k] = bv;
-        if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
-    }
-    if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
-}
-
 /* A logit as an unsigned key ordered as router_top4 compares logits: key(a) > key(b) exactly when a > b, key(a) ==
  * key(b) when they are equal, with NaN taken as -inf and -0 as +0 (first, since the two are equal as floats and their
  * bits are not); every key is above 0 (-inf's is 0x007FFFFF). The value as compared goes to *vc. Host-checked. */
@@ -100,6 +70,40 @@ static __device__ __forceinline__ void router_top4_32_at(float v, int lane, int 
 /* router_top4_32_at for token 0 with its one-token group table (the router split's finish). */
 static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
     router_top4_32_at(v, lane, 0, ids, w, true, groups);
+}
+
+/* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
+ * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
+ * with one_table also the one-token group table. A NaN logit counts as -inf (as in the sampler): every comparison with NaN is
+ * false, so without this the lanes could each keep their own pick and write ids that are not a distinct top-4. */
+static __device__ __forceinline__ void router_top4(const float *lg, int E, int lane, int t, int32_t *ids, float *w,
+                                                   bool one_table, int32_t *groups) {
+    if (E == 32) { /* gpt-oss: the reduction form, the same picks and softmax */
+        router_top4_32_at(lg[lane], lane, t, ids, w, one_table, groups);
+        return;
+    }
+    unsigned taken = 0; /* bit j: expert lane + 32 j already chosen */
+    int sel[GPTOSS_TOPK];
+    float val[GPTOSS_TOPK];
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int j = 0; lane + 32 * j < E; j++) {
+            const int e = lane + 32 * j;
+            if (taken >> j & 1u) continue;
+            const float v = lg[e] != lg[e] ? -INFINITY : lg[e];
+            if (bi < 0 || v > bv) { bv = v; bi = e; }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+            const int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+            if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) { bv = ov; bi = oi; }
+        }
+        sel[k] = bi;
+        val[k] = bv;
+        if (bi >= 0 && (bi & 31) == lane) taken |= 1u << (bi >> 5);
+    }
+    if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
 }
 
 
