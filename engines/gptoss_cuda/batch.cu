@@ -36,7 +36,8 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
 static_assert(RNS_THREADS * RNS_PER_THREAD == GPTOSS_ROWS_NORM_MAX_H, "a row's values fit the block's registers");
 
 /* One block per row t: the MoE's weighted sum added to x (when y), the row's sum of squares, then h = (x r) w and
- * its bf16 parts. */
+ * its bf16 parts. Every load of the row comes before the first store of x: x may alias what the sums read as far as
+ * the compiler knows, so a load-add-store per element took one memory round trip each (~12 a row). */
 __global__ void __launch_bounds__(RNS_THREADS)
     rows_norm_split_kernel(const float *y, const float *cw, const int32_t *pair_of, float *x, const uint16_t *nw, int H,
                            float eps, int rows, int splits, float *h, uint16_t *xs) {
@@ -45,6 +46,13 @@ __global__ void __launch_bounds__(RNS_THREADS)
     float *xr = x + (size_t)t * H;
     float xv[RNS_PER_THREAD];
     float ss = 0.0f;
+    float w4[GPTOSS_TOPK]; /* the row's routing weights and the rows of y its pairs landed in */
+    const float *y4[GPTOSS_TOPK];
+#pragma unroll
+    for (int k = 0; k < GPTOSS_TOPK; k++) {
+        w4[k] = y ? cw[(size_t)t * GPTOSS_TOPK + k] : 0.0f;
+        y4[k] = y ? y + (size_t)pair_of[(size_t)t * GPTOSS_TOPK + k] * H : NULL;
+    }
 #pragma unroll
     for (int j = 0; j < RNS_PER_THREAD; j++) {
         const int i = threadIdx.x + j * RNS_THREADS;
@@ -52,17 +60,20 @@ __global__ void __launch_bounds__(RNS_THREADS)
         if (i >= H) continue;
         float v = xr[i];
         if (y) { /* moe_combine_kernel's sum */
-            const float *w4 = cw + (size_t)t * GPTOSS_TOPK;
-            const int32_t *p4 = pair_of + (size_t)t * GPTOSS_TOPK;
             float s = 0.0f;
 #pragma unroll
-            for (int k = 0; k < GPTOSS_TOPK; k++) s += w4[k] * y[(size_t)p4[k] * H + i];
+            for (int k = 0; k < GPTOSS_TOPK; k++) s += w4[k] * y4[k][i];
             v += s;
-            xr[i] = v;
         }
         xv[j] = v;
         ss += v * v;
     }
+    if (y)
+#pragma unroll
+        for (int j = 0; j < RNS_PER_THREAD; j++) {
+            const int i = threadIdx.x + j * RNS_THREADS;
+            if (i < H) xr[i] = xv[j];
+        }
     const float r = rsqrtf(gptoss_block_sum(ss, part) / (float)H + eps);
 #pragma unroll
     for (int j = 0; j < RNS_PER_THREAD; j++) {
