@@ -36,8 +36,9 @@ cudaError_t gptoss_rope_rows(float *x, int ld, int B, int n_heads, const int32_t
 static_assert(RNS_THREADS * RNS_PER_THREAD == GPTOSS_ROWS_NORM_MAX_H, "a row's values fit the block's registers");
 
 /* One block per row t: the MoE's weighted sum added to x (when y), the row's sum of squares, then h = (x r) w and
- * its bf16 parts. Every load of the row comes before the first store of x: x may alias what the sums read as far as
- * the compiler knows, so a load-add-store per element took one memory round trip each (~12 a row). */
+ * its bf16 parts. Every load of the row (x, y's rows and the norm's weights) comes before the first store: the stores
+ * may alias what is read as far as the compiler knows, so a load after a store waited for the store's inputs, one
+ * memory round trip per element (~12 a row for x, 16 more for the weights behind the stores of h). */
 __global__ void __launch_bounds__(RNS_THREADS)
     rows_norm_split_kernel(const float *y, const float *cw, const int32_t *pair_of, float *x, const uint16_t *nw, int H,
                            float eps, int rows, int splits, float *h, uint16_t *xs) {
@@ -46,6 +47,7 @@ __global__ void __launch_bounds__(RNS_THREADS)
     float *xr = x + (size_t)t * H;
     float xv[RNS_PER_THREAD];
     float ss = 0.0f;
+    float nv[RNS_PER_THREAD]; /* the norm's weights, loaded before the stores too */
     float w4[GPTOSS_TOPK]; /* the row's routing weights and the rows of y its pairs landed in */
     const float *y4[GPTOSS_TOPK];
 #pragma unroll
@@ -56,8 +58,9 @@ __global__ void __launch_bounds__(RNS_THREADS)
 #pragma unroll
     for (int j = 0; j < RNS_PER_THREAD; j++) {
         const int i = threadIdx.x + j * RNS_THREADS;
-        xv[j] = 0.0f;
+        xv[j] = nv[j] = 0.0f;
         if (i >= H) continue;
+        nv[j] = gptoss_bf16_to_f32(nw[i]);
         float v = xr[i];
         if (y) { /* moe_combine_kernel's sum */
             float s = 0.0f;
@@ -79,7 +82,7 @@ __global__ void __launch_bounds__(RNS_THREADS)
     for (int j = 0; j < RNS_PER_THREAD; j++) {
         const int i = threadIdx.x + j * RNS_THREADS;
         if (i >= H) continue;
-        const float hv = (xv[j] * r) * gptoss_bf16_to_f32(nw[i]);
+        const float hv = (xv[j] * r) * nv[j];
         h[(size_t)t * H + i] = hv;
         gptoss_tc_split_value(hv, xs + (size_t)t * H + i, (size_t)rows * H, splits); /* tc_split_kernel's parts */
     }

@@ -166,25 +166,39 @@ static __device__ __forceinline__ void ms_superchunk_f16(const uint4 q[2], const
         for (int i = 0; i < 4; i++) acc[n][i] += part[n][i];
 }
 
+/* (*i, *u) -> the token and unit of the index blockDim.x further on (di, du: blockDim.x's own), for ms_stage: the
+ * walk costs 4 instructions a unit where idx / units cost a ~20-instruction integer division. */
+static __device__ __forceinline__ void ms_stage_next(int *i, int *u, int di, int du, int units) {
+    *u += du;
+    *i += di;
+    if (*u >= units) {
+        *u -= units;
+        (*i)++;
+    }
+}
+
 /* Stages super-chunks [c0, c0 + pc) of tokens [0, tn) of the tile (rows off .. off + ntok - 1 of the
  * grouped pairs; zeros past K and past ntok). Loads batched B units per thread so their L2 round trips
  * overlap (B = 8 costs 48 registers: 4 and 2 under the register caps of modes 3 and 2, which spill
- * otherwise). */
+ * otherwise). Thread j takes indices j, j + blockDim.x, ... of the tile's tn x units, token i = index / units and unit
+ * u = index % units, walked from one division per phase. */
 template <int B, bool F16>
 static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz, const int32_t *gather, int off,
                                                 int ntok, int tn, int K, int c0, int pc, int stride, uint4 *xs,
                                                 uint2 *xl) {
     const int units = 32 * pc, total = tn * units;
+    const int di = (int)blockDim.x / units, du = (int)blockDim.x - di * units;
+    int i0 = (int)threadIdx.x / units, u0 = (int)threadIdx.x - i0 * units; /* of index base */
     for (int base = threadIdx.x; base < total; base += B * blockDim.x) {
         uint4 hv[B];
         uint2 lv[B];
+        int i = i0, u = u0;
 #pragma unroll
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < B; b++, ms_stage_next(&i, &u, di, du, units)) {
             const int idx = base + b * blockDim.x;
             hv[b] = make_uint4(0u, 0u, 0u, 0u);
             lv[b] = make_uint2(0u, 0u);
             if (idx < total) {
-                const int i = idx / units, u = idx - i * units;
                 /* F16: the unit's 4 values are consecutive (mma_stage_unit_f16); bf16: k, k + 1, k + 4, k + 5 */
                 const int k = 128 * (c0 + (u >> 5)) + 32 * (u & 3) + 8 * ((u >> 3) & 3) + (F16 ? 4 : 2) * ((u >> 2) & 1);
                 if (i < ntok && k < K) {
@@ -195,15 +209,18 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
                 }
             }
         }
+        i = i0;
+        u = u0;
 #pragma unroll
-        for (int b = 0; b < B; b++) {
+        for (int b = 0; b < B; b++, ms_stage_next(&i, &u, di, du, units)) {
             const int idx = base + b * blockDim.x;
             if (idx < total) {
-                const int i = idx / units, u = idx - i * units;
                 xs[(size_t)i * stride + u] = hv[b];
                 if constexpr (!F16) xl[(size_t)i * stride + u] = lv[b];
             }
         }
+        i0 = i;
+        u0 = u;
     }
 }
 
@@ -230,7 +247,9 @@ static __device__ __forceinline__ void ms_copy_staged(const uint4 *src, const in
 
 /* A warp's results: acc[n][0..1] row rows[0], tokens 8n + 2t, +1; acc[n][2..3] row rows[1] (gate_up: the up row), times
  * 2^sh (the F16 form's expert shift undone: a power of two, exact), plus the bias; gate_up (swiglu) stores the pair's
- * clamped SwiGLU at y[p, row / 2], down y[p, row], for the tile's pairs off + i, i < ntok. */
+ * clamped SwiGLU at y[p, row / 2], down y[p, row], for the tile's pairs off + i, i < ntok. The two bias values are
+ * loaded once, before the first store: a store to y may alias bias as far as the compiler knows, so it reloaded them
+ * after each store, one memory round trip each. */
 template <int NT>
 static __device__ __forceinline__ void ms_store(float (&acc)[NT][4], int sh, const int rows[2], int t, int ntok, int off,
                                                 int e, int N, int swiglu, const uint16_t *bias, float alpha, float limit,
@@ -242,6 +261,9 @@ static __device__ __forceinline__ void ms_store(float (&acc)[NT][4], int sh, con
 #pragma unroll
             for (int i = 0; i < 4; i++) acc[n][i] *= up;
     }
+    float bv[2]; /* row r's bias (gate_up: the gate row's, then the up row's: rows[1] = rows[0] + 1) */
+#pragma unroll
+    for (int r = 0; r < 2; r++) bv[r] = rows[r] < N ? gptoss_bf16_to_f32(bias[(size_t)e * N + rows[r]]) : 0.0f;
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -252,14 +274,14 @@ static __device__ __forceinline__ void ms_store(float (&acc)[NT][4], int sh, con
             if (swiglu) {
                 const int gr = rows[0];
                 if (gr >= N) continue;
-                const float gv = acc[n][cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr]);
-                const float uv = acc[n][2 + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + gr + 1]);
+                const float gv = acc[n][cc] + bv[0];
+                const float uv = acc[n][2 + cc] + bv[1];
                 y[p * (size_t)(N / 2) + gr / 2] = mma_swiglu(gv, uv, alpha, limit);
             } else {
 #pragma unroll
                 for (int r = 0; r < 2; r++)
                     if (rows[r] < N)
-                        y[p * (size_t)N + rows[r]] = acc[n][2 * r + cc] + gptoss_bf16_to_f32(bias[(size_t)e * N + rows[r]]);
+                        y[p * (size_t)N + rows[r]] = acc[n][2 * r + cc] + bv[r];
             }
         }
 }
