@@ -225,14 +225,21 @@ static __device__ __forceinline__ int mma_tile_item(const int32_t *counts, const
 }
 
 /* A lane's weights of super-chunk c from the tiled copy (gptoss_mxfp4_tile): its two units (tw[r] + 64 c; the two are
- * a 32-byte pair, gptoss_mxfp4_tiled_slot) and their two scale bytes (one 16-bit load at ts + 32 c, the bytes taken by
- * the selector ssel for r = 0, ssel ^ 1 for r = 1), pads included (zeros, 127), so no bound checks. once: evict-first
- * (no other CTA reads them). */
-static __device__ __forceinline__ void mma_load_tiled(const uint4 *const tw[2], const uint16_t *ts, uint32_t ssel, int c,
-                                                      bool once, uint4 q[2], uint32_t s[2]) {
+ * a 32-byte pair, gptoss_mxfp4_tiled_slot) and the 16-bit word of their two scale bytes (ts + 32 c) as it came (*sv:
+ * mma_tiled_scales takes the bytes apart when the super-chunk is used), pads included (zeros, 127), so no bound checks.
+ * once: evict-first (no other CTA reads them). Why the word stays whole: taking its bytes apart here made the warp wait
+ * for the load at once, a memory latency a super-chunk (session 42: the 8-row launch's hottest stall, 8% of its
+ * samples on that one instruction). */
+static __device__ __forceinline__ void mma_load_tiled(const uint4 *const tw[2], const uint16_t *ts, int c, bool once,
+                                                      uint4 q[2], uint32_t *sv) {
     q[0] = once ? __ldcs(tw[0] + 64 * c) : __ldg(tw[0] + 64 * c);
     q[1] = once ? __ldcs(tw[1] + 64 * c) : __ldg(tw[1] + 64 * c);
-    const uint32_t v = __ldg(ts + 32 * c);
+    *sv = __ldg(ts + 32 * c);
+}
+
+/* The scale bytes of rows r = 0, 1 (s[r]) from mma_load_tiled's word v: the selector ssel for r = 0, ssel ^ 1 for
+ * r = 1 (mma_tiled_lane). */
+static __device__ __forceinline__ void mma_tiled_scales(uint32_t v, uint32_t ssel, uint32_t s[2]) {
     s[0] = __byte_perm(v, 0u, ssel);
     s[1] = __byte_perm(v, 0u, ssel ^ 1u);
 }

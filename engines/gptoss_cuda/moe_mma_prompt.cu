@@ -304,7 +304,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
     for (int d = 0; d < D; d++)
         if (d < nsc) {
             if constexpr (E5) mma_load_e5(wp, d, once, q5[d]);
-            else mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+            else mma_load_tiled(tw, ts, d, once, q[d], &s[d][0]); /* the scale word whole: mma_tiled_scales at use */
         }
     if (lane == 0) /* the next super-chunks of the tile into L2 */
         for (int c = D; c < D + MP_AHEAD && c < nsc; c++) {
@@ -354,7 +354,11 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                 const int c = c0 + d;
                 if (c >= ce) break;
                 uint32_t tb[2][3];
-                if constexpr (!E5) mp_scales(s[d], sh, tab_on, tb);
+                if constexpr (!E5) {
+                    uint32_t sd[2];
+                    mma_tiled_scales(s[d][0], ssel, sd);
+                    mp_scales(sd, sh, tab_on, tb);
+                }
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     uint32_t(&ah)[4][4] = a[PART ? 0 : h];
@@ -384,7 +388,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                 }
                 if (c + D < nsc) {
                     if constexpr (E5) mma_load_e5(wp, c + D, once, q5[d]);
-                    else mma_load_tiled(tw, ts, ssel, c + D, once, q[d], s[d]);
+                    else mma_load_tiled(tw, ts, c + D, once, q[d], &s[d][0]);
                 }
                 if (lane == 0 && c + D + MP_AHEAD < nsc) {
                     if constexpr (E5) mp_prefetch_e5(tiled.e5, u0, c + D + MP_AHEAD);

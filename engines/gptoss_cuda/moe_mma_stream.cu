@@ -355,7 +355,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
 #pragma unroll
         for (int d = 0; d < MS_DEPTH; d++)
             if (d < nsc) {
-                if constexpr (TILED) mma_load_tiled(tw, ts, ssel, d, once, q[d], s[d]);
+                if constexpr (TILED) mma_load_tiled(tw, ts, d, once, q[d], &s[d][0]); /* the scale word whole */
                 else ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
             }
 
@@ -390,9 +390,12 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                 const int c = c0 + d;
                 if (c >= ce) break;
                 if constexpr (F16) {
-                    ms_step_f16<NT>(q[d], s[d], sh, ms_f16_tab, xs_row, c - cb, acc);
+                    uint32_t sd[2]; /* the scale bytes (TILED: from the word mma_load_tiled left whole) */
+                    if constexpr (TILED) mma_tiled_scales(s[d][0], ssel, sd);
+                    else sd[0] = s[d][0], sd[1] = s[d][1];
+                    ms_step_f16<NT>(q[d], sd, sh, ms_f16_tab, xs_row, c - cb, acc);
                     if (c + MS_DEPTH < nsc) {
-                        if constexpr (TILED) mma_load_tiled(tw, ts, ssel, c + MS_DEPTH, once, q[d], s[d]);
+                        if constexpr (TILED) mma_load_tiled(tw, ts, c + MS_DEPTH, once, q[d], &s[d][0]);
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
                     }
                     continue;
