@@ -209,7 +209,7 @@ static __device__ __forceinline__ void ms_stage(const float *x, int ldx, int swz
                 }
             }
         }
-        i = i0;
+        i = i0; /* walked again for the stores rather than kept: B more pairs of registers */
         u = u0;
 #pragma unroll
         for (int b = 0; b < B; b++, ms_stage_next(&i, &u, di, du, units)) {

@@ -67,10 +67,6 @@ static __device__ __forceinline__ void router_top4_32_at(float v, int lane, int 
     }
     if (lane == 0) router_write4(sel, val, t, ids, w, one_table, groups);
 }
-/* router_top4_32_at for token 0 with its one-token group table (the router split's finish). */
-static __device__ __forceinline__ void router_top4_32(float v, int lane, int32_t *ids, float *w, int32_t *groups) {
-    router_top4_32_at(v, lane, 0, ids, w, true, groups);
-}
 
 /* By one whole warp: the top-4 of the logits lg[0, E) (shared memory; ties to the lower id, as
  * gptoss_router_topk) and the softmax over the 4, written by lane 0 to token t's ids[4t..4t+3] and w[4t..4t+3];
@@ -174,7 +170,7 @@ static __device__ __forceinline__ float router_finish_warp(const float (*red)[33
     }
     const float r = rsqrtf(sq / (float)H + eps), lv = r * v + bias;
     if (rl) rl[lane] = lv;
-    router_top4_32(lv, lane, ids, w, groups);
+    router_top4_32_at(lv, lane, 0, ids, w, true, groups); /* token 0, its one-token group table */
     return r;
 }
 

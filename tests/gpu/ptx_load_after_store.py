@@ -20,7 +20,8 @@ import tempfile
 
 TYPES = r"(f32|f64|u8|u16|u32|u64|s8|s16|s32|s64|b8|b16|b32|b64|v2|v4)"
 LOAD = re.compile(r"ld\.(global|(volatile\.)?" + TYPES + ")")  # global or generic (not shared, local, param, const)
-STORE = re.compile(r"(st\.(global|(volatile\.)?" + TYPES + "))|red\\.|atom\\.(global|add|cas|exch)")
+# stores, reductions and atomics to global or generic addresses (red.shared and atom.shared are not)
+STORE = re.compile(r"(st\.(global|(volatile\.)?" + TYPES + "))|red\.(?!shared)|atom\.(?!shared)")
 ENTRY = re.compile(r"\.entry\s+(\S+)\((.*?)\n\}", re.S)
 
 
