@@ -224,17 +224,21 @@ static __device__ __forceinline__ int mma_tile_item(const int32_t *counts, const
     return 0;
 }
 
-/* A lane's weights of super-chunk c from the tiled copy (gptoss_mxfp4_tile): its two units (tw[r] + 64 c; the two are
- * a 32-byte pair, gptoss_mxfp4_tiled_slot) and the 16-bit word of their two scale bytes (ts + 32 c) as it came (*sv:
- * mma_tiled_scales takes the bytes apart when the super-chunk is used), pads included (zeros, 127), so no bound checks.
- * once: evict-first (no other CTA reads them). Why the word stays whole: taking its bytes apart here made the warp wait
- * for the load at once, a memory latency a super-chunk (session 42: the 8-row launch's hottest stall, 15% of its
- * warp samples on that instruction, the loop unrolled twice). */
-static __device__ __forceinline__ void mma_load_tiled(const uint4 *const tw[2], const uint16_t *ts, int c, bool once,
-                                                      uint4 q[2], uint32_t *sv) {
-    q[0] = once ? __ldcs(tw[0] + 64 * c) : __ldg(tw[0] + 64 * c);
-    q[1] = once ? __ldcs(tw[1] + 64 * c) : __ldg(tw[1] + 64 * c);
-    *sv = __ldg(ts + 32 * c);
+/* A lane's weights of its next super-chunk from the tiled copy (gptoss_mxfp4_tile): its two units (at tw[r]; the two
+ * are a 32-byte pair, gptoss_mxfp4_tiled_slot) and the 16-bit word of their two scale bytes (at *ts) as it came (*sv:
+ * mma_tiled_scales takes the bytes apart when the super-chunk is used), pads included (zeros, 127), so no bound checks;
+ * then tw and *ts step to the super-chunk after (64 units, 32 words). once: evict-first (no other CTA reads them).
+ * Why the word stays whole: taking its bytes apart here made the warp wait for the load at once, a memory latency a
+ * super-chunk (session 42: the 8-row launch's hottest stall, 15% of its samples). Why the pointers walk: a lane loads
+ * its super-chunks in order, and an index c cost ~20 instructions of 64-bit address arithmetic a super-chunk. */
+static __device__ __forceinline__ void mma_load_tiled(const uint4 *tw[2], const uint16_t **ts, bool once, uint4 q[2],
+                                                      uint32_t *sv) {
+    q[0] = once ? __ldcs(tw[0]) : __ldg(tw[0]);
+    q[1] = once ? __ldcs(tw[1]) : __ldg(tw[1]);
+    *sv = __ldg(*ts);
+    tw[0] += 64;
+    tw[1] += 64;
+    *ts += 32;
 }
 
 /* The scale bytes of rows r = 0, 1 (s[r]) from mma_load_tiled's word v: the selector ssel for r = 0, ssel ^ 1 for
@@ -244,8 +248,8 @@ static __device__ __forceinline__ void mma_tiled_scales(uint32_t v, uint32_t sse
     s[1] = __byte_perm(v, 0u, ssel ^ 1u);
 }
 
-/* The first of a lane's units of m16 tile i of expert e in a tiled copy of N x K experts (*tw, *ts, *ssel as
- * mma_load_tiled takes them). */
+/* The first of a lane's units of m16 tile i of expert e in a tiled copy of N x K experts (tw, *ts at super-chunk 0 and
+ * *ssel, as mma_load_tiled and mma_tiled_scales take them). */
 static __device__ __forceinline__ void mma_tiled_lane(gptoss_mxfp4_tiled tiled, int e, int i, int N, int K, int lane,
                                                       const uint4 *tw[2], const uint16_t **ts, uint32_t *ssel) {
     const size_t u0 = gptoss_mxfp4_tiled_first(e, i, N, K) + gptoss_mxfp4_tiled_slot(lane, 0);

@@ -304,7 +304,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
     for (int d = 0; d < D; d++)
         if (d < nsc) {
             if constexpr (E5) mma_load_e5(wp, d, once, q5[d]);
-            else mma_load_tiled(tw, ts, d, once, q[d], &s[d][0]); /* the scale word whole: mma_tiled_scales at use */
+            else mma_load_tiled(tw, &ts, once, q[d], &s[d][0]); /* super-chunk d; its scale word whole */
         }
     if (lane == 0) /* the next super-chunks of the tile into L2 */
         for (int c = D; c < D + MP_AHEAD && c < nsc; c++) {
@@ -388,7 +388,7 @@ static __device__ __forceinline__ void mp_tile_gemm(const CUtensorMap *tmap, con
                 }
                 if (c + D < nsc) {
                     if constexpr (E5) mma_load_e5(wp, c + D, once, q5[d]);
-                    else mma_load_tiled(tw, ts, c + D, once, q[d], &s[d][0]);
+                    else mma_load_tiled(tw, &ts, once, q[d], &s[d][0]); /* c + D */
                 }
                 if (lane == 0 && c + D + MP_AHEAD < nsc) {
                     if constexpr (E5) mp_prefetch_e5(tiled.e5, u0, c + D + MP_AHEAD);

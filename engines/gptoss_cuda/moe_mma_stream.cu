@@ -344,7 +344,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
         sp[r] = es + (size_t)rows[r] * NC + t;
     }
     /* TILED: this lane's units r of the warp's tile, super-chunk c at tw[r] + 64 c, their scale bytes in the 16 bits at
-     * ts + 32 c (gptoss_mxfp4_tile) */
+     * ts + 32 c (gptoss_mxfp4_tile); mma_load_tiled walks tw and ts from super-chunk 0 */
     const uint4 *tw[2];
     const uint16_t *ts;
     uint32_t ssel;
@@ -355,7 +355,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
 #pragma unroll
         for (int d = 0; d < MS_DEPTH; d++)
             if (d < nsc) {
-                if constexpr (TILED) mma_load_tiled(tw, ts, d, once, q[d], &s[d][0]); /* the scale word whole */
+                if constexpr (TILED) mma_load_tiled(tw, &ts, once, q[d], &s[d][0]); /* super-chunk d */
                 else ms_load(wp, sp, NC, d, t, once, q[d], s[d]);
             }
 
@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(ms_occ<OCC>::THREADS, ms_occ<OCC>::MINB)
                     else sd[0] = s[d][0], sd[1] = s[d][1];
                     ms_step_f16<NT>(q[d], sd, sh, ms_f16_tab, xs_row, c - cb, acc);
                     if (c + MS_DEPTH < nsc) {
-                        if constexpr (TILED) mma_load_tiled(tw, ts, c + MS_DEPTH, once, q[d], &s[d][0]);
+                        if constexpr (TILED) mma_load_tiled(tw, &ts, once, q[d], &s[d][0]); /* c + MS_DEPTH */
                         else ms_load(wp, sp, NC, c + MS_DEPTH, t, once, q[d], s[d]);
                     }
                     continue;
