@@ -41,6 +41,10 @@
 /* Rows per warp task R (a template argument): 2 (default: gate_up's gate/up pair, 64 registers, 4 blocks
  * per SM) or 4 (x loads shared by 4 rows, 128 registers, 2 blocks per SM); LLMR_GPTOSS_MOE_ROWS picks. */
 #define MD_MINB(G, R) ((G) == 1 && (R) == 2 ? 4 : 2) /* resident blocks per SM the register budget is set for */
+/* down at T = 1 (360 blocks of 8 warps for the 20b, under 3 per SM): 3 blocks per SM still hold them all at once, and the
+ * 85 registers that leaves keep a lane's 6 weight loads in flight together; at 64 (MD_MINB) ptxas issued them in three
+ * pairs, each next to its use, three memory latencies a task (session 41's source page). */
+#define DN_MINB(G, R) ((G) == 1 && (R) == 2 ? 3 : MD_MINB(G, R))
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
 
@@ -611,7 +615,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
  * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
  * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
 template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
-__global__ void __launch_bounds__(MD_WARPS * 32, MD_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+__global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x, int pdl) {
