@@ -125,8 +125,8 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
         y0 = accumulate ? y[n0] : 0.0f;
     }
     /* x staged before any weight load: issuing the warp's first weights ahead of it measured 6% slower here and 4% in
-     * lm_head (session 43: x's reads then wait behind them), though the first weight use after the barrier is where
-     * this kernel's warps wait most */
+     * lm_head (session 43; most likely x's reads then queue behind them), though the first weight use after the barrier
+     * is where this kernel's warps wait most */
     for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
     __syncthreads();
     float rp = 0.0f, rs = 0.0f; /* router partials (rwt != NULL) */
