@@ -7,11 +7,13 @@
 #   part per chunk; each chunk's products and the chunk-ordered adds into acc are the chunk-major walk's, so the same
 #   bits; every load of the pass is used in its first step. Compile-checked: 80 registers, no spill; only the G = 1
 #   forms' PTX changes. Works only if ptxas then issues the six loads together (sass-down.txt: the LDG.E.EF.128 lines
-#   before the first FFMA).
+#   before the first FFMA). Also lane 0's two biases loaded at the task's start, not after the sums (4% of the kernel's
+#   warp samples on their use in call 2's page; G = 1 forms only).
 # - down-tiled-cp.diff: moe_down_tiled_cp_kernel (moe_decode_async.cu, LLMR_GPTOSS_DOWN_CP=1, off by default): each
 #   warp starts cp.async copies of both its tasks' units and scale words (7.5 KB a warp, 61,440 bytes a block, 3 blocks
 #   an SM) before computing anything, then the plain kernel's products in its order. A kernel check compares it with
-#   the plain kernel bit for bit (test_decode_tiled). Compile-checked: 80 registers, no spill.
+#   the plain kernel bit for bit (test_decode_tiled); its biases are loaded at the task's start too. Compile-checked:
+#   80 registers, no spill.
 # Predicted: down 12.7 -> ~9.5-10.5 us (word-major, if ptxas cooperates) and ~8.5-9.5 us (cp.async: one latency a warp);
 # batch-1 +2-4% and +3-5%. Both diffs apply together (they touch different parts of moe_decode.cu); with DOWN_CP=1 the
 # word-major walk no longer runs in the 20b's T = 1 down.
