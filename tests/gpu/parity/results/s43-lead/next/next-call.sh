@@ -17,10 +17,14 @@
 # Predicted: down 12.7 -> ~9.5-10.5 us (word-major, if ptxas cooperates) and ~8.5-9.5 us (cp.async: one latency a warp);
 # batch-1 +2-4% and +3-5%. Both diffs apply together (they touch different parts of moe_decode.cu); with DOWN_CP=1 the
 # word-major walk no longer runs in the 20b's T = 1 down.
+# - oproj-router-weight-first.diff: o_proj (gemv1_kernel<true>) loads its row's router weight with the row's weights
+#   instead of after storing y[n] (a possible alias kept it there; its use right after held 5% of o_proj's samples in
+#   call 2's page). Same bits; gemv1_kernel<false> (lm_head) keeps its PTX. Predicted: o_proj -3-5%, batch-1 +0.5%.
+#   Its effect is read from the kernels' ncu durations (gemv1_kernel<1> against base).
 # Also measured, with no code change: the T = 1 kernels on the checkpoint's layout with and without the cp.async
 # kernels moe_decode_async.cu has had for it (LLMR_GPTOSS_MOE_TILED=0, + LLMR_GPTOSS_MOE_ASYNC=1), not measured on the
 # H200 since session 31 made the tiled layout the default.
-# Preparation: build main; git clone /work/main /tmp/base && make there; git apply both diffs in main; make;
+# Preparation: build main; git clone /work/main /tmp/base && make there; git apply the three diffs in main; make;
 # tests/gpu/pack.sh --out .gpu-lead/pkg --alt base:/tmp/base; copy this file into the pkg; carry .gpu-lead/pkg. ~9 min.
 O=$OUT; rm -rf /tmp/B; mkdir -p /tmp/B /tmp/cache
 xz -dc .gpu-lead/pkg/build.tar.xz | tar -C /tmp/B -xf - && tar xzf .gpu-lead/pkg/tok.tgz -C /tmp/cache
@@ -45,10 +49,12 @@ for env in "LLMR_GPTOSS_MOE_TILED=0" "LLMR_GPTOSS_MOE_TILED=0 LLMR_GPTOSS_MOE_AS
 done
 for v in wm cp base; do
   E=$EN; [ $v = base ] && E=$EB; CP=0; [ $v = cp ] && CP=1
-  LLMR_GPTOSS_DOWN_CP=$CP timeout 60 ncu --clock-control none --cache-control none -k regex:moe_down --launch-skip 100 -c 48 --csv \
+  LLMR_GPTOSS_DOWN_CP=$CP timeout 60 ncu --clock-control none --cache-control none -k regex:"moe_down|gemv1_kernel" --launch-skip 100 -c 96 --csv \
     --metrics gpu__time_duration.sum $B/bench/decode --engine $E --model /tmp/m20b --contexts 128 --tokens 16 > /tmp/n.csv 2>&1
-  echo "ncu down $v rc=$? ${SECONDS}s: $(grep moe_down /tmp/n.csv | awk -F'","' '{u=$(NF-1); gsub(/[",]/,"",$NF); s+=$NF; n++} END {printf "%d launches, mean %.3f %s", n, s/n, u}')"
+  echo "ncu $v rc=$? ${SECONDS}s: $(grep -E 'moe_down|gemv1' /tmp/n.csv | awk -F'","' '{k=$5; sub(/\(.*/,"",k); u=$(NF-1); gsub(/[",]/,"",$NF); s[k]+=$NF; n[k]++} END {for (k in s) printf "%s %d x %.3f %s; ", k, n[k], s[k]/n[k], u}')"
+  { echo "== $v"; cat /tmp/n.csv; } >> /tmp/ncu-dur.csv
 done
+xz -9 < /tmp/ncu-dur.csv > $O/ncu-dur.csv.xz
 # the defaults (the word-major walk) through the full gate; the cp.async kernel (DOWN_CP=1) through self-test, parity
 # and batching beside it
 LLMR_GPTOSS_DOWN_CP=1 timeout $((560 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g0 --steps "selftest parity batching" > $O/gate-cp.txt 2>&1 &
