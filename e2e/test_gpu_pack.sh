@@ -33,6 +33,12 @@ if xz -dc "$tmp/p/build.tar.xz" | tar -C "$tmp/B" -xf - && tar xzf "$tmp/p/tok.t
   done
   [ -f "$tmp/c/tokenizer-gptoss/tokenizer.json" ] || { echo "FAIL unpacked: the tokenizer fixture is missing"; fail=1; }
   check "unpacked kernel checks run" 0 " 0 failed" -- "$tmp/B/build/tests/gpu/gptoss_kernels" --host-checks
+  # tests/gpu/unpack.sh, the start every GPU call script sources: a bad folder named, then the same pack unpacked
+  check "unpack.sh bad folder" 1 "want a folder from tests/gpu/pack.sh" -- bash -c '. tests/gpu/unpack.sh /nonexistent'
+  # shellcheck disable=SC2016 # expanded by the inner shell, after unpack.sh has set them
+  check "unpack.sh" 0 "unpack ok" -- env LLMR_GPU_TMP="$tmp/u" bash -c '. tests/gpu/unpack.sh "$1" --no-model &&
+    [ -x "$B/tests/gpu/gptoss_kernels" ] && [ -f "$EN" ] && [ -f "$LLMR_CACHE/tokenizer-gptoss/tokenizer.json" ] &&
+    [ "$M20B" = "$LLMR_GPU_TMP/m20b" ] && [ ! -e "$M20B" ] && echo "unpack ok"' unpack "$tmp/p"
 else
   echo "FAIL unpack"; fail=1
 fi

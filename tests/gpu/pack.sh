@@ -17,6 +17,8 @@
 # DIR defaults to .gpu/pack (git-ignored). On the GPU machine, from the repository root:
 #   mkdir -p /tmp/B /tmp/cache && xz -dc DIR/build.tar.xz | tar -C /tmp/B -xf - && tar xzf DIR/tok.tgz -C /tmp/cache
 #   LLMR_CACHE=/tmp/cache tests/gpu/gate.sh --build /tmp/B/build --out /tmp/g
+# or, at the start of a call script, `. tests/gpu/unpack.sh DIR || exit 1`, which does the same, writes the full-size
+# synthetic 20b to /tmp/m20b and sets B, EN, M20B and LLMR_CACHE (its header says more)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=$ROOT/.gpu/pack BUILD=$ROOT/build
