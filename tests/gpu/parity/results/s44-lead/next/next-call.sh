@@ -1,0 +1,41 @@
+#!/bin/bash
+# Prepared in session 44 (not run: its device time was spent). LLMR_GPTOSS_ROUTE_RING=3 with a cheaper gate_up side.
+# Call 4 of session 44 measured the router finish in groups (o_proj's last block of each of 32 groups adds its partial
+# rows; every gate_up CTA adds the 32 sums and takes the top-4 in its ROUTE 1 prologue): o_proj 14.45 -> 12.34 us, but
+# the gate_up 17.92 -> 20.44, batch-1 -0.5%. route-ring-3.diff gives the gate_up its own prologue (ROUTE 3,
+# gptoss_moe_grouped_gate_up_dp4a): the 32 sums in one round trip (ROUTE 1 loads two virtual warps at a time), over
+# the ring's stages; r by every consumer from the squares column (the finish's order, the same bits), so warps 1..7
+# split the activation vector while warp 0 takes the top-4; the producer released by a named barrier (2) once every
+# warp is past its reads of the sums, the consumers not waiting there. Same bits as the default (kernel check:
+# residual, ids, weights, groups, logits and act, 3 times, both ring forms). Compile-checked: 72 registers, 256 bytes
+# of static shared memory (3 CTAs an SM still fit: 232,320 of 233,472 bytes).
+# Predicted: the gate_up 20.4 -> ~18.6-19.4 us (ROUTE 2: 17.9), o_proj 12.3 as in call 4; batch-1 +0.5-1.5% over the
+# default. If it wins, make 3 the default in model.cu (gptoss_env_int("LLMR_GPTOSS_ROUTE_RING", 3, 0, 3)).
+# Preparation: git apply route-ring-3.diff on main (640bb39 or later); make; tests/gpu/pack.sh --out .gpu-lead/pkg;
+# copy this file into the pkg; carry .gpu-lead/pkg.
+. tests/gpu/unpack.sh .gpu-lead/pkg || exit 1
+O=$OUT
+timeout 60 $B/tests/gpu/gptoss_kernels --moe-decode-timing > $O/moe-decode-timing.txt 2>&1
+echo "moe-decode-timing rc=$? ${SECONDS}s: $(grep -c '^ok' $O/moe-decode-timing.txt) ok, $(grep -c '^FAIL' $O/moe-decode-timing.txt) FAIL"
+grep -E "^FAIL|groups|timing o_proj" $O/moe-decode-timing.txt | cut -c1-260
+for v in r3 r2 r2 r3 r3 r2; do
+  LLMR_GPTOSS_ROUTE_RING=${v#r} timeout 60 $B/bench/decode --engine $EN --model $M20B --contexts 128,1024 --tokens 256 > /tmp/d.txt 2>&1
+  echo "$v rc=$? ${SECONDS}s: $(awk '$1 ~ /^(128|1024)$/ {printf "%s: %s tok/s (%s) ", $1, $3, $NF}' /tmp/d.txt)"
+  { echo "== $v"; cat /tmp/d.txt; } >> $O/decode-ab.txt
+done
+for v in r2 r3; do
+  LLMR_GPTOSS_ROUTE_RING=${v#r} timeout 90 ncu --clock-control none --cache-control none \
+    -k regex:"moe_down|gemv1_kernel|qkv_decode|attention_split|moe_gate_up_ring" --launch-skip 240 -c 240 --csv \
+    --metrics gpu__time_duration.sum $B/bench/decode --engine $EN --model $M20B --contexts 128 --tokens 16 > /tmp/n.csv 2>&1
+  echo "ncu $v rc=$? ${SECONDS}s: $(grep -E 'moe_|gemv1|qkv|attention' /tmp/n.csv | awk -F'","' '{k=$5; sub(/\(.*/,"",k); gsub(/[",]/,"",$NF); s[k]+=$NF; n[k]++} END {for (k in s) printf "%s %d x %.0f ns; ", k, n[k], s[k]/n[k]}')"
+  { echo "== $v"; cat /tmp/n.csv; } >> /tmp/ncu-dur.csv
+done
+xz -9 < /tmp/ncu-dur.csv > $O/ncu-dur.csv.xz
+# the full gate with ROUTE_RING=3, and the defaults' self-test, parity and batching beside it
+LLMR_GPTOSS_ROUTE_RING=3 timeout $((585 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g --full > $O/gate.txt 2>&1 &
+GA=$!
+timeout $((580 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g2 --steps "selftest parity batching" > $O/gate-defaults.txt 2>&1
+wait $GA; echo "gate (ROUTE_RING=3) rc=$? ${SECONDS}s"; grep "^GATE" $O/gate.txt
+echo "gate (defaults)"; grep "^GATE" $O/gate-defaults.txt
+grep -h "FAIL" /tmp/g/gate/*.txt /tmp/g2/gate/*.txt 2>/dev/null | grep -v "FAIL otherwise" | head -8 | cut -c1-200
+echo "total ${SECONDS}s"
