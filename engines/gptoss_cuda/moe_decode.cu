@@ -43,7 +43,8 @@
 #define MD_MINB(G, R) ((G) == 1 && (R) == 2 ? 4 : 2) /* resident blocks per SM the register budget is set for */
 /* down at T = 1 (360 blocks of 8 warps for the 20b, under 3 per SM): 3 blocks per SM still hold them all at once, and
  * the 85 registers that leaves were measured 2% faster than 64 (session 43: 13.02 -> 12.74 us). ptxas still issues a
- * lane's u = 1 and u = 2 weight loads next to their use (the SASS in s43-lead/call2), with registers to spare. */
+ * lane's u = 1 and u = 2 weight loads next to their use (the SASS in s43-lead/call2), with registers to spare; forcing
+ * all six out first, or staging the activations in shared memory, measured slower (session 44, s44-lead/call2-3). */
 #define DN_MINB(G, R) ((G) == 1 && (R) == 2 ? 3 : MD_MINB(G, R))
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
