@@ -1,5 +1,6 @@
 #!/bin/bash
-# Prepared in session 44 (not run: its device time was spent). LLMR_GPTOSS_ROUTE_RING=3 with a cheaper gate_up side.
+# Prepared in session 44 (not run: its device time was spent). Two same-bits changes, each behind an environment switch.
+# route-ring-3.diff: LLMR_GPTOSS_ROUTE_RING=3 with a cheaper gate_up side.
 # Call 4 of session 44 measured the router finish in groups (o_proj's last block of each of 32 groups adds its partial
 # rows; every gate_up CTA adds the 32 sums and takes the top-4 in its ROUTE 1 prologue): o_proj 14.45 -> 12.34 us, but
 # the gate_up 17.92 -> 20.44, batch-1 -0.5%. route-ring-3.diff gives the gate_up its own prologue (ROUTE 3,
@@ -11,31 +12,38 @@
 # of static shared memory (3 CTAs an SM still fit: 232,320 of 233,472 bytes).
 # Predicted: the gate_up 20.4 -> ~18.6-19.4 us (ROUTE 2: 17.9), o_proj 12.3 as in call 4; batch-1 +0.5-1.5% over the
 # default. If it wins, make 3 the default in model.cu (gptoss_env_int("LLMR_GPTOSS_ROUTE_RING", 3, 0, 3)).
-# Preparation: git apply route-ring-3.diff on main (640bb39 or later); make; tests/gpu/pack.sh --out .gpu-lead/pkg;
-# copy this file into the pkg; carry .gpu-lead/pkg.
+# down-r4.diff (LLMR_GPTOSS_DOWN_R4=1): the T = 1 down on the tiled copy with 4 rows a warp task (two tile lanes' row
+# pairs), so each of a block's 8 warps has one task instead of two and each activation read serves 4 rows: session
+# 43's page put the activation's reads at twice the weights' sectors and ~1/4 of the kernel's stall samples. Same bits
+# (kernel check against 2 rows a task, both decodes). Compile-checked: 80 registers, no spill, 3 blocks an SM; the
+# other instances' PTX unchanged. Predicted: down 12.6 -> ~10-11.5 us, batch-1 +1-3%. If it wins, make it the default.
+# Preparation: git apply route-ring-3.diff and down-r4.diff on main (a3c1b7c or later; they apply together); make;
+# tests/gpu/pack.sh --out .gpu-lead/pkg; copy this file into the pkg; carry .gpu-lead/pkg.
 . tests/gpu/unpack.sh .gpu-lead/pkg || exit 1
 O=$OUT
 timeout 60 $B/tests/gpu/gptoss_kernels --moe-decode-timing > $O/moe-decode-timing.txt 2>&1
 echo "moe-decode-timing rc=$? ${SECONDS}s: $(grep -c '^ok' $O/moe-decode-timing.txt) ok, $(grep -c '^FAIL' $O/moe-decode-timing.txt) FAIL"
-grep -E "^FAIL|groups|timing o_proj" $O/moe-decode-timing.txt | cut -c1-260
-for v in r3 r2 r2 r3 r3 r2; do
-  LLMR_GPTOSS_ROUTE_RING=${v#r} timeout 60 $B/bench/decode --engine $EN --model $M20B --contexts 128,1024 --tokens 256 > /tmp/d.txt 2>&1
+grep -E "^FAIL|groups|4 rows|timing o_proj" $O/moe-decode-timing.txt | cut -c1-260
+env_of() { case $1 in r2) echo "LLMR_GPTOSS_ROUTE_RING=2" ;; r3) echo "LLMR_GPTOSS_ROUTE_RING=3" ;;
+  d4) echo "LLMR_GPTOSS_DOWN_R4=1" ;; both) echo "LLMR_GPTOSS_ROUTE_RING=3 LLMR_GPTOSS_DOWN_R4=1" ;; esac; }
+for v in r3 r2 d4 both both d4 r2 r3 r3 d4 r2 both; do
+  env $(env_of $v) timeout 60 $B/bench/decode --engine $EN --model $M20B --contexts 128,1024 --tokens 256 > /tmp/d.txt 2>&1
   echo "$v rc=$? ${SECONDS}s: $(awk '$1 ~ /^(128|1024)$/ {printf "%s: %s tok/s (%s) ", $1, $3, $NF}' /tmp/d.txt)"
   { echo "== $v"; cat /tmp/d.txt; } >> $O/decode-ab.txt
 done
-for v in r2 r3; do
-  LLMR_GPTOSS_ROUTE_RING=${v#r} timeout 90 ncu --clock-control none --cache-control none \
+for v in r2 r3 d4; do
+  env $(env_of $v) timeout 90 ncu --clock-control none --cache-control none \
     -k regex:"moe_down|gemv1_kernel|qkv_decode|attention_split|moe_gate_up_ring" --launch-skip 240 -c 240 --csv \
     --metrics gpu__time_duration.sum $B/bench/decode --engine $EN --model $M20B --contexts 128 --tokens 16 > /tmp/n.csv 2>&1
   echo "ncu $v rc=$? ${SECONDS}s: $(grep -E 'moe_|gemv1|qkv|attention' /tmp/n.csv | awk -F'","' '{k=$5; sub(/\(.*/,"",k); gsub(/[",]/,"",$NF); s[k]+=$NF; n[k]++} END {for (k in s) printf "%s %d x %.0f ns; ", k, n[k], s[k]/n[k]}')"
   { echo "== $v"; cat /tmp/n.csv; } >> /tmp/ncu-dur.csv
 done
 xz -9 < /tmp/ncu-dur.csv > $O/ncu-dur.csv.xz
-# the full gate with ROUTE_RING=3, and the defaults' self-test, parity and batching beside it
-LLMR_GPTOSS_ROUTE_RING=3 timeout $((585 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g --full > $O/gate.txt 2>&1 &
+# the full gate with both on, and the defaults' self-test, parity and batching beside it
+LLMR_GPTOSS_ROUTE_RING=3 LLMR_GPTOSS_DOWN_R4=1 timeout $((585 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g --full > $O/gate.txt 2>&1 &
 GA=$!
 timeout $((580 - SECONDS)) tests/gpu/gate.sh --build $B --out /tmp/g2 --steps "selftest parity batching" > $O/gate-defaults.txt 2>&1
-wait $GA; echo "gate (ROUTE_RING=3) rc=$? ${SECONDS}s"; grep "^GATE" $O/gate.txt
+wait $GA; echo "gate (ROUTE_RING=3, DOWN_R4=1) rc=$? ${SECONDS}s"; grep "^GATE" $O/gate.txt
 echo "gate (defaults)"; grep "^GATE" $O/gate-defaults.txt
 grep -h "FAIL" /tmp/g/gate/*.txt /tmp/g2/gate/*.txt 2>/dev/null | grep -v "FAIL otherwise" | head -8 | cut -c1-200
 echo "total ${SECONDS}s"
