@@ -32,10 +32,10 @@ for v in r3 r2 d4 both both d4 r2 r3 r3 d4 r2 both; do
   { echo "== $v"; cat /tmp/d.txt; } >> $O/decode-ab.txt
 done
 for v in r2 r3 d4; do
-  env $(env_of $v) timeout 90 ncu --clock-control none --cache-control none \
-    -k regex:"moe_down|gemv1_kernel|qkv_decode|attention_split|moe_gate_up_ring" --launch-skip 240 -c 240 --csv \
-    --metrics gpu__time_duration.sum $B/bench/decode --engine $EN --model $M20B --contexts 128 --tokens 16 > /tmp/n.csv 2>&1
-  echo "ncu $v rc=$? ${SECONDS}s: $(grep -E 'moe_|gemv1|qkv|attention' /tmp/n.csv | awk -F'","' '{k=$5; sub(/\(.*/,"",k); gsub(/[",]/,"",$NF); s[k]+=$NF; n[k]++} END {for (k in s) printf "%s %d x %.0f ns; ", k, n[k], s[k]/n[k]}')"
+  S=$(env $(env_of $v) timeout 90 tests/gpu/ncu_durations.sh --csv /tmp/n.csv \
+    "moe_down|gemv1_kernel|qkv_decode|attention_split|moe_gate_up_ring" -- \
+    $B/bench/decode --engine $EN --model $M20B --contexts 128 --tokens 16)
+  echo "ncu $v rc=$? ${SECONDS}s: $S"
   { echo "== $v"; cat /tmp/n.csv; } >> /tmp/ncu-dur.csv
 done
 xz -9 < /tmp/ncu-dur.csv > $O/ncu-dur.csv.xz
