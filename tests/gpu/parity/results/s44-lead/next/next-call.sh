@@ -9,7 +9,9 @@
 # split the activation vector while warp 0 takes the top-4; the producer released by a named barrier (2) once every
 # warp is past its reads of the sums, the consumers not waiting there. Same bits as the default (kernel check:
 # residual, ids, weights, groups, logits and act, 3 times, both ring forms). Compile-checked: 72 registers, 256 bytes
-# of static shared memory (3 CTAs an SM still fit: 232,320 of 233,472 bytes).
+# of static shared memory (3 CTAs an SM still fit: 232,320 of 233,472 bytes). On the default path it changes only
+# gemv1_kernel (16 more parameter bytes; o_proj gets the not-taken group-finish branch: call 4's build had the same,
+# o_proj 14.45 us there against 14.47-14.60 without); the ring's default instances keep their PTX.
 # Predicted: the gate_up 20.4 -> ~18.6-19.4 us (ROUTE 2: 17.9), o_proj 12.3 as in call 4; batch-1 +0.5-1.5% over the
 # default. If it wins, make 3 the default in model.cu (gptoss_env_int("LLMR_GPTOSS_ROUTE_RING", 3, 0, 3)).
 # down-r4.diff (LLMR_GPTOSS_DOWN_R4=1): the T = 1 down on the tiled copy with 4 rows a warp task (two tile lanes' row
