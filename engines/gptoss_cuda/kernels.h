@@ -591,6 +591,11 @@ int gptoss_sm_count(void);
  * call). The cp.async variant (gptoss_moe_decode_async) always uses the table decode.
  * Process-wide; set it before launching. */
 void gptoss_moe_decode_lut(int on);
+/* The T = 1 down on the experts' tiled copy with 4 rows a warp task (two tile lanes' row pairs; the default), so that
+ * each of a block's 8 warps has one task and each activation read serves 4 rows instead of 2; 0 gives 2 rows a task
+ * (LLMR_GPTOSS_DOWN_R4=0). The same sums per row in the same order: the same bits. Measured on the H200 (session 45):
+ * the kernel 12.68 -> 12.40 us, the batch-1 step -0.2%. Process-wide; returns the new setting. */
+int gptoss_moe_down_r4(int on);
 
 /* Rows per warp of the two MXFP4 kernels: 2 (default) or 4 (LLMR_GPTOSS_MOE_ROWS=4, for comparisons;
  * same numerics). Process-wide; set it before launching. */

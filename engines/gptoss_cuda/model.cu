@@ -1112,6 +1112,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                 mlog(m, LLMR_LOG_WARN, "the router split (LLMR_GPTOSS_ROUTER_SPLIT) is off: its buffers could not be allocated");
             }
         }
+        /* 0: the T = 1 down on the tiled copy with 2 rows a warp task instead of 4 (moe_decode.cu) */
+        gptoss_moe_down_r4(gptoss_env_int("LLMR_GPTOSS_DOWN_R4", 1, 0, 1));
         const char *lut = getenv("LLMR_GPTOSS_MOE_LUT"); /* 0: the bit-operation MXFP4 decode (the table one is default) */
         gptoss_moe_decode_lut(!(lut && strcmp(lut, "0") == 0));
         const char *fg = getenv("LLMR_GPTOSS_FAST_GREEDY"); /* 0: the one-block greedy sampler */

@@ -408,11 +408,11 @@ static __device__ __forceinline__ float fp4_scale(uint8_t s) {
  * where its 8 products are summed, so few registers stay live (occupancy hides the HBM latency).
  * TILED (R = 2): blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, down's row order), row0 the first unit
  * of the rows' tile and nrows the tile's lane g whose units hold the two rows (g, g + 8): the same values in the same
- * order, so the same sums bit for bit. */
+ * order, so the same sums bit for bit. R = 4: lanes g and g + 1, rows (g, g + 8, g + 1, g + 9). */
 template <int G, int R, bool LUT, int NCC, bool TILED = false>
 static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint8_t *scales, size_t row0, int nrows,
                                                int K, const float *const xv[G], int ng, int lane, float acc[R][G]) {
-    static_assert(!TILED || R == 2, "a tile lane's two rows");
+    static_assert(!TILED || R == 2 || R == 4, "a tile lane's two rows, or two lanes' four");
     const int NC = NCC ? NCC : K / 32; /* NCC: K / 32 known at compile time (immediate x offsets) */
 #pragma unroll
     for (int r = 0; r < R; r++)
@@ -427,7 +427,8 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
             for (int u = 0; u < MD_U; u++) {
                 const int c = c0 + 32 * u;
                 const bool ok = TILED ? c < NC : r < nrows && c < NC;
-                const size_t b = TILED ? row0 + (size_t)(c >> 2) * 64 + gptoss_mxfp4_tiled_slot(4 * nrows + (c & 3), r)
+                const size_t b = TILED ? row0 + (size_t)(c >> 2) * 64 +
+                                             gptoss_mxfp4_tiled_slot(4 * (nrows + (r >> 1)) + (c & 3), r & 1)
                                        : (row0 + r) * (size_t)NC + c;
                 q[r][u] = ok ? __ldcs((const uint4 *)(blocks + b * 16)) : make_uint4(0u, 0u, 0u, 0u);
                 sc[r][u] = ok ? __ldcs(scales + b) : 0u;
@@ -541,6 +542,8 @@ void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
 
 static int g_moe_lut = 0; /* off until the fixed table decode passes the GPU gate (mxfp4_lut.h) */
 void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
+static int g_down_r4 = 1; /* LLMR_GPTOSS_DOWN_R4 (kernels.h) */
+int gptoss_moe_down_r4(int on) { return g_down_r4 = on != 0; }
 
 /* Multiprocessors of the current device, cached per device (132 when a query fails). A node process may hold
  * models on GPUs of different kinds: each launch sizes its grid by the device it runs on. The cache is atomic
@@ -616,11 +619,12 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
  * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
  * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
 template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
-__global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+__global__ void __launch_bounds__(MD_WARPS * 32, TILED && G == 1 ? 3 : DN_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x, int pdl) {
-    static_assert(!TILED || (MD_R == 2 && DN_ROWS == 8), "a block is half a tile, a row task one lane's row pair");
+    static_assert(!TILED || ((MD_R == 2 || MD_R == 4) && DN_ROWS == 8),
+                  "a block is half a tile, a row task one lane's row pair (or two lanes')");
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
     const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -662,8 +666,8 @@ __global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R)) moe_down_deco
         if (nrows <= 0) continue;
         float acc[MD_R][G];
         if constexpr (TILED)
-            md_rows<G, MD_R, LUT, NCC, true>(blocks, scales, gptoss_mxfp4_tiled_first(e, tile, H, I), g0 + rt, I, xv, ng,
-                                             lane, acc);
+            md_rows<G, MD_R, LUT, NCC, true>(blocks, scales, gptoss_mxfp4_tiled_first(e, tile, H, I),
+                                             g0 + rt * (MD_R / 2), I, xv, ng, lane, acc);
         else
             md_rows<G, MD_R, LUT, NCC>(blocks, scales, (size_t)e * H + r0, nrows, I, xv, ng, lane, acc);
         if (lane == 0) {
@@ -707,9 +711,15 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
 #define DN_TILED(GG, L, NCC)                                                                                     \
     gptoss_launch(moe_down_decode_kernel<GG, 2, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
-        if (G == 1) e = !g_moe_lut ? DN_TILED(1, false, 0) : I == 2880 ? DN_TILED(1, true, 90) : DN_TILED(1, true, 0);
+#define DN_TILED4(L, NCC)                                                                                        \
+    gptoss_launch(moe_down_decode_kernel<1, 4, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
+                  T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
+        if (G == 1 && g_down_r4) /* LLMR_GPTOSS_DOWN_R4=1: 4 rows a warp task, so one task a warp at T = 1 */
+            e = !g_moe_lut ? DN_TILED4(false, 0) : I == 2880 ? DN_TILED4(true, 90) : DN_TILED4(true, 0);
+        else if (G == 1) e = !g_moe_lut ? DN_TILED(1, false, 0) : I == 2880 ? DN_TILED(1, true, 90) : DN_TILED(1, true, 0);
         else e = !g_moe_lut ? DN_TILED(MD_G, false, 0) : I == 2880 ? DN_TILED(MD_G, true, 90) : DN_TILED(MD_G, true, 0);
 #undef DN_TILED
+#undef DN_TILED4
         return e != cudaSuccess ? e : cudaGetLastError();
     }
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||

@@ -381,9 +381,11 @@ static __device__ __forceinline__ float2 mi_stage(const uint8_t *st, const uint8
 static __device__ __forceinline__ float2 mi_stage_tiled(const uint8_t *st, const uint8_t *ss, const uint2 *bp,
                                                         const uint2 *bn, const float *xs, int cb, int ce, int lane) {
     const int g = lane >> 2, t = lane & 3;
-    int wo[4]; /* byte offsets in a super-chunk of word t of lane (g, j)'s unit r = 0 (r = 1: ^ 16) */
-#pragma unroll
-    for (int j = 0; j < 4; j++) wo[j] = 16 * gptoss_mxfp4_tiled_slot(4 * g + j, 0) + 4 * t;
+    /* the byte offset in a super-chunk of word t of lane (g, j)'s unit r, 16 gptoss_mxfp4_tiled_slot(4 g + j, r) + 4 t
+     * = 128 g + 16 ((2 j + r) ^ g) + 4 t, is W ^ (32 j + 16 r) with W = 144 g + 4 t (the three terms' bits do not
+     * overlap): one register and one xor an address, where offsets kept per j were recomputed in the loop, ~10
+     * instructions a chunk (the PTX; the ring is bound by its consumers' instructions) */
+    const int W = 144 * g + 4 * t;
     const int so = gptoss_mxfp4_tiled_slot(lane, 0); /* this lane's chunk's scale bytes: so (gate row), so ^ 1 (up) */
     const uint8_t *sb = st + (size_t)(cb / 4) * 1024, *sc = ss + (size_t)(cb / 4) * 64;
     const uint2 *pb = bp + (size_t)cb * 16 + (lane & 15), *nb = bn + (size_t)cb * 16 + (lane & 15);
@@ -394,8 +396,8 @@ static __device__ __forceinline__ float2 mi_stage_tiled(const uint8_t *st, const
         const float m0 = mq_wscale(sc[so]) * on, m1 = mq_wscale(sc[so ^ 1]) * on;
 #pragma unroll
         for (int j = 0; j < 4; j++)
-            mi_chunk(*(const uint32_t *)(sb + wo[j]), *(const uint32_t *)(sb + (wo[j] ^ 16)), pb[16 * j], nb[16 * j], m0, m1,
-                     j, lane, acc0, acc1);
+            mi_chunk(*(const uint32_t *)(sb + (W ^ (32 * j))), *(const uint32_t *)(sb + (W ^ (32 * j + 16))), pb[16 * j],
+                     nb[16 * j], m0, m1, j, lane, acc0, acc1);
     }
     return mi_rows_out(acc0, acc1);
 }

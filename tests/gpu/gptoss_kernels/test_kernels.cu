@@ -1332,6 +1332,22 @@ static void test_decode_tiled(int H, int I, int E, const float *d_hs, const floa
                  "bit", T, cudaGetErrorString(e6), cudaGetErrorString(e5));
         check_true(what, e5 == cudaSuccess && e6 == cudaSuccess && !memcmp(y1.data(), y2.data(), y1.size() * 4) &&
                              memcmp(y1.data(), x0.data(), x0.size() * 4));
+        if (T == 1) { /* LLMR_GPTOSS_DOWN_R4: 4 rows a warp task on the tiled copy (the default) and 2, either decode */
+            for (int lut = 0; lut < 2; lut++)
+                for (int r4 = 0; r4 < 2; r4++) {
+                    gptoss_moe_decode_lut(lut);
+                    const int set = gptoss_moe_down_r4(r4);
+                    float *x3 = dev_upload(x0);
+                    const cudaError_t e7 = gptoss_moe_down_decode(dact, gg, T, ww, NULL, NULL, ddb, E, I, H, x3, 0, &dt);
+                    auto y3 = dev_download(x3, x0.size());
+                    snprintf(what, sizeof what, "down T=1 on the experts' tiled copy, %d rows a warp task (%s decode, %s) = "
+                             "the default, bit for bit", r4 ? 4 : 2, lut ? "table" : "bit-operation", cudaGetErrorString(e7));
+                    check_true(what, set == r4 && e7 == cudaSuccess && !memcmp(y3.data(), y2.data(), y2.size() * 4));
+                    cudaFree(x3);
+                }
+            gptoss_moe_down_r4(1);
+            gptoss_moe_decode_lut(0);
+        }
         cudaFree(x1); cudaFree(x2); cudaFree(dact); cudaFree(dx4); cudaFree(dhs4); cudaFree(dw4); cudaFree(drl4);
         cudaFree(dnw4); cudaFree(drw4); cudaFree(drb4);
         md_work_free(&w4);
