@@ -708,18 +708,16 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
         const int G = T == 1 ? 1 : MD_G, pdl = T == 1 && gptoss_pdl_enabled();
         const unsigned grid = (unsigned)(H / DN_ROWS);
         cudaError_t e;
-#define DN_TILED(GG, L, NCC)                                                                                     \
-    gptoss_launch(moe_down_decode_kernel<GG, 2, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
+#define DN_TILED(GG, R, L, NCC)                                                                                  \
+    gptoss_launch(moe_down_decode_kernel<GG, R, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
-#define DN_TILED4(L, NCC)                                                                                        \
-    gptoss_launch(moe_down_decode_kernel<1, 4, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
-                  T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
-        if (G == 1 && g_down_r4) /* LLMR_GPTOSS_DOWN_R4=1: 4 rows a warp task, so one task a warp at T = 1 */
-            e = !g_moe_lut ? DN_TILED4(false, 0) : I == 2880 ? DN_TILED4(true, 90) : DN_TILED4(true, 0);
-        else if (G == 1) e = !g_moe_lut ? DN_TILED(1, false, 0) : I == 2880 ? DN_TILED(1, true, 90) : DN_TILED(1, true, 0);
-        else e = !g_moe_lut ? DN_TILED(MD_G, false, 0) : I == 2880 ? DN_TILED(MD_G, true, 90) : DN_TILED(MD_G, true, 0);
+        if (G == 1 && g_down_r4) /* the default: 4 rows a warp task, one task a warp (LLMR_GPTOSS_DOWN_R4=0: 2 rows) */
+            e = !g_moe_lut ? DN_TILED(1, 4, false, 0) : I == 2880 ? DN_TILED(1, 4, true, 90) : DN_TILED(1, 4, true, 0);
+        else if (G == 1)
+            e = !g_moe_lut ? DN_TILED(1, 2, false, 0) : I == 2880 ? DN_TILED(1, 2, true, 90) : DN_TILED(1, 2, true, 0);
+        else
+            e = !g_moe_lut ? DN_TILED(MD_G, 2, false, 0) : I == 2880 ? DN_TILED(MD_G, 2, true, 90) : DN_TILED(MD_G, 2, true, 0);
 #undef DN_TILED
-#undef DN_TILED4
         return e != cudaSuccess ? e : cudaGetLastError();
     }
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
