@@ -44,8 +44,9 @@
 /* down at T = 1 (360 blocks of 8 warps for the 20b, under 3 per SM): 3 blocks per SM still hold them all at once, and
  * the 85 registers that leaves were measured 2% faster than 64 (session 43: 13.02 -> 12.74 us). ptxas still issues a
  * lane's u = 1 and u = 2 weight loads next to their use (the SASS in s43-lead/call2), with registers to spare; forcing
- * all six out first, or staging the activations in shared memory, measured slower (session 44, s44-lead/call2-3). */
-#define DN_MINB(G, R) ((G) == 1 && (R) == 2 ? 3 : MD_MINB(G, R))
+ * all six out first, or staging the activations in shared memory, measured slower (session 44, s44-lead/call2-3).
+ * On the tiled copy the 4-row form fits that budget too (80 registers, no spill; session 45), so it keeps 3. */
+#define DN_MINB(G, R, TILED) ((G) == 1 && ((R) == 2 || (TILED)) ? 3 : MD_MINB(G, R))
 #define MD_WARPS 8   /* warps per block of the expert GEMVs */
 #define MD_G 4       /* tokens (pairs) per expert group */
 
@@ -619,7 +620,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
  * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
  * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
 template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
-__global__ void __launch_bounds__(MD_WARPS * 32, TILED && G == 1 ? 3 : DN_MINB(G, MD_R)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
+__global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R, TILED)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
                                                                        int I, int H, float *x, int pdl) {
