@@ -102,6 +102,7 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
                                                                          float *out, int pdl) {
     const int D = GPTOSS_HEAD_DIM;
     __shared__ float sm[ATT_SPLIT], sl[ATT_SPLIT], sacc[ATT_SPLIT][GPTOSS_HEAD_DIM];
+    __shared__ float4 qs[ATT_SPLIT][GPTOSS_HEAD_DIM / 4]; /* each warp's copy of q: 64 registers fewer a lane */
     gptoss_pdl_sync(pdl); /* PDL (pdl.h): q and the new K/V come from the kernel before */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int h = blockIdx.x % n_heads, t = blockIdx.x / n_heads;
@@ -109,23 +110,40 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
     /* pos_dev: row t is its own sequence (table row t) at pos_dev[t] (graph replay, batched decode);
      * else query t of one sequence (table row 0) at pos0 + t. */
     const int trow = pos_dev ? t : 0;
+    const uint32_t zero = (uint32_t)n_heads >> 31; /* 0; the compiler cannot know it */
     const int pos = pos_dev ? pos_dev[t] : pos0 + t;
     const int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    float qv[GPTOSS_HEAD_DIM];
-    gptoss_attn_load_q(q + (size_t)t * n_heads * D + (size_t)h * D, qv);
+    if (lane < D / 4) qs[warp][lane] = ((const float4 *)(q + (size_t)t * n_heads * D + (size_t)h * D))[lane];
+    __syncwarp();
     float m = -INFINITY, l = 0.0f, a0 = 0.0f, a1 = 0.0f; /* the warp's softmax state; dims lane, lane + 32 */
     for (int j0 = lo + warp * 32; j0 <= pos; j0 += ATT_SPLIT * 32) {
         const int j = j0 + lane, nj = min(32, pos - j0 + 1);
         const float *kr = gptoss_kv_k(kv, trow, j < j0 + nj ? j : j0) + (size_t)kvh * D;
         const float *vr = kr + (size_t)GPTOSS_KV_PAGE * kv.kvd; /* V row of the same key */
+        /* Every lane's row pointer is a key's (past nj, key j0's), so the 64 loads need no predicate; keys past nj
+         * get v = 0 where they are used. (Selected at the load, v ? : 0 gave ptxas a move after each predicated load
+         * that waited for it, and the V loads went out in waves of 10-16, a round trip each: the SASS of session 45
+         * call 3.) */
         float v0[32], v1[32];
 #pragma unroll
         for (int jj = 0; jj < 32; jj++) {
             const float *v = (const float *)__shfl_sync(0xffffffffu, (unsigned long long)vr, jj);
-            v0[jj] = jj < nj ? v[lane] : 0.0f;
-            v1[jj] = jj < nj ? v[lane + 32] : 0.0f;
+            v0[jj] = v[lane];
+            v1[jj] = v[lane + 32];
         }
-        const float sc = gptoss_attn_score(qv, (const float4 *)kr);
+        /* The K row's 16 loads all issued before its first product: the first word depends on all of them through
+         * dep & zero (zero is 0 at run time, which the compiler cannot know). ptxas otherwise sends them in waves
+         * into 3-5 rotating registers, each wave behind the last one's products (the SASS of session 45 call 3).
+         * The same bits. */
+        float4 kk[GPTOSS_HEAD_DIM / 4];
+        uint32_t dep = 0;
+#pragma unroll
+        for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
+            kk[i] = ((const float4 *)kr)[i];
+            dep |= __float_as_uint(kk[i].x);
+        }
+        kk[0].x = __uint_as_float(__float_as_uint(kk[0].x) | (dep & zero));
+        const float sc = gptoss_attn_score_kk(qs[warp], kk);
         float f;
         const float p = gptoss_attn_step(lane < nj ? sc : -INFINITY, lane < nj, &m, &l, &f);
         a0 *= f;
@@ -133,8 +151,8 @@ __global__ void __launch_bounds__(ATT_SPLIT * 32) attention_split_kernel(const f
 #pragma unroll
         for (int jj = 0; jj < 32; jj++) { /* keys past nj: p = 0 and v = 0 add exact zeros */
             const float pj = __shfl_sync(0xffffffffu, p, jj);
-            a0 = fmaf(pj, v0[jj], a0);
-            a1 = fmaf(pj, v1[jj], a1);
+            a0 = fmaf(pj, jj < nj ? v0[jj] : 0.0f, a0);
+            a1 = fmaf(pj, jj < nj ? v1[jj] : 0.0f, a1);
         }
     }
     sacc[warp][lane] = a0;

@@ -264,6 +264,19 @@ static __device__ __forceinline__ float gptoss_attn_score(const float qv[GPTOSS_
     return d * 0.125f; /* 1/sqrt(64) */
 }
 
+/* The same score with the key's K row already in registers (kk) and q as 16 float4 anywhere: a warp's copy of q in
+ * shared memory, read as a broadcast, spares each lane the 64 registers qv takes. The same sum in the same order. */
+static __device__ __forceinline__ float gptoss_attn_score_kk(const float4 *q4, const float4 kk[GPTOSS_HEAD_DIM / 4]) {
+    float d = 0.0f;
+#pragma unroll
+    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
+        const float4 qq = q4[i];
+        d = fmaf(qq.x, kk[i].x, d); d = fmaf(qq.y, kk[i].y, d);
+        d = fmaf(qq.z, kk[i].z, d); d = fmaf(qq.w, kk[i].w, d);
+    }
+    return d * 0.125f; /* 1/sqrt(64) */
+}
+
 /* One 32-key step of a warp's online softmax: the lane's score sc (-inf for a lane past the keys, `valid`
  * false), the warp's running max *m and sum *l (the same in every lane; the step's first key exists, so
  * the new max is finite). Returns the lane's probability; *f is the factor the accumulators are scaled by. */
