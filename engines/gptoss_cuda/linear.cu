@@ -93,6 +93,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32) gemv_kernel(const float *x, i
  * lanes read consecutive 16-byte words (no bank conflicts), and each lane issues GEMV1_UNROLL weight loads
  * before using any. Blocks loop over rows (grid ~ resident blocks), so x is staged once per block. */
 #define GEMV1_WARPS 8
+#define GEMV1_XS (GPTOSS_GEMV1_MAX_K / 4 / (GEMV1_WARPS * 32)) /* x's float4s a thread stages, at most */
 
 /* The router finish by the launch's last block (gptoss_gemv1_router_finish; ctr NULL: none). smem_rows: the last
  * block brings every block's partial row into its dynamic shared memory (over x, no longer needed) with one bulk
@@ -118,16 +119,36 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
         gptoss_pdl_sync(pdl);
     }
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n0 = blockIdx.x * GEMV1_WARPS + warp;
-    /* lane 0's bias and residual of the warp's first row go out with the x loads, not after the sums */
-    float b0 = 0.0f, y0 = 0.0f;
-    if (lane == 0 && n0 < N) {
-        b0 = b ? gptoss_bf16_to_f32(b[n0]) : 0.0f;
-        y0 = accumulate ? y[n0] : 0.0f;
+    /* Every small read of the warp's first row goes out with the x loads, none of it used before the sums: lane 0's
+     * bias (raw bf16 bits, converted where it is added) and residual, and each lane's router weight. (Converted at
+     * the load, the bias made the warp wait one round trip before x's loads were even issued: the SASS of session 46
+     * call 1.) */
+    uint32_t b0 = 0u;
+    float y0 = 0.0f, rw0 = 0.0f;
+    if (n0 < N) {
+        if (lane == 0) {
+            if (b) b0 = b[n0];
+            if (accumulate) y0 = y[n0];
+        }
+        if (ROUTER) rw0 = rwt[(size_t)n0 * 32 + lane];
     }
     /* x staged before any weight load: issuing the warp's first weights ahead of it measured 6% slower here and 4% in
      * lm_head (session 43; most likely x's reads then queue behind them), though the first weight use after the barrier
-     * is where this kernel's warps wait most */
-    for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(j & 1) * K8 + (j >> 1)] = x4[j];
+     * is where this kernel's warps wait most. All of a thread's x loads before its first store: as a loop, each store
+     * waited for its load, one round trip per pass (4 for o_proj). */
+    {
+        float4 xr[GEMV1_XS];
+#pragma unroll
+        for (int u = 0; u < GEMV1_XS; u++) {
+            const int j = threadIdx.x + u * GEMV1_WARPS * 32;
+            if (j < 2 * K8) xr[u] = x4[j];
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV1_XS; u++) {
+            const int j = threadIdx.x + u * GEMV1_WARPS * 32;
+            if (j < 2 * K8) xs4[(j & 1) * K8 + (j >> 1)] = xr[u];
+        }
+    }
     __syncthreads();
     float rp = 0.0f, rs = 0.0f; /* router partials (rwt != NULL) */
     for (int n = n0; n < N; n += gridDim.x * GEMV1_WARPS) {
@@ -155,13 +176,13 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
         for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
         float yn = 0.0f;
         if (lane == 0) {
-            acc += n == n0 ? b0 : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+            acc += n == n0 ? __uint_as_float(b0 << 16) : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
             yn = accumulate ? (n == n0 ? y0 : y[n]) + acc : acc;
             y[n] = yn;
         }
         if (ROUTER) { /* router partials (gptoss_gemv1_router): lane e takes expert e's product, lane 0 the square */
             yn = __shfl_sync(0xffffffffu, yn, 0);
-            rp = fmaf(rwt[(size_t)n * 32 + lane], yn, rp);
+            rp = fmaf(n == n0 ? rw0 : rwt[(size_t)n * 32 + lane], yn, rp);
             rs = fmaf(yn, yn, rs);
         }
     }

@@ -448,7 +448,7 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
                 float4 xa[G], xb[G];
 #pragma unroll
                 for (int i = 0; i < G; i++) {
-                    if (i >= ng) break;
+                    if (G > 1 && i >= ng) break; /* G = 1: a group has a pair, so the loads need no predicate */
                     const float4 *x4 = (const float4 *)xv[i] + c;
                     xa[i] = x4[(size_t)(2 * k) * NC];
                     xb[i] = x4[(size_t)(2 * k + 1) * NC];
@@ -471,7 +471,7 @@ static __device__ __forceinline__ void md_rows(const uint8_t *blocks, const uint
                     }
 #pragma unroll
                     for (int i = 0; i < G; i++) {
-                        if (i >= ng) break;
+                        if (G > 1 && i >= ng) break;
                         float t = part[r][i];
                         t = fmaf(xa[i].x, v[0], t); t = fmaf(xb[i].x, v[4], t);
                         t = fmaf(xa[i].y, v[1], t); t = fmaf(xb[i].y, v[5], t);
