@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The call-script helpers of tests/gpu that need no GPU, as a call script meets them:
+# - decode_ab.sh: --help, bad arguments named, and its per-run lines and table of means over a stand-in bench/decode
+#   that prints what the real one does (its table and its "decode step ... ms GPU" lines);
+# - sass_load_waits.py: the waits it finds in a small SASS listing (a load used at once; one used after a wave).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+tmp=$(mktemp -d /tmp/llmr-calltools-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+. e2e/lib/check.sh
+S=tests/gpu/decode_ab.sh
+mkdir -p "$tmp/m" && echo '{}' > "$tmp/m/config.json" && touch "$tmp/a.so" "$tmp/b.so"
+# the stand-in: engine a steps 1.750 / 1.800 ms, b 1.715 / 1.770, b with LLMR_X=1 1.700 / 1.760
+cat > "$tmp/decode" <<'SH'
+#!/usr/bin/env bash
+s1=1.750 s2=1.800
+case "$2" in *b.so) s1=1.715 s2=1.770 ;; esac
+[ "${LLMR_X:-}" = 1 ] && s1=1.700 s2=1.760
+echo " context  prefill t/s   decode t/s   ms/token   ITL p50   ITL p99     GB/token   roofline t/s % roofline"
+echo "     128        10137        563.0       1.78      1.76      1.99        3.727           1130      49.8%"
+echo "    1024        28240        551.2       1.81      1.81      1.98        3.771           1117      49.4%"
+echo "context 128: a token 1.776 ms = decode step $s1 ms GPU + sampling 0.016 ms GPU + 3.0 us host between them (256 steps)"
+echo "context 1024: a token 1.814 ms = decode step $s2 ms GPU + sampling 0.014 ms GPU + 3.1 us host between them (256 steps)"
+SH
+chmod +x "$tmp/decode"
+check "--help" 0 "decode_ab.sh [--bench FILE]" -- "$S" --help
+check "unknown option" 2 "unknown option --frob" -- "$S" --frob
+check "no bench" 2 "no bench/decode at" -- "$S" --bench "$tmp/none" --model "$tmp/m" a="$tmp/a.so" a
+check "no runs" 2 "no runs named" -- "$S" --bench "$tmp/decode" --model "$tmp/m" a="$tmp/a.so"
+check "a run without an engine" 2 "run 'c' names no engine" -- "$S" --bench "$tmp/decode" --model "$tmp/m" a="$tmp/a.so" c
+check "a missing engine" 2 "engine $tmp/none.so is missing" -- "$S" --bench "$tmp/decode" --model "$tmp/m" a="$tmp/none.so" a
+AB=("$S" --bench "$tmp/decode" --model "$tmp/m" --log "$tmp/log" a="$tmp/a.so" b="$tmp/b.so" bx="$tmp/b.so:LLMR_X=1" a b bx b a)
+check "a run's line" 0 "b rc=0: 128: 563.0 (49.8%) 1024: 551.2 (49.4%) step 1.715 step 1.770" -- "${AB[@]}"
+check "the first engine's means" 0 "a                      1.7500           1.8000  (2 runs)" -- "${AB[@]}"
+check "a change against the first" 0 "b               1.7150 -2.00%    1.7700 -1.67%  (2 runs)" -- "${AB[@]}"
+check "settings reach the run" 0 "bx              1.7000 -2.86%    1.7600 -2.22%  (1 runs)" -- "${AB[@]}"
+check "the log" 0 "== bx" -- cat "$tmp/log"
+# sass_load_waits.py
+W=tests/gpu/sass_load_waits.py
+cat > "$tmp/k.s" <<'SASS'
+        /*0000*/                   LDG.E.U16 R4, desc[UR8][R2.64] ;
+        /*0010*/                   SHF.L.U32 R5, R4, 0x10, RZ ;
+        /*0020*/                   LDG.E.128 R8, desc[UR8][R6.64] ;
+        /*0030*/                   LDG.E.128 R12, desc[UR8][R6.64+0x10] ;
+        /*0040*/                   STS.128 [R20], R8 ;
+        /*0050*/                   EXIT ;
+SASS
+check "a load used at once" 0 "0010: SHF.L.U32 R5, R4, 0x10, RZ" -- "$W" "$tmp/k.s"
+check "its count" 0 "reads the load at 0000 (0 loads issued since, 1 in flight)" -- "$W" "$tmp/k.s"
+check "a store after a wave" 0 "reads the load at 0020 (1 loads issued since, 2 in flight)" -- "$W" "$tmp/k.s"
+echo "not SASS" > "$tmp/x.s"
+check "not a listing" 2 "has no SASS instructions" -- "$W" "$tmp/x.s"
+check "a missing file" 2 "No such file" -- "$W" "$tmp/none.s"
+exit $fail
