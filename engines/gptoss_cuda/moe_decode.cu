@@ -543,6 +543,11 @@ void gptoss_moe_decode_rows(int r) { g_moe_rows = r == 4 ? 4 : 2; }
 
 static int g_moe_lut = 0; /* off until the fixed table decode passes the GPU gate (mxfp4_lut.h) */
 void gptoss_moe_decode_lut(int on) { g_moe_lut = on != 0; }
+/* One of the expert GEMVs' launchers LAUNCH(GG, RR, LUT, NCC) for the decode switched on: the table decode with K / 32
+ * a compile-time constant for the gpt-oss shape (K = 2,880: 90 blocks a row), else with it at run time, or the
+ * bit-operation decode. */
+#define MD_PICK(LAUNCH, GG, RR, K)                                                                            \
+    (!g_moe_lut ? LAUNCH(GG, RR, false, 0) : (K) == 2880 ? LAUNCH(GG, RR, true, 90) : LAUNCH(GG, RR, true, 0))
 static int g_down_r4 = 1; /* LLMR_GPTOSS_DOWN_R4 (kernels.h) */
 int gptoss_moe_down_r4(int on) { return g_down_r4 = on != 0; }
 
@@ -599,13 +604,9 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
 #define GU_ONE(GG, RR, L, NCC)                                                                                      \
     gptoss_launch(moe_gate_up_decode_kernel<GG, RR, L, NCC>, grid, dim3(MD_WARPS * 32), 0, s, pdl, h_sw, groups, T, blocks, \
                   scales, bias, H, I, alpha, limit, act_sw, pdl)
-    /* the gpt-oss shape (H = 2,880: 90 blocks per row) gets K as a compile-time constant */
-#define GU_LAUNCH(GG, RR) \
-    e = !g_moe_lut ? GU_ONE(GG, RR, false, 0) : H == 2880 ? GU_ONE(GG, RR, true, 90) : GU_ONE(GG, RR, true, 0)
     /* T == 1: one pair per group, a variant with a quarter of the accumulators */
-    if (T == 1) { if (R == 2) GU_LAUNCH(1, 2); else GU_LAUNCH(1, 4); }
-    else { if (R == 2) GU_LAUNCH(MD_G, 2); else GU_LAUNCH(MD_G, 4); }
-#undef GU_LAUNCH
+    if (T == 1) e = R == 2 ? MD_PICK(GU_ONE, 1, 2, H) : MD_PICK(GU_ONE, 1, 4, H);
+    else e = R == 2 ? MD_PICK(GU_ONE, MD_G, 2, H) : MD_PICK(GU_ONE, MD_G, 4, H);
 #undef GU_ONE
     return e != cudaSuccess ? e : cudaGetLastError();
 }
@@ -712,12 +713,10 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
 #define DN_TILED(GG, R, L, NCC)                                                                                  \
     gptoss_launch(moe_down_decode_kernel<GG, R, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
-        if (G == 1 && g_down_r4) /* the default: 4 rows a warp task, one task a warp (LLMR_GPTOSS_DOWN_R4=0: 2 rows) */
-            e = !g_moe_lut ? DN_TILED(1, 4, false, 0) : I == 2880 ? DN_TILED(1, 4, true, 90) : DN_TILED(1, 4, true, 0);
-        else if (G == 1)
-            e = !g_moe_lut ? DN_TILED(1, 2, false, 0) : I == 2880 ? DN_TILED(1, 2, true, 90) : DN_TILED(1, 2, true, 0);
+        if (G == 1) /* the default: 4 rows a warp task, one task a warp (LLMR_GPTOSS_DOWN_R4=0: 2 rows) */
+            e = g_down_r4 ? MD_PICK(DN_TILED, 1, 4, I) : MD_PICK(DN_TILED, 1, 2, I);
         else
-            e = !g_moe_lut ? DN_TILED(MD_G, 2, false, 0) : I == 2880 ? DN_TILED(MD_G, 2, true, 90) : DN_TILED(MD_G, 2, true, 0);
+            e = MD_PICK(DN_TILED, MD_G, 2, I);
 #undef DN_TILED
         return e != cudaSuccess ? e : cudaGetLastError();
     }
@@ -735,11 +734,8 @@ cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, i
 #define DN_ONE(GG, RR, L, NCC)                                                                                     \
     gptoss_launch(moe_down_decode_kernel<GG, RR, L, NCC>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
                   blocks, scales, bias, I, H, x, pdl)
-#define DN_LAUNCH(GG, RR) \
-    e = !g_moe_lut ? DN_ONE(GG, RR, false, 0) : I == 2880 ? DN_ONE(GG, RR, true, 90) : DN_ONE(GG, RR, true, 0)
-    if (T == 1) { if (g_moe_rows == 2) DN_LAUNCH(1, 2); else DN_LAUNCH(1, 4); }
-    else { if (g_moe_rows == 2) DN_LAUNCH(MD_G, 2); else DN_LAUNCH(MD_G, 4); }
-#undef DN_LAUNCH
+    if (T == 1) e = g_moe_rows == 2 ? MD_PICK(DN_ONE, 1, 2, I) : MD_PICK(DN_ONE, 1, 4, I);
+    else e = g_moe_rows == 2 ? MD_PICK(DN_ONE, MD_G, 2, I) : MD_PICK(DN_ONE, MD_G, 4, I);
 #undef DN_ONE
     return e != cudaSuccess ? e : cudaGetLastError();
 }
