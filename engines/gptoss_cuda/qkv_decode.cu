@@ -71,41 +71,18 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
      * spills that keeping 3 blocks per SM then forced.)
      * Every small read of the block goes out first, in parallel: x and the norm weights of this thread's
      * elements (kept in registers for both passes), the position, and lane 0's bias pair and RoPE
-     * frequency of the warp's first row pair (so none of them is a round trip of its own later on). Nothing is
-     * converted or summed before all of them are issued: each use takes dz = dep & zero, 0 at run time but made of
-     * every loaded word, where ptxas otherwise converted the first norm weights and lane 0's biases right after their
-     * loads and the warp waited a round trip there with half of x's loads not yet issued (the SASS of session 46
-     * call 1). Measured (s46-lead/call2): 12.83 -> 12.80 us, the step -0.1-0.2%; in its SASS the warp now waits at
-     * pos (moved to a uniform register early), and lane 0's loads, in their branch, go out after that wait. */
-    const uint32_t zero = (uint32_t)H >> 31;
-    float xr[QKV_XREG];
-    uint32_t nwr[QKV_XREG]; /* raw bf16 bits */
+     * frequency of the warp's first row pair (so none of them is a round trip of its own later on). */
+    float xr[QKV_XREG], nw[QKV_XREG];
 #pragma unroll
     for (int u = 0; u < QKV_XREG; u++) {
         const int i = tid + u * QKV_WARPS * 32;
         xr[u] = i < H ? x[i] : 0.0f;
-        nwr[u] = i < H ? norm_w[i] : 0u;
+        nw[u] = i < H ? gptoss_bf16_to_f32(norm_w[i]) : 0.0f;
     }
     const int pos = *pos_dev;
     const int tp0 = blockIdx.x * QKV_WARPS + warp;
-    uint32_t cb1 = 0u, cb2 = 0u; /* lane 0: the bias pair of row pair tp0 (raw bf16 bits) and its frequency */
-    float cfr = 0.0f;
-    if (lane == 0 && tp0 < pairs) {
-        int n1;
-        const uint16_t *B = qkv_pair_rows(tp0, NH, NKV, qb, kb, vb, &n1);
-        cb1 = B[n1];
-        cb2 = B[n1 + half];
-        cfr = inv_freq[tp0 % half];
-    }
-    uint32_t dep = (uint32_t)pos | cb1 | cb2 | __float_as_uint(cfr);
-#pragma unroll
-    for (int u = 0; u < QKV_XREG; u++) dep |= __float_as_uint(xr[u]) | nwr[u];
-    const uint32_t dz = dep & zero;
-    float nw[QKV_XREG];
-#pragma unroll
-    for (int u = 0; u < QKV_XREG; u++) nw[u] = __uint_as_float((nwr[u] | dz) << 16);
-    xr[0] = __uint_as_float(__float_as_uint(xr[0]) | dz);
-    const float3 cst0 = make_float3(__uint_as_float((cb1 | dz) << 16), __uint_as_float((cb2 | dz) << 16), cfr);
+    float3 cst0 = make_float3(0.0f, 0.0f, 0.0f); /* bias pair and frequency of row pair tp0 */
+    if (lane == 0 && tp0 < pairs) cst0 = qkv_row_pair_consts(tp0, NH, NKV, qb, kb, vb, inv_freq);
     float ss = 0.0f;
 #pragma unroll
     for (int u = 0; u < QKV_XREG; u++) ss += xr[u] * xr[u];
@@ -127,6 +104,7 @@ __global__ void __launch_bounds__(QKV_WARPS * 32) qkv_decode_kernel(const float 
         xsf[((j >> 2) * K8 + c) * 4 + (j & 3)] = (x[i] * r) * gptoss_bf16_to_f32(norm_w[i]);
     }
     __syncthreads();
+    const uint32_t zero = (uint32_t)H >> 31;
     for (int tp = tp0; tp < pairs; tp += gridDim.x * QKV_WARPS) {
         const int head = tp / half, i = tp % half;
         /* qkv_pair_rows's mapping, spelled out: through the helper the loop compiles to other code
