@@ -219,7 +219,9 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
             }
             __syncthreads();
             if (!last) return;
-            const float bias = warp == 0 ? gptoss_bf16_to_f32(fin.rb[lane]) : 0.0f; /* in flight with the sums' loads */
+            /* in flight with the sums' loads, raw bf16 bits until it is added: converted here, the warp waited for it
+             * before its first sum (the SASS of session 46) */
+            const uint32_t braw = warp == 0 ? fin.rb[lane] : 0u;
             if (fin.smem_rows) {
                 ring_wait(&landed, 0);
 #pragma unroll
@@ -228,8 +230,8 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
                 router_partials_sum8(rpart, gridDim.x, warp, lane, (float(*)[33])S);
             __syncthreads();
             if (warp == 0) {
-                const float r = router_finish_warp((const float(*)[33])S, bias, N, fin.eps, lane, fin.ids, fin.w,
-                                                   fin.groups, fin.rl);
+                const float r = router_finish_warp((const float(*)[33])S, __uint_as_float(braw << 16), N, fin.eps, lane,
+                                                   fin.ids, fin.w, fin.groups, fin.rl);
                 if (lane == 0) {
                     *fin.r = r;
                     *fin.ctr = 0; /* for the next launch */

@@ -61,6 +61,8 @@ static __device__ __forceinline__ const int32_t *grp_e(const int32_t *g) { retur
 #define RT_UNROLL 8
 #define RT_XREG 3 /* elements of x per thread held in registers: 3,072 (gpt-oss: 2,880) */
 static_assert(RT_XREG * RT_THREADS >= GPTOSS_ROUTER_ADD_MAX_H, "the added x must fit the router's registers");
+static_assert(GPTOSS_DECODE_MAX_T * GPTOSS_TOPK <= RT_THREADS && GPTOSS_DECODE_MAX_T * GPTOSS_TOPK % 32 == 0,
+              "the grouping: a thread a pair, whole warps of pairs");
 
 /* o_proj's split GEMM output that a batched router adds into x first (gptoss_moe_router_decode_add); y NULL: none. */
 struct router_add {
@@ -234,42 +236,71 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     __syncthreads();
     if (!last) return;
     __threadfence();
-    __shared__ int sid[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK];
+    /* Each pair's rank among its expert's pairs (how many pairs before it have the same expert) without a loop over
+     * them: within a warp of pairs __match_any_sync finds the lanes with the same expert, and each warp's count of
+     * each expert (its leader writes it) gives the warps before. An expert's count, its first group and its first
+     * pair slot (the exclusive sums over the experts before it) by warp 0's scan. Integer sums: the same tables as a
+     * thread per pair counting the pairs before it and one thread summing over the experts. */
+    constexpr int PW = GPTOSS_DECODE_MAX_T * GPTOSS_TOPK / 32; /* warps of pairs, at most */
+    __shared__ int wcnt[PW][GPTOSS_MAX_EXPERTS];
     __shared__ int cnt[GPTOSS_MAX_EXPERTS], gbase[GPTOSS_MAX_EXPERTS], poff[GPTOSS_MAX_EXPERTS];
-    const int P = T * GPTOSS_TOPK, GM = P;
+    const int P = T * GPTOSS_TOPK, GM = P, NW = (P + 31) / 32;
     const gptoss_moe_route_out &ro = add.route;
-    for (int p = tid; p < P; p += RT_THREADS) sid[p] = __ldcg(ids + p);
-    for (int e = tid; e < E; e += RT_THREADS) cnt[e] = 0;
+    const int p = tid;
+    const int pe = p < P ? __ldcg(ids + p) : 0; /* pair p's expert */
+    for (int i = tid; i < NW * E; i += RT_THREADS) wcnt[i / E][i % E] = 0;
     __syncthreads();
-    for (int p = tid; p < P; p += RT_THREADS) atomicAdd(&cnt[sid[p]], 1);
-    __syncthreads();
-    if (tid == 0) {
-        int g = 0, off = 0;
-        for (int e = 0; e < E; e++) {
-            gbase[e] = g;
-            g += (cnt[e] + MD_G - 1) / MD_G;
-            poff[e] = off;
-            off += cnt[e];
+    int rank = 0;
+    if (warp < NW) { /* whole warps: the lanes past P take no part in the match */
+        const unsigned in = __ballot_sync(0xffffffffu, p < P);
+        if (p < P) {
+            const unsigned same = __match_any_sync(in, pe);
+            rank = __popc(same & ((1u << lane) - 1u));
+            if (rank == 0) wcnt[warp][pe] = __popc(same);
         }
-        groups[0] = g;
-        *counter = 0;
+    }
+    __syncthreads();
+    for (int xe = tid; xe < E; xe += RT_THREADS) {
+        int c = 0;
+        for (int w = 0; w < NW; w++) c += wcnt[w][xe];
+        cnt[xe] = c;
+    }
+    __syncthreads();
+    if (warp == 0) { /* lane l: experts l * EPL .. + EPL - 1, then an exclusive scan over the lanes */
+        const int EPL = (E + 31) / 32, x0 = lane * EPL;
+        int ng = 0, np = 0;
+        for (int xe = x0; xe < min(E, x0 + EPL); xe++) { ng += (cnt[xe] + MD_G - 1) / MD_G; np += cnt[xe]; }
+        int sg = ng, sp = np; /* inclusive sums over lanes 0 .. lane */
+        for (int o = 1; o < 32; o <<= 1) {
+            const int ug = __shfl_up_sync(0xffffffffu, sg, o), up = __shfl_up_sync(0xffffffffu, sp, o);
+            if (lane >= o) { sg += ug; sp += up; }
+        }
+        int g = sg - ng, off = sp - np;
+        for (int xe = x0; xe < min(E, x0 + EPL); xe++) {
+            gbase[xe] = g;
+            g += (cnt[xe] + MD_G - 1) / MD_G;
+            poff[xe] = off;
+            off += cnt[xe];
+        }
+        if (lane == 31) {
+            groups[0] = sg;
+            *counter = 0;
+        }
     }
     __syncthreads();
     if (ro.counts) /* gptoss_moe_route's tables (the tensor-core experts'): counts and offsets in expert order */
-        for (int e = tid; e < E; e += RT_THREADS) { ro.counts[e] = cnt[e]; ro.offsets[e] = poff[e]; }
-    for (int p = tid; p < P; p += RT_THREADS) {
-        const int e = sid[p];
-        int rank = 0;
-        for (int q = 0; q < p; q++) rank += sid[q] == e;
-        const int g = gbase[e] + rank / MD_G, slot = rank % MD_G;
+        for (int xe = tid; xe < E; xe += RT_THREADS) { ro.counts[xe] = cnt[xe]; ro.offsets[xe] = poff[xe]; }
+    if (p < P) {
+        for (int w = 0; w < warp; w++) rank += wcnt[w][pe];
+        const int g = gbase[pe] + rank / MD_G, slot = rank % MD_G;
         groups[1 + 2 * GM + 4 * g + slot] = p;
         if (slot == 0) {
-            groups[1 + g] = e;
-            groups[1 + GM + g] = min(MD_G, cnt[e] - rank);
+            groups[1 + g] = pe;
+            groups[1 + GM + g] = min(MD_G, cnt[pe] - rank);
         }
         if (ro.counts) { /* an expert's pairs in ascending pair order (gptoss_moe_route's atomics: any order) */
-            ro.pair_token[poff[e] + rank] = p / GPTOSS_TOPK;
-            ro.pair_of[p] = poff[e] + rank;
+            ro.pair_token[poff[pe] + rank] = p / GPTOSS_TOPK;
+            ro.pair_of[p] = poff[pe] + rank;
         }
     }
 }
