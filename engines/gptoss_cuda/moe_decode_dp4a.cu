@@ -448,6 +448,78 @@ struct mr_route {
     float *w, *rl;
 };
 
+/* The tensor-core form's named barriers between its consumers and its producer warp (MR_CONS + 1 warps each), two of each
+ * kind by stage parity so that no warp's arrival for stage k + 1 can land in stage k's phase: MI_BAR_SUMS + (k & 1), the
+ * consumers' row sums of stage k written; MI_BAR_FREE + (k & 1), the producer done reading them (their buffer, k & 1,
+ * is stage k + 2's). Barrier 0 is __syncthreads, 1 the consumers' own. */
+#define MI_BAR_SUMS 2
+#define MI_BAR_FREE 4
+static __device__ __forceinline__ void mi_bar_sync(int id) { /* not .aligned: callers come out of lane-divergent code */
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "n"((MR_CONS + 1) * 32) : "memory");
+}
+static __device__ __forceinline__ void mi_bar_arrive(int id) {
+    asm volatile("barrier.arrive %0, %1;" ::"r"(id), "n"((MR_CONS + 1) * 32) : "memory");
+}
+
+/* The producer warp of the tensor-core form. Lane 0 keeps the ring full as before; after stage k + 2's copies are asked
+ * for (so stage k's slot was free, and its consumers are done), lanes 0..7 add stage k's row sums over the 8 warps in
+ * order and write its 8 activations (gate/up pair j: rows 2j, 2j + 1), the sums and SwiGLU the consumers' warp 0 did:
+ * the same bits. So the consumers pass no barrier of their own a stage and none waits behind an epilogue (session 47:
+ * the per-stage barrier held 8% of the kernel's warp samples). Each pair's biases are loaded as its stage is asked
+ * for, two stages before their use (kept in bw0 / bw1 by parity). */
+template <bool TILED>
+static __device__ __forceinline__ void mi_producer(uint64_t *full, uint64_t *empty, uint8_t *ring, size_t SB,
+                                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias,
+                                                   const int32_t *grp, int total, int TPG, int N, int H, int NSC, int I,
+                                                   float alpha, float limit, const float *rsum, float *act_sw, int lane,
+                                                   int diag) {
+    const int NC = H / 32, GM = GPTOSS_TOPK, n = total > (int)blockIdx.x ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    uint32_t bw0 = 0u, bw1 = 0u; /* lane j < 8: pair j's biases of the stages of parity 0 and 1 */
+    for (int k = 0; k < n + 2; k++) {
+        const uint32_t bw = (k & 1) ? bw1 : bw0; /* stage k - 2's, before stage k's take its place */
+        if (k < n) {
+            const int t = blockIdx.x + k * gridDim.x, g = t / TPG, e = grp[1 + g];
+            const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
+            if (lane == 0 && !(diag == 2 && use > 0)) { /* diag 2: the first stages only, then compute alone */
+                if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
+                if constexpr (TILED) { /* the tile: NSC KB of blocks, then NSC x 64 scale bytes */
+                    const size_t u0 = gptoss_mxfp4_tiled_first(e, t % TPG, N, H);
+                    mr_fill2(&full[slot], ring + slot * SB, blocks + u0 * 16, (uint32_t)(NSC * 1024), scales + u0,
+                             (uint32_t)(NSC * 64));
+                } else {
+                    const size_t row0 = (size_t)e * N + (size_t)(t % TPG) * MR_ROWS;
+                    mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
+                             scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
+                }
+            }
+            if (lane < MR_ROWS / 2) {
+                const uint32_t b = *(const uint32_t *)(bias + (size_t)e * N + (size_t)((t % TPG) * (MR_ROWS / 2) + lane) * 2);
+                if (k & 1) bw1 = b;
+                else bw0 = b;
+            }
+            __syncwarp();
+        }
+        const int j = k - 2; /* the stage whose sums are due */
+        if (j < 0) continue;
+        mi_bar_sync(MI_BAR_SUMS + (j & 1));
+        if (lane < MR_ROWS / 2) { /* lane j: the stage's gate/up pair (rows 2 lane, 2 lane + 1) */
+            const int t = blockIdx.x + j * gridDim.x, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + lane;
+            const int pair = grp[1 + 2 * GM + 4 * g];
+            const float *rs = rsum + (j & 1) * MR_CONS * MR_ROWS;
+            float gs = 0.0f, us = 0.0f;
+#pragma unroll
+            for (int w = 0; w < MR_CONS; w++) {
+                gs += rs[w * MR_ROWS + 2 * lane];
+                us += rs[w * MR_ROWS + 2 * lane + 1];
+            }
+            act_sw[(size_t)pair * I + gptoss_swz(tk, I)] = gptoss_swiglu_value(
+                gs + __uint_as_float(bw << 16), us + __uint_as_float(bw & 0xffff0000u), alpha, limit);
+        }
+        if (j + 2 < n) mi_bar_arrive(MI_BAR_FREE + (j & 1)); /* stage j + 2's consumers may write the buffer */
+        __syncwarp();
+    }
+}
+
 /* TILED: blocks / scales are the experts' tiled copy (gptoss_mxfp4_tile, gate_up's row order) and a stage is one tile;
  * the tensor-core consumers only (mi_stage_tiled: the same bits). */
 template <int ROUTE, bool IMMA, bool TILED = false>
@@ -509,21 +581,20 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     }
     const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */
+        if constexpr (IMMA) {
+            mi_producer<TILED>(full, empty, ring, SB, blocks, scales, bias, grp, total, TPG, N, H, NSC, I, alpha, limit,
+                               rsum, act_sw, lane, diag);
+            return;
+        }
         if (lane == 0) {
             int k = 0;
             for (int t = blockIdx.x; t < total; t += gridDim.x, k++) {
                 const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
                 if (diag == 2 && use > 0) break; /* timing diagnostic: the first stages only, then compute alone */
                 if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
-                if constexpr (TILED) { /* the tile: NSC KB of blocks, then NSC x 64 scale bytes */
-                    const size_t u0 = gptoss_mxfp4_tiled_first(grp[1 + t / TPG], t % TPG, N, H);
-                    mr_fill2(&full[slot], ring + slot * SB, blocks + u0 * 16, (uint32_t)(NSC * 1024), scales + u0,
-                             (uint32_t)(NSC * 64));
-                } else {
-                    const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
-                    mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
-                             scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
-                }
+                const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
+                mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
+                         scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
             }
         }
         return;
@@ -545,13 +616,9 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         const int ce = diag == 1 ? cb : cb + cpw; /* diag 1: the copies alone */
         int k = 0;
         for (int t = blockIdx.x; t < total; t += gridDim.x, k++) {
-            const int slot = k % MR_DEPTH, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + (lane & 7);
-            const int e = grp[1 + g], pair = grp[1 + 2 * GM + 4 * g];
-            /* warp 0's first 8 lanes: their pair's biases, loaded before the wait so the epilogue does not */
-            const uint32_t bw = warp == 0 && lane < 8 ? *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2) : 0u;
+            const int slot = k % MR_DEPTH;
             if (diag != 2 || k < MR_DEPTH) ring_wait(&full[slot], (uint32_t)(k / MR_DEPTH) & 1u);
-            /* mma.sync is .aligned: every lane must reach it together (the wait polls per thread, and lanes 0..7 of
-             * warp 0 leave the last stage's epilogue after the others) */
+            /* mma.sync is .aligned: every lane must reach it together (the wait polls per thread) */
             __syncwarp();
             const uint8_t *st = ring + slot * SB;
             float2 v;
@@ -559,22 +626,15 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
             else v = mi_stage(st, st + (size_t)MR_ROWS * NC * 16, bp, bn, ixs, NC, cb, ce, lane);
             __syncwarp();
             if (lane == 0) ring_release(&empty[slot]); /* this warp is done with the stage */
-            float *rs = rsum + (k & 1) * MR_CONS * MR_ROWS; /* two stages' sums: one barrier a stage suffices */
+            /* the stage's row sums to the producer, which adds them and writes the activations (mi_producer): the
+             * buffer of stage k - 2 must have been read first */
+            float *rs = rsum + (k & 1) * MR_CONS * MR_ROWS;
+            if (k >= 2) mi_bar_sync(MI_BAR_FREE + (k & 1));
             if ((lane & 3) == 0) { /* the stage's rows g, g + 8 (tiled: 2g, 2g + 1) */
                 rs[warp * MR_ROWS + (TILED ? 2 * (lane >> 2) : lane >> 2)] = v.x;
                 rs[warp * MR_ROWS + (TILED ? 2 * (lane >> 2) + 1 : (lane >> 2) + 8)] = v.y;
             }
-            asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
-            if (warp == 0 && lane < MR_ROWS / 2) { /* lane j: the stage's gate/up pair j (rows 2j, 2j + 1) */
-                float gs = 0.0f, us = 0.0f;
-#pragma unroll
-                for (int w = 0; w < MR_CONS; w++) {
-                    gs += rs[w * MR_ROWS + 2 * lane];
-                    us += rs[w * MR_ROWS + 2 * lane + 1];
-                }
-                act_sw[(size_t)pair * I + gptoss_swz(tk, I)] = gptoss_swiglu_value(
-                    gs + __uint_as_float(bw << 16), us + __uint_as_float(bw & 0xffff0000u), alpha, limit);
-            }
+            mi_bar_arrive(MI_BAR_SUMS + (k & 1));
         }
         return;
     }
