@@ -2,7 +2,9 @@
 # The call-script helpers of tests/gpu that need no GPU, as a call script meets them:
 # - decode_ab.sh: --help, bad arguments named, and its per-run lines and table of means over a stand-in bench/decode
 #   that prints what the real one does (its table and its "decode step ... ms GPU" lines);
-# - sass_load_waits.py: the waits it finds in a small SASS listing (a load used at once; one used after a wave).
+# - sass_load_waits.py: the waits it finds in a small SASS listing (a load used at once; one used after a wave);
+# - stall_regions.py: the stall shares, the top instructions and the regions of a small ncu source page, plain and xz;
+# - ncu_source.sh: --help and bad arguments named (without ncu it stops before profiling).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d /tmp/llmr-calltools-XXXXXX)
@@ -52,4 +54,28 @@ check "a store after a wave" 0 "reads the load at 0020 (1 loads issued since, 2 
 echo "not SASS" > "$tmp/x.s"
 check "not a listing" 2 "has no SASS instructions" -- "$W" "$tmp/x.s"
 check "a missing file" 2 "No such file" -- "$W" "$tmp/none.s"
+# stall_regions.py
+R=tests/gpu/stall_regions.py
+cat > "$tmp/src.csv" <<'CSV'
+"Kernel Name","void k(int)",
+"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","Instructions Executed","stall_barrier","stall_long_sb","stall_wait","stall_barrier (Not Issued)"
+"0x7f0000000000","      LDG.E R4, desc[UR8][R2.64]","2","2","100","0","0","2","0"
+"0x7f0000000010","      FFMA R5, R4, R4, RZ","6","6","100","0","6","0","0"
+"0x7f0000000020","      BAR.SYNC.DEFER_BLOCKING 0x0","0","0","100","0","0","0","0"
+"0x7f0000000030","      @P0 BRA 0x7f0000000000","12","12","100","12","0","0","0"
+CSV
+check "the stall shares" 0 "4 instructions, 20 samples: barrier=60.0% long_sb=30.0% wait=10.0%" -- "$R" "$tmp/src.csv"
+check "the top instruction" 0 "    30  60.0% x100      @P0 BRA 0x7f0000000000" -- "$R" --top 1 "$tmp/src.csv"
+check "its reasons" 0 "barrier:12" -- "$R" --top 1 "$tmp/src.csv"
+check "a region" 0 "loop            40.0% of samples,       200 warp-instructions: long_sb:75% wait:25%" -- \
+  "$R" --top 0 --cuts 0,20 --names loop,sync "$tmp/src.csv"
+xz -c "$tmp/src.csv" > "$tmp/src.csv.xz"
+check "an xz page" 0 "sync            60.0% of samples" -- "$R" --top 0 --cuts 0,20 --names loop,sync "$tmp/src.csv.xz"
+check "cuts unnamed" 2 "--cuts must ascend and --names name each of them" -- "$R" --cuts 0,20 --names loop "$tmp/src.csv"
+check "not a source page" 2 "not an ncu source page" -- "$R" "$tmp/k.s"
+# ncu_source.sh
+N=tests/gpu/ncu_source.sh
+check "ncu_source --help" 0 "ncu_source.sh [--skip N] [--out DIR] NAME REGEX -- COMMAND..." -- "$N" --help
+check "ncu_source bad arguments" 2 "want NAME REGEX -- COMMAND" -- "$N" gu gate_up
+check "ncu_source a bad name" 2 "NAME 'a/b' is not a plain file name" -- "$N" a/b gate_up -- true
 exit $fail
