@@ -433,6 +433,23 @@ static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, c
     ring_copy(full, slot + nb, sc, ns);
 }
 
+/* Producer: stage i (rows 16 i .. 16 i + 15) of expert e's gate_up (N rows of K = H) into slot, by mr_fill2: tiled, one
+ * tile of the experts' tiled copy (ceil(H / 128) KB of blocks, then 64 scale bytes a KB); else the checkpoint's 16 rows
+ * of blocks, then their scale bytes. */
+template <bool TILED>
+static __device__ __forceinline__ void mr_fill_stage(uint64_t *full, uint8_t *slot, const uint8_t *blocks,
+                                                     const uint8_t *scales, int e, int i, int N, int H) {
+    if constexpr (TILED) {
+        const size_t u0 = gptoss_mxfp4_tiled_first(e, i, N, H);
+        const uint32_t nsc = (uint32_t)(H + 127) / 128;
+        mr_fill2(full, slot, blocks + u0 * 16, nsc * 1024, scales + u0, nsc * 64);
+    } else {
+        const size_t NC = (size_t)(H / 32), row0 = (size_t)e * N + (size_t)i * MR_ROWS;
+        mr_fill2(full, slot, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16), scales + row0 * NC,
+                 (uint32_t)(MR_ROWS * NC));
+    }
+}
+
 /* The routed forms' inputs and outputs. ROUTE 1: the residual x (plain layout) and the MLP norm, the router split's
  * partial rows (gptoss_gemv1_router) and the router bias; CTA 0 writes the token's ids, weights, group table and logits
  * as gptoss_moe_router_finish would. ROUTE 2: x and the norm, the group table (gin) and r (rin) that o_proj's last
@@ -470,32 +487,29 @@ static __device__ __forceinline__ void mi_bar_arrive(int id) {
 template <bool TILED>
 static __device__ __forceinline__ void mi_producer(uint64_t *full, uint64_t *empty, uint8_t *ring, size_t SB,
                                                    const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias,
-                                                   const int32_t *grp, int total, int TPG, int N, int H, int NSC, int I,
+                                                   const int32_t *grp, int total, int TPG, int N, int H, int I,
                                                    float alpha, float limit, const float *rsum, float *act_sw, int lane,
                                                    int diag) {
-    const int NC = H / 32, GM = GPTOSS_TOPK, n = total > (int)blockIdx.x ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
-    uint32_t bw0 = 0u, bw1 = 0u; /* lane j < 8: pair j's biases of the stages of parity 0 and 1 */
+    const int GM = GPTOSS_TOPK, n = total > (int)blockIdx.x ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+    /* lane j < 8, for the stages of parity 0 and 1: pair j's biases, its activation's index and the stage's pair */
+    uint32_t bw0 = 0u, bw1 = 0u;
+    size_t ai0 = 0, ai1 = 0;
     for (int k = 0; k < n + 2; k++) {
-        const uint32_t bw = (k & 1) ? bw1 : bw0; /* stage k - 2's, before stage k's take its place */
+        const uint32_t bw = (k & 1) ? bw1 : bw0; /* stage k - 2's, before stage k's take their place */
+        const size_t ai = (k & 1) ? ai1 : ai0;
         if (k < n) {
             const int t = blockIdx.x + k * gridDim.x, g = t / TPG, e = grp[1 + g];
             const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
             if (lane == 0 && !(diag == 2 && use > 0)) { /* diag 2: the first stages only, then compute alone */
                 if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
-                if constexpr (TILED) { /* the tile: NSC KB of blocks, then NSC x 64 scale bytes */
-                    const size_t u0 = gptoss_mxfp4_tiled_first(e, t % TPG, N, H);
-                    mr_fill2(&full[slot], ring + slot * SB, blocks + u0 * 16, (uint32_t)(NSC * 1024), scales + u0,
-                             (uint32_t)(NSC * 64));
-                } else {
-                    const size_t row0 = (size_t)e * N + (size_t)(t % TPG) * MR_ROWS;
-                    mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
-                             scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
-                }
+                mr_fill_stage<TILED>(&full[slot], ring + slot * SB, blocks, scales, e, t % TPG, N, H);
             }
             if (lane < MR_ROWS / 2) {
-                const uint32_t b = *(const uint32_t *)(bias + (size_t)e * N + (size_t)((t % TPG) * (MR_ROWS / 2) + lane) * 2);
-                if (k & 1) bw1 = b;
-                else bw0 = b;
+                const int tk = (t % TPG) * (MR_ROWS / 2) + lane;
+                const uint32_t b = *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2);
+                const size_t a = (size_t)grp[1 + 2 * GM + 4 * g] * I + gptoss_swz(tk, I);
+                if (k & 1) { bw1 = b; ai1 = a; }
+                else { bw0 = b; ai0 = a; }
             }
             __syncwarp();
         }
@@ -503,8 +517,6 @@ static __device__ __forceinline__ void mi_producer(uint64_t *full, uint64_t *emp
         if (j < 0) continue;
         mi_bar_sync(MI_BAR_SUMS + (j & 1));
         if (lane < MR_ROWS / 2) { /* lane j: the stage's gate/up pair (rows 2 lane, 2 lane + 1) */
-            const int t = blockIdx.x + j * gridDim.x, g = t / TPG, tk = (t % TPG) * (MR_ROWS / 2) + lane;
-            const int pair = grp[1 + 2 * GM + 4 * g];
             const float *rs = rsum + (j & 1) * MR_CONS * MR_ROWS;
             float gs = 0.0f, us = 0.0f;
 #pragma unroll
@@ -512,8 +524,8 @@ static __device__ __forceinline__ void mi_producer(uint64_t *full, uint64_t *emp
                 gs += rs[w * MR_ROWS + 2 * lane];
                 us += rs[w * MR_ROWS + 2 * lane + 1];
             }
-            act_sw[(size_t)pair * I + gptoss_swz(tk, I)] = gptoss_swiglu_value(
-                gs + __uint_as_float(bw << 16), us + __uint_as_float(bw & 0xffff0000u), alpha, limit);
+            act_sw[ai] = gptoss_swiglu_value(gs + __uint_as_float(bw << 16), us + __uint_as_float(bw & 0xffff0000u),
+                                             alpha, limit);
         }
         if (j + 2 < n) mi_bar_arrive(MI_BAR_FREE + (j & 1)); /* stage j + 2's consumers may write the buffer */
         __syncwarp();
@@ -582,7 +594,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */
         if constexpr (IMMA) {
-            mi_producer<TILED>(full, empty, ring, SB, blocks, scales, bias, grp, total, TPG, N, H, NSC, I, alpha, limit,
+            mi_producer<TILED>(full, empty, ring, SB, blocks, scales, bias, grp, total, TPG, N, H, I, alpha, limit,
                                rsum, act_sw, lane, diag);
             return;
         }
@@ -592,9 +604,7 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
                 const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
                 if (diag == 2 && use > 0) break; /* timing diagnostic: the first stages only, then compute alone */
                 if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
-                const size_t row0 = (size_t)grp[1 + t / TPG] * N + (size_t)(t % TPG) * MR_ROWS;
-                mr_fill2(&full[slot], ring + slot * SB, blocks + row0 * NC * 16, (uint32_t)(MR_ROWS * NC * 16),
-                         scales + row0 * NC, (uint32_t)(MR_ROWS * NC));
+                mr_fill_stage<false>(&full[slot], ring + slot * SB, blocks, scales, grp[1 + t / TPG], t % TPG, N, H);
             }
         }
         return;
