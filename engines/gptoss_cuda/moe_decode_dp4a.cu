@@ -425,12 +425,13 @@ static __host__ __device__ __forceinline__ size_t mr_smem(int NC, bool imma = fa
     return 128 + MR_DEPTH * mr_stage_bytes(NC, tiled) + (x > red ? x : red);
 }
 
-/* Producer: expect the stage's bytes once, then its two copies (blocks, then scales), both completing on full. */
+/* Producer: expect the stage's bytes once, then its two copies (blocks, then scales), both completing on full, their
+ * L2 lines evict-first (ring_copy_stream). */
 static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, const uint8_t *b, uint32_t nb,
                                                 const uint8_t *sc, uint32_t ns) {
     ring_expect(full, nb + ns);
-    ring_copy(full, slot, b, nb);
-    ring_copy(full, slot + nb, sc, ns);
+    ring_copy_stream(full, slot, b, nb); /* the experts' weights: read once a step */
+    ring_copy_stream(full, slot + nb, sc, ns);
 }
 
 /* Producer: stage i (rows 16 i .. 16 i + 15) of expert e's gate_up (N rows of K = H) into slot, by mr_fill2: tiled, one

@@ -60,6 +60,16 @@ static __device__ __forceinline__ void ring_copy(uint64_t *full, void *dst, cons
                  : "memory");
 }
 
+/* ring_copy for data read once a step (streamed weights): the copy's L2 lines marked evict-first, so they leave L2
+ * before the lines other kernels reuse (the activations, the KV cache, small tensors read every step), as the FFMA
+ * expert kernels' __ldcs loads do. */
+static __device__ __forceinline__ void ring_copy_stream(uint64_t *full, void *dst, const void *src, uint32_t bytes) {
+    asm volatile("{\n .reg .b64 pol;\n createpolicy.fractional.L2::evict_first.b64 pol, 1.0;\n"
+                 " cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], pol;\n}"
+                 ::"r"(ring_smem_addr(dst)), "l"(src), "r"(bytes), "r"(ring_smem_addr(full))
+                 : "memory");
+}
+
 /* Producer (one thread): expect `bytes` on full, then copy them from global src into the slot. */
 static __device__ __forceinline__ void ring_fill(uint64_t *full, void *slot, const void *src, uint32_t bytes) {
     ring_expect(full, bytes);
