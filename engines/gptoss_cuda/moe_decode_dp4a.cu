@@ -430,7 +430,9 @@ static __host__ __device__ __forceinline__ size_t mr_smem(int NC, bool imma = fa
 static __device__ __forceinline__ void mr_fill2(uint64_t *full, uint8_t *slot, const uint8_t *b, uint32_t nb,
                                                 const uint8_t *sc, uint32_t ns) {
     ring_expect(full, nb + ns);
-    ring_copy_stream(full, slot, b, nb); /* the experts' weights: read once a step */
+    /* the experts' weights, read once a step (the batched step's 2-3 rows taken one by one may read an expert again:
+     * from L2 while its lines stay, else from HBM) */
+    ring_copy_stream(full, slot, b, nb);
     ring_copy_stream(full, slot + nb, sc, ns);
 }
 
