@@ -251,16 +251,21 @@ static __device__ __forceinline__ void gptoss_attn_load_q(const float *q, float 
     }
 }
 
+/* Four dims of a score, d + q.x k.x + q.y k.y + q.z k.z + q.w k.w in that order: the one sum every score form
+ * below shares, so they agree bit for bit. */
+static __device__ __forceinline__ float gptoss_attn_dot4(float d, float4 q, float4 k) {
+    d = fmaf(q.x, k.x, d); d = fmaf(q.y, k.y, d);
+    d = fmaf(q.z, k.z, d); d = fmaf(q.w, k.w, d);
+    return d;
+}
+
 /* A lane's score of one key: q (64 floats in registers) against its K row k4 (16 float4), summed in dim
  * order and scaled by 1/8. */
 static __device__ __forceinline__ float gptoss_attn_score(const float qv[GPTOSS_HEAD_DIM], const float4 *k4) {
     float d = 0.0f;
 #pragma unroll
-    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
-        const float4 kk = k4[i];
-        d = fmaf(qv[4 * i], kk.x, d); d = fmaf(qv[4 * i + 1], kk.y, d);
-        d = fmaf(qv[4 * i + 2], kk.z, d); d = fmaf(qv[4 * i + 3], kk.w, d);
-    }
+    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++)
+        d = gptoss_attn_dot4(d, make_float4(qv[4 * i], qv[4 * i + 1], qv[4 * i + 2], qv[4 * i + 3]), k4[i]);
     return d * 0.125f; /* 1/sqrt(64) */
 }
 
@@ -269,11 +274,7 @@ static __device__ __forceinline__ float gptoss_attn_score(const float qv[GPTOSS_
 static __device__ __forceinline__ float gptoss_attn_score_kk(const float4 *q4, const float4 kk[GPTOSS_HEAD_DIM / 4]) {
     float d = 0.0f;
 #pragma unroll
-    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) {
-        const float4 qq = q4[i];
-        d = fmaf(qq.x, kk[i].x, d); d = fmaf(qq.y, kk[i].y, d);
-        d = fmaf(qq.z, kk[i].z, d); d = fmaf(qq.w, kk[i].w, d);
-    }
+    for (int i = 0; i < GPTOSS_HEAD_DIM / 4; i++) d = gptoss_attn_dot4(d, q4[i], kk[i]);
     return d * 0.125f; /* 1/sqrt(64) */
 }
 
