@@ -363,6 +363,13 @@ typedef struct gptoss_sample_args {
 cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
                           int32_t *out, cudaStream_t stream);
 
+/* gptoss_sample, the id also into out_host (the device's view of pinned host memory, cudaHostGetDevicePointer; NULL:
+ * none). ctr: a device int32, 0 before the first call and left 0 by each. A greedy row (the multi-block argmax) takes
+ * one launch, whose last block merges the parts and writes both ids, so a lone row's token needs no copy (session 49:
+ * the token -0.5%); the other forms are gptoss_sample and a copy. */
+cudaError_t gptoss_sample_host(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
+                               int32_t *ctr, int32_t *out, int32_t *out_host, cudaStream_t stream);
+
 /* Selects the multi-block greedy argmax (on, the default) or the one-block kernel for temperature <= 0
  * too (off: LLMR_GPTOSS_FAST_GREEDY=0, for before/after comparisons). Process-wide. */
 void gptoss_sample_use_fast_greedy(int on);
@@ -533,6 +540,20 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
                                       const uint8_t *scales, const uint16_t *bias, int E, int H, int I, float alpha,
                                       float limit, float *act_sw, cudaStream_t stream,
                                       const gptoss_mxfp4_tiled *tiled = nullptr);
+
+/* n one-token problems in one launch (the 2-3-row batched steps, whose rows took the T = 1 kernels one launch each
+ * until session 49): row r's h_sw + r H, its one-token group table groups1 + r gptoss_moe_groups_ints(1) (as
+ * gptoss_moe_router_decode_rows writes them) and its activations act_sw + r 4 I; the rows on the grid's y, each row's
+ * results bit for bit its own T = 1 launch (the same kernel and stages, the resident CTAs shared among the rows).
+ * The gate_up takes the dp4a ring only (cudaErrorNotSupported where T = 1 would take another kernel: then one launch
+ * a row); down adds row r's x + r H with its weights w + r 4. */
+cudaError_t gptoss_moe_gate_up_decode_dp4a_rows1(const float *h_sw, const int32_t *groups1, int n, const uint8_t *blocks,
+                                                 const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                                 float limit, float *act_sw, cudaStream_t stream,
+                                                 const gptoss_mxfp4_tiled *tiled = nullptr);
+cudaError_t gptoss_moe_down_decode_rows1(const float *act_sw, const int32_t *groups1, int n, const float *w,
+                                         const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
+                                         int H, float *x, cudaStream_t stream, const gptoss_mxfp4_tiled *tiled = nullptr);
 
 /* The T = 1 MXFP4 GEMVs with the weights streamed through shared memory by cp.async, one warp task
  * ahead (moe_decode_async.cu; LLMR_GPTOSS_MOE_ASYNC=1): on, gptoss_moe_gate_up_decode and

@@ -322,7 +322,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
     CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MSTAGE_ROWS * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
-    CARVE(ctr, int32_t, 1 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention */
+    CARVE(ctr, int32_t, 2 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention, then the sampler */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
     if (ps.use_tc) {
         uint64_t xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
@@ -999,6 +999,10 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
                   (unsigned long long)(p.arena_bytes + ws + pool), device, cudaGetErrorString(cudaGetLastError()));
         goto fail;
     }
+    if (cudaHostGetDevicePointer((void **)&m->tok_host_dev, m->tok_host, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        m->tok_host_dev = NULL; /* the sampled ids then come by a copy */
+    }
     /* Last, so that in auto mode a failure (another load on the device since cudaMemGetInfo) costs only
      * the cache. */
     if (m->expert_cache_bytes && cudaMalloc(&m->expert_cache, m->expert_cache_bytes) != cudaSuccess) {
@@ -1063,7 +1067,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
     }
-    if (cudaMemset(m->ctr, 0, (1 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
+    if (cudaMemset(m->ctr, 0, (2 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
         goto fail;
     }
@@ -1153,6 +1157,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->batch_o_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* steps of 2-3 rows (below the tensor-core experts' 4): each row on the batch-1 expert kernels; 0: off */
         m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 3, 0, 8);
+        m->moe_rows1 = gptoss_env_int("LLMR_GPTOSS_MOE_ROWS1", 1, 0, 1);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
          * 512 (kernel faster) and 768 (cuBLAS faster; docs/performance.md, "Session 8: short prompts'

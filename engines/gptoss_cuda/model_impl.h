@@ -171,6 +171,10 @@ struct gptoss_model {
      * gate_up, down) after one router launch; LLMR_GPTOSS_BATCH_MOE_PER_ROW, 0..8 (up to the tensor-core experts' rows
      * m->moe_mma_min_rows, which take precedence), 0 = off (the fused T-token kernels) */
     int batch_moe_per_row;
+    /* and those rows' gate_up and down in one launch each for all rows (gptoss_moe_gate_up_decode_dp4a_rows1 and
+     * gptoss_moe_down_decode_rows1, the same bits as a launch a row); LLMR_GPTOSS_MOE_ROWS1, default 1, 0 = a launch a
+     * row */
+    int moe_rows1;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */
@@ -184,7 +188,10 @@ struct gptoss_model {
      * (blocks of (KV head, 64-key chunk), the 8 query heads sharing each K/V load), or gptoss_attention_decode
      * (one block per query head and key split) */
     int decode_attn_rows;
-    int32_t *tok_host; /* pinned, 1 */
+    int32_t *tok_host; /* pinned, GPTOSS_MAX_BATCH */
+    /* tok_host as the device sees it (the sampler writes a lone row's id there itself: gptoss_sample_host); NULL where
+     * the device cannot map it, then a copy brings the ids */
+    int32_t *tok_host_dev;
     cudaEvent_t tok_ev;
     int use_graph; /* 0 when LLMR_GPTOSS_GRAPH=0 (the launch-per-kernel path, for comparisons) */
     struct step_prof *prof; /* LLMR_GPTOSS_PROFILE=1 only: per-kernel times of decode steps */

@@ -651,7 +651,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
  * TILED (blocks / scales the experts' tiled copy in down's row order; MD_R = 2): block b takes rows 16 (b / 2) + g and
  * 16 (b / 2) + g + 8 for g in 4 (b % 2) .. + 3 (the tile's lanes g, whose units hold those rows), a row task one g;
  * row slot rr = 2 (g % 4) + r is row 16 (b / 2) + g + 8 r. The same sums per row: the same bits. */
-template <int G, int MD_R, bool LUT, int NCC, bool TILED = false>
+template <int G, int MD_R, bool LUT, int NCC, bool TILED = false, bool ROWS = false>
 __global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R, TILED)) moe_down_decode_kernel(const float *act_sw, const int32_t *groups, int T,
                                                                        const float *wts, const uint8_t *blocks,
                                                                        const uint8_t *scales, const uint16_t *bias,
@@ -659,6 +659,15 @@ __global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R, TILED)) moe_do
     static_assert(!TILED || ((MD_R == 2 || MD_R == 4) && DN_ROWS == 8),
                   "a block is half a tile, a row task one lane's row pair (or two lanes')");
     __shared__ float ys[GPTOSS_DECODE_MAX_T * GPTOSS_TOPK][DN_ROWS];
+    if constexpr (ROWS) { /* row y of a rows launch (gptoss_moe_down_decode_rows1, T = 1): its own one-token problem
+                           * (a template flag, so that the batch-1 launch's code stays as it was: these offsets behind
+                           * a run-time test of blockIdx.y made the batch-1 step 0.3% slower, session 49 call 2) */
+        const size_t r = blockIdx.y;
+        act_sw += r * GPTOSS_TOPK * I;
+        groups += r * gptoss_moe_groups_ints(1);
+        wts += r * GPTOSS_TOPK;
+        x += r * H;
+    }
     const int GM = T * GPTOSS_TOPK;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int n0 = blockIdx.x * DN_ROWS;
@@ -729,44 +738,69 @@ __global__ void __launch_bounds__(MD_WARPS * 32, DN_MINB(G, MD_R, TILED)) moe_do
 
 int gptoss_moe_decode_tiled_ok(int H, int I) { return gptoss_moe_gate_up_tiled_ok(H, I) && g_moe_rows == 2 && H % 16 == 0; }
 
-cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
-                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
-                                   int H, float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+/* gptoss_moe_down_decode, and with rows > 1 (T = 1) that many one-token problems on the grid's y (never on the cp.async
+ * variant, whose results are the plain kernel's bit for bit). */
+static cudaError_t down_launch(const float *act_sw, const int32_t *groups, int T, int rows, const float *w,
+                               const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I, int H,
+                               float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
     if (tiled) { /* the experts' tiled copy (down's row order): 2 rows a warp, whole tiles (not the cp.async kernel) */
         if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 16 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
             E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15))
             return cudaErrorInvalidValue;
         if (g_moe_rows != 2 || !tiled->blocks || !tiled->scales || ((uintptr_t)tiled->blocks & 15))
             return cudaErrorNotSupported;
-        const int G = T == 1 ? 1 : MD_G, pdl = T == 1 && gptoss_pdl_enabled();
-        const unsigned grid = (unsigned)(H / DN_ROWS);
+        const int G = T == 1 ? 1 : MD_G, pdl = T == 1 && rows == 1 && gptoss_pdl_enabled();
+        const dim3 grid((unsigned)(H / DN_ROWS), (unsigned)rows);
         cudaError_t e;
-#define DN_TILED(GG, R, L, NCC)                                                                                  \
-    gptoss_launch(moe_down_decode_kernel<GG, R, L, NCC, true>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
+#define DN_TILED_(GG, R, L, NCC, RW)                                                                            \
+    gptoss_launch(moe_down_decode_kernel<GG, R, L, NCC, true, RW>, grid, dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
                   T, w, tiled->blocks, tiled->scales, bias, I, H, x, pdl)
-        if (G == 1) /* the default: 4 rows a warp task, one task a warp (LLMR_GPTOSS_DOWN_R4=0: 2 rows) */
+#define DN_TILED(GG, R, L, NCC) DN_TILED_(GG, R, L, NCC, false)
+#define DN_TILED_ROWS(GG, R, L, NCC) DN_TILED_(GG, R, L, NCC, true)
+        if (rows > 1) e = g_down_r4 ? MD_PICK(DN_TILED_ROWS, 1, 4, I) : MD_PICK(DN_TILED_ROWS, 1, 2, I);
+        else if (G == 1) /* the default: 4 rows a warp task, one task a warp (LLMR_GPTOSS_DOWN_R4=0: 2 rows) */
             e = g_down_r4 ? MD_PICK(DN_TILED, 1, 4, I) : MD_PICK(DN_TILED, 1, 2, I);
         else
             e = MD_PICK(DN_TILED, MD_G, 2, I);
+#undef DN_TILED_ROWS
 #undef DN_TILED
+#undef DN_TILED_
         return e != cudaSuccess ? e : cudaGetLastError();
     }
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || I <= 0 || I % 32 || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS || ((uintptr_t)act_sw & 15) || ((uintptr_t)blocks & 15))
         return cudaErrorInvalidValue;
-    if (T == 1 && g_moe_rows == 2) { /* the cp.async variant where it is on and applies */
+    if (T == 1 && rows == 1 && g_moe_rows == 2) { /* the cp.async variant where it is on and applies (the same bits) */
         const cudaError_t ea = gptoss_moe_down_decode_async(act_sw, groups, w, blocks, scales, bias, I, H, x, s);
         if (ea != cudaErrorNotSupported) return ea;
     }
-    const unsigned grid = (unsigned)((H + DN_ROWS - 1) / DN_ROWS);
+    const dim3 grid((unsigned)((H + DN_ROWS - 1) / DN_ROWS), (unsigned)rows);
     /* the prefetch before the wait relies on gate_up being launched with PDL too (pdl.h, rule 3) */
-    const int pdl = T == 1 && gptoss_pdl_enabled();
+    const int pdl = T == 1 && rows == 1 && gptoss_pdl_enabled();
     cudaError_t e;
-#define DN_ONE(GG, RR, L, NCC)                                                                                     \
-    gptoss_launch(moe_down_decode_kernel<GG, RR, L, NCC>, dim3(grid), dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, T, w, \
-                  blocks, scales, bias, I, H, x, pdl)
-    if (T == 1) e = g_moe_rows == 2 ? MD_PICK(DN_ONE, 1, 2, I) : MD_PICK(DN_ONE, 1, 4, I);
+#define DN_ONE_(GG, RR, L, NCC, RW)                                                                                 \
+    gptoss_launch(moe_down_decode_kernel<GG, RR, L, NCC, false, RW>, grid, dim3(MD_WARPS * 32), 0, s, pdl, act_sw, groups, \
+                  T, w, blocks, scales, bias, I, H, x, pdl)
+#define DN_ONE(GG, RR, L, NCC) DN_ONE_(GG, RR, L, NCC, false)
+#define DN_ONE_ROWS(GG, RR, L, NCC) DN_ONE_(GG, RR, L, NCC, true)
+    if (rows > 1) e = g_moe_rows == 2 ? MD_PICK(DN_ONE_ROWS, 1, 2, I) : MD_PICK(DN_ONE_ROWS, 1, 4, I);
+    else if (T == 1) e = g_moe_rows == 2 ? MD_PICK(DN_ONE, 1, 2, I) : MD_PICK(DN_ONE, 1, 4, I);
     else e = g_moe_rows == 2 ? MD_PICK(DN_ONE, MD_G, 2, I) : MD_PICK(DN_ONE, MD_G, 4, I);
+#undef DN_ONE_ROWS
 #undef DN_ONE
+#undef DN_ONE_
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t gptoss_moe_down_decode(const float *act_sw, const int32_t *groups, int T, const float *w,
+                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
+                                   int H, float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    return down_launch(act_sw, groups, T, 1, w, blocks, scales, bias, E, I, H, x, s, tiled);
+}
+
+cudaError_t gptoss_moe_down_decode_rows1(const float *act_sw, const int32_t *groups1, int n, const float *w,
+                                         const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
+                                         int H, float *x, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (n < 1 || n > GPTOSS_DECODE_MAX_T) return cudaErrorInvalidValue;
+    return down_launch(act_sw, groups1, 1, n, w, blocks, scales, bias, E, I, H, x, s, tiled);
 }

@@ -556,6 +556,12 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     float *ixs = (float *)((uint8_t *)xq + il.xs), *rsum = (float *)((uint8_t *)xq + il.rsum);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     static_assert(MR_CONS == 8 && MR_ROWS == 16, "mi_smem_x and mi_stage: 8 consumer warps, 16-row stages");
+    if constexpr (ROUTE == 0) { /* row y of a rows launch (gptoss_moe_gate_up_decode_rows1): its own one-token problem */
+        const size_t r = blockIdx.y;
+        h_sw += r * H;
+        groups += r * gptoss_moe_groups_ints(1);
+        act_sw += r * GPTOSS_TOPK * I;
+    }
     if (threadIdx.x == 0) ring_init(full, empty, MR_DEPTH, MR_CONS);
     __syncthreads();
     gptoss_pdl_sync(pdl); /* PDL (pdl.h): h_sw and the groups come from the router just before */
@@ -718,14 +724,16 @@ static bool mr_tiled_ok(int H, const gptoss_mxfp4_tiled *tiled) {
 template <int ROUTE>
 static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uint8_t *blocks, const uint8_t *scales,
                              const uint16_t *bias, int H, int I, float alpha, float limit, float *act_sw, const mr_route &rt,
-                             cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
-    const int pdl = gptoss_pdl_enabled();
+                             cudaStream_t s, const gptoss_mxfp4_tiled *tiled, int rows = 1) {
+    const int pdl = rows == 1 && gptoss_pdl_enabled();
     if (tiled) {
         if (!mr_tiled_ok(H, tiled)) return cudaErrorNotSupported;
         blocks = tiled->blocks;
         scales = tiled->scales;
     }
-    const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3((unsigned)(MR_CTAS * gptoss_sm_count())),
+    /* rows > 1 (ROUTE 0): the resident CTAs shared among the rows, each row's stages over its share */
+    const unsigned per_row = (unsigned)((MR_CTAS * gptoss_sm_count() + rows - 1) / rows);
+    const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3(per_row, (unsigned)rows),
                                         dim3((MR_CONS + 1) * 32), mr_smem_now(H, tiled != nullptr), s, pdl, h_sw, groups,
                                         blocks, scales, bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);
     return e != cudaSuccess ? e : cudaGetLastError();
@@ -757,6 +765,17 @@ cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *gro
         return cudaErrorNotSupported;
     const mr_route none = {};
     return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s, tiled);
+}
+
+cudaError_t gptoss_moe_gate_up_decode_dp4a_rows1(const float *h_sw, const int32_t *groups1, int n, const uint8_t *blocks,
+                                                 const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                                 float limit, float *act_sw, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
+    if (n < 1 || n > GPTOSS_DECODE_MAX_T || !g_dp4a || !mr_shape_ok(H, I, false) || ((uintptr_t)blocks & 15) ||
+        ((uintptr_t)scales & 15))
+        return cudaErrorNotSupported;
+    const mr_route none = {};
+    return mr_launch<0>(h_sw, groups1, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s, tiled, n);
 }
 
 int gptoss_moe_gate_up_tiled_ok(int H, int I) { return g_dp4a == 2 && mr_shape_ok(H, I, true); }

@@ -186,8 +186,9 @@ static __device__ __forceinline__ int warp_merge_parts(const float *pv, const in
     return bi;
 }
 
-__global__ void __launch_bounds__(ARG_THREADS) argmax_part_kernel(const float *logits, int V, const int32_t *counts,
-                                                                  float fp, float pp, float *part_v, int *part_i) {
+/* The block's part of the argmax (its ids i = block + k grid threads), written by thread 0 to part_v / part_i. */
+static __device__ __forceinline__ void argmax_part(const float *logits, int V, const int32_t *counts, float fp, float pp,
+                                                   float *part_v, int *part_i) {
     __shared__ float sv[32];
     __shared__ int si[32];
     float bv = -INFINITY;
@@ -199,6 +200,11 @@ __global__ void __launch_bounds__(ARG_THREADS) argmax_part_kernel(const float *l
     if (threadIdx.x == 0) { part_v[blockIdx.x] = bv; part_i[blockIdx.x] = bi; }
 }
 
+__global__ void __launch_bounds__(ARG_THREADS) argmax_part_kernel(const float *logits, int V, const int32_t *counts,
+                                                                  float fp, float pp, float *part_v, int *part_i) {
+    argmax_part(logits, V, counts, fp, pp, part_v, part_i);
+}
+
 __global__ void __launch_bounds__(ARG_BLOCKS) argmax_final_kernel(const float *part_v, const int *part_i, int32_t *out) {
     __shared__ float sv[32];
     __shared__ int si[32];
@@ -206,6 +212,29 @@ __global__ void __launch_bounds__(ARG_BLOCKS) argmax_final_kernel(const float *p
     int bi = part_i[threadIdx.x];
     block_argmax(bv, bi, sv, si);
     if (threadIdx.x == 0) *out = bi;
+}
+
+/* The greedy argmax in one launch: argmax_part_kernel's blocks, then the last block to finish (a counter, left at 0)
+ * merges the parts in block order, as argmax_final_kernel, and writes the id to out and, where given, to out_host
+ * (the device's view of pinned host memory: the host then reads it after the stream's event, no copy launched). */
+__global__ void __launch_bounds__(ARG_THREADS) argmax_one_kernel(const float *logits, int V, const int32_t *counts,
+                                                                 float fp, float pp, float *part_v, int *part_i,
+                                                                 int32_t *ctr, int32_t *out, int32_t *out_host) {
+    __shared__ int last;
+    argmax_part(logits, V, counts, fp, pp, part_v, part_i);
+    if (threadIdx.x == 0) { /* the thread that wrote the part */
+        __threadfence();
+        last = atomicAdd(ctr, 1) == (int)gridDim.x - 1;
+        if (last) __threadfence();
+    }
+    __syncthreads();
+    if (!last || threadIdx.x >= 32) return;
+    const int id = warp_merge_parts(part_v, part_i, gridDim.x, threadIdx.x); /* the parts in block order */
+    if (threadIdx.x == 0) {
+        *out = id;
+        if (out_host) *out_host = id;
+        *ctr = 0;
+    }
 }
 
 static int g_fast_greedy = 1, g_radix = 1;
@@ -565,6 +594,22 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
     }
     sample_kernel<<<1, SMP_THREADS, 0, s>>>(logits, V, counts, a, work, out);
     return cudaGetLastError();
+}
+
+cudaError_t gptoss_sample_host(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
+                               int32_t *ctr, int32_t *out, int32_t *out_host, cudaStream_t s) {
+    if (V <= 0) return cudaErrorInvalidValue;
+    if (a.temperature <= 0.0f && g_fast_greedy && V >= 2 * ARG_BLOCKS && ctr) {
+        float *pv = work;
+        int *pi = (int *)(work + ARG_BLOCKS);
+        argmax_one_kernel<<<ARG_BLOCKS, ARG_THREADS, 0, s>>>(logits, V, counts, a.frequency_penalty, a.presence_penalty,
+                                                               pv, pi, ctr, out, out_host);
+        return cudaGetLastError();
+    }
+    cudaError_t e = gptoss_sample(logits, V, counts, a, work, out, s);
+    /* device to device: out_host is the device's view of the host word */
+    if (e == cudaSuccess && out_host) e = cudaMemcpyAsync(out_host, out, sizeof(int32_t), cudaMemcpyDeviceToDevice, s);
+    return e;
 }
 
 __global__ void count_token_kernel(int32_t *counts, const int32_t *token) { counts[*token] += 1; }

@@ -559,7 +559,17 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                              m->rw, m->grp, m->rl, st));
             K_(dbg_router(m, l, n));
-            for (int r = 0; r < n; r++) {
+            /* all rows in one launch each (m->moe_rows1), else one launch a row; the same bits either way */
+            e = m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias,
+                                                                   H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st,
+                                                                   gptoss_gu_tiled(m, w))
+                             : cudaErrorNotSupported;
+            const int gu_rows = e != cudaErrorNotSupported;
+            if (gu_rows) K_(e);
+            if (gu_rows && m->moe_rows1)
+                K_(gptoss_moe_down_decode_rows1(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H,
+                                                m->x, st, gptoss_dn_tiled(m, w)));
+            for (int r = 0; !gu_rows && r < n; r++) {
                 const int32_t *g1 = m->grp + (size_t)r * gptoss_moe_groups_ints(1);
                 float *act = m->act + (size_t)r * GPTOSS_TOPK * I;
                 K_(gptoss_moe_gate_up_decode(m->hsw + (size_t)r * H, g1, 1, w->gu_blocks, w->gu_scales, w->gu_bias, E, H, I,
@@ -786,13 +796,14 @@ static void sched_decode(gptoss_model *m) {
         for (int b = 0; b < B && e == cudaSuccess; b++) {
             gen_req *r = m->rows[b];
             r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
-            e = gptoss_sample(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work, m->tok + b,
-                              m->stream);
+            e = gptoss_sample_host(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work,
+                                   m->ctr + 1 + GPTOSS_DECODE_MAX_T + m->cfg.num_kv_heads, m->tok + b,
+                                   m->tok_host_dev ? m->tok_host_dev + b : NULL, m->stream);
             if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
         }
     }
     if (e == cudaSuccess) e = sched_logprobs(m, B);
-    if (e == cudaSuccess)
+    if (e == cudaSuccess && ((m->batch_sample && B >= 2) || !m->tok_host_dev)) /* (else each sampling wrote its own) */
         e = cudaMemcpyAsync(m->tok_host, m->tok, (size_t)B * sizeof(int32_t), cudaMemcpyDeviceToHost, m->stream);
     if (e == cudaSuccess) e = cudaEventRecord(m->tok_ev, m->stream);
     if (e == cudaSuccess && m->prof) e = gptoss_prof_mark_sample(m->prof, m->stream);

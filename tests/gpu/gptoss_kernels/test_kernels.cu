@@ -768,7 +768,9 @@ static int md_groups_ok(const std::vector<int32_t> &grp, const std::vector<int32
 
 /* The small batched steps' experts row by row (gptoss_moe_router_decode_rows, then the one-token gate_up and down per
  * row): every row's residual, ids and weights bit for bit the one-token MoE block run on that row alone (router,
- * gate_up, down with T = 1), with the dp4a ring gate_up on as the engine has it. */
+ * gate_up, down with T = 1), with the dp4a ring gate_up on as the engine has it (its dp4a and tensor-core consumers);
+ * and all rows' gate_up and down in one launch each (gptoss_moe_gate_up_decode_dp4a_rows1, gptoss_moe_down_decode_rows1)
+ * bit for bit a launch a row, on the checkpoint's layout and on the experts' tiled copy. */
 static void test_moe_rows(int T, int H, int I, int E) {
     const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
     const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
@@ -782,48 +784,87 @@ static void test_moe_rows(int T, int H, int I, int E) {
     for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
     for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
     auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
-    float *dx = dev_upload(x), *dx1 = dev_upload(x), *dhs = dev_poison((size_t)T * H), *dw = dev_poison(P),
-          *drl = dev_poison((size_t)T * E), *dact = dev_poison((size_t)P * I);
+    float *dx = dev_upload(x), *dhs = dev_poison((size_t)T * H), *dw = dev_poison(P), *drl = dev_poison((size_t)T * E),
+          *dact = dev_poison((size_t)P * I);
     uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
     uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    /* the experts' tiled copies (gate_up's and down's row orders) */
+    const size_t gut = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
+    void *tbuf = nullptr;
+    CK(cudaMalloc(&tbuf, gut + gptoss_mxfp4_tiled_bytes(E, H, I)));
+    gptoss_mxfp4_tiled gt, dt;
+    CK(gptoss_mxfp4_tile(dgub, dgus, E, 2 * I, H, 1, tbuf, &gt, 0));
+    CK(gptoss_mxfp4_tile(ddnb, ddns, E, H, I, 0, (uint8_t *)tbuf + gut, &dt, 0));
     md_work wk = md_work_make(T + 1), w1 = md_work_make(1); /* T one-token tables: 25 T ints, more than a T-token table */
-    const int ring = gptoss_moe_decode_dp4a(1);
-    /* the batched form: one router launch, then each row's gate_up and down */
-    cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, 0);
-    for (int r = 0; r < T && e == cudaSuccess; r++) {
-        const int32_t *g1 = wk.grp + (size_t)r * GI;
-        e = gptoss_moe_gate_up_decode(dhs + (size_t)r * H, g1, 1, dgub, dgus, dgb, E, H, I, alpha, limit,
-                                      dact + (size_t)r * GPTOSS_TOPK * I, 0);
-        if (e == cudaSuccess)
-            e = gptoss_moe_down_decode(dact + (size_t)r * GPTOSS_TOPK * I, g1, 1, dw + (size_t)r * GPTOSS_TOPK, ddnb, ddns, ddb,
-                                       E, I, H, dx + (size_t)r * H, 0);
+    /* the batched form from x: one router launch, then each row's gate_up and down (a launch each, rows = 0) or all rows'
+     * in one launch each (rows = 1); the residual, ids and weights come back */
+    auto batched = [&](int rows, bool tiled, std::vector<float> &xo, std::vector<int32_t> &io, std::vector<float> &wo) {
+        CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+        const gptoss_mxfp4_tiled *tg = tiled ? &gt : nullptr, *td = tiled ? &dt : nullptr;
+        const uint8_t *gb = tiled ? nullptr : dgub, *gs = tiled ? nullptr : dgus, *db = tiled ? nullptr : ddnb,
+                      *ds = tiled ? nullptr : ddns;
+        cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, 0);
+        if (rows) {
+            if (e == cudaSuccess)
+                e = gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, T, gb, gs, dgb, H, I, alpha, limit, dact, 0, tg);
+            if (e == cudaSuccess) e = gptoss_moe_down_decode_rows1(dact, wk.grp, T, dw, db, ds, ddb, E, I, H, dx, 0, td);
+        }
+        for (int r = 0; !rows && r < T && e == cudaSuccess; r++) {
+            const int32_t *g1 = wk.grp + (size_t)r * GI;
+            e = gptoss_moe_gate_up_decode(dhs + (size_t)r * H, g1, 1, gb, gs, dgb, E, H, I, alpha, limit,
+                                          dact + (size_t)r * GPTOSS_TOPK * I, 0, tg);
+            if (e == cudaSuccess)
+                e = gptoss_moe_down_decode(dact + (size_t)r * GPTOSS_TOPK * I, g1, 1, dw + (size_t)r * GPTOSS_TOPK, db, ds,
+                                           ddb, E, I, H, dx + (size_t)r * H, 0, td);
+        }
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        xo = dev_download(dx, (size_t)T * H);
+        io = dev_download(wk.ids, P);
+        wo = dev_download(dw, P);
+        return e;
+    };
+    char what[300];
+    for (int mode = 1; mode <= 2; mode++) { /* the ring's dp4a consumers, then its tensor-core ones (the engine's) */
+        const int ring = gptoss_moe_decode_dp4a(mode);
+        std::vector<float> xb, wb, x2, w2;
+        std::vector<int32_t> ib, i2;
+        cudaError_t e = batched(0, false, xb, ib, wb);
+        /* each row alone through the one-token block */
+        int same = e == cudaSuccess;
+        float *dx1 = dev_upload(x), *hs1 = dev_poison(H), *ww1 = dev_poison(GPTOSS_TOPK), *rl1 = dev_poison(E),
+              *act1 = dev_poison((size_t)GPTOSS_TOPK * I);
+        for (int r = 0; r < T; r++) {
+            float *xr = dx1 + (size_t)r * H;
+            CK(gptoss_moe_router_decode(xr, dnw, eps, drw, drb, 1, H, E, hs1, w1.ids, ww1, w1.grp, rl1, w1.ctr, 0));
+            CK(gptoss_moe_gate_up_decode(hs1, w1.grp, 1, dgub, dgus, dgb, E, H, I, alpha, limit, act1, 0));
+            CK(gptoss_moe_down_decode(act1, w1.grp, 1, ww1, ddnb, ddns, ddb, E, I, H, xr, 0));
+            auto i1 = dev_download(w1.ids, GPTOSS_TOPK);
+            auto wr = dev_download(ww1, GPTOSS_TOPK);
+            same &= !memcmp(i1.data(), &ib[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4) &&
+                    !memcmp(wr.data(), &wb[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4);
+        }
+        auto x1 = dev_download(dx1, (size_t)T * H);
+        same &= !memcmp(x1.data(), xb.data(), x1.size() * 4);
+        snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d (%s, dp4a ring mode %d %s): every row's residual, ids and "
+                 "weights bit for bit the one-token block on it alone", T, H, I, E, cudaGetErrorString(e), mode,
+                 ring ? "on" : "not available");
+        check_true(what, same);
+        for (int tiled = 0; tiled <= (mode == 2); tiled++) {
+            if (tiled) e = batched(0, true, xb, ib, wb);
+            const cudaError_t e2 = batched(1, tiled, x2, i2, w2);
+            snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d, ring mode %d%s: the rows' gate_up and down in one "
+                     "launch each (%s) = a launch a row (%s), bit for bit", T, H, I, E, mode, tiled ? ", tiled copy" : "",
+                     cudaGetErrorString(e2), cudaGetErrorString(e));
+            check_true(what, ring == mode && e == cudaSuccess && e2 == cudaSuccess &&
+                                 !memcmp(x2.data(), xb.data(), xb.size() * 4) && memcmp(x2.data(), x.data(), x.size() * 4) &&
+                                 i2 == ib && !memcmp(w2.data(), wb.data(), wb.size() * 4));
+        }
+        cudaFree(dx1); cudaFree(hs1); cudaFree(ww1); cudaFree(rl1); cudaFree(act1);
     }
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    auto xb = dev_download(dx, (size_t)T * H), wb = dev_download(dw, P);
-    auto ib = dev_download(wk.ids, P);
-    /* each row alone through the one-token block */
-    int same = e == cudaSuccess;
-    float *hs1 = dev_poison(H), *ww1 = dev_poison(GPTOSS_TOPK), *rl1 = dev_poison(E), *act1 = dev_poison((size_t)GPTOSS_TOPK * I);
-    for (int r = 0; r < T; r++) {
-        float *xr = dx1 + (size_t)r * H;
-        CK(gptoss_moe_router_decode(xr, dnw, eps, drw, drb, 1, H, E, hs1, w1.ids, ww1, w1.grp, rl1, w1.ctr, 0));
-        CK(gptoss_moe_gate_up_decode(hs1, w1.grp, 1, dgub, dgus, dgb, E, H, I, alpha, limit, act1, 0));
-        CK(gptoss_moe_down_decode(act1, w1.grp, 1, ww1, ddnb, ddns, ddb, E, I, H, xr, 0));
-        auto i1 = dev_download(w1.ids, GPTOSS_TOPK);
-        auto wr = dev_download(ww1, GPTOSS_TOPK);
-        same &= !memcmp(i1.data(), &ib[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4) &&
-                !memcmp(wr.data(), &wb[(size_t)r * GPTOSS_TOPK], GPTOSS_TOPK * 4);
-    }
-    auto x1 = dev_download(dx1, (size_t)T * H);
-    same &= !memcmp(x1.data(), xb.data(), x1.size() * 4);
     gptoss_moe_decode_dp4a(0);
-    char what[200];
-    snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d (%s, dp4a ring %s): every row's residual, ids and weights bit for "
-             "bit the one-token block on it alone", T, H, I, E, cudaGetErrorString(e), ring ? "on" : "not available");
-    check_true(what, same);
-    cudaFree(dx); cudaFree(dx1); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw);
+    cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw);
     cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
-    cudaFree(hs1); cudaFree(ww1); cudaFree(rl1); cudaFree(act1);
+    cudaFree(tbuf);
     md_work_free(&wk);
     md_work_free(&w1);
 }
@@ -1582,6 +1623,38 @@ static void test_sampling(int V) {
     a.presence_penalty = 0.0f; a.frequency_penalty = 60.0f;
     snprintf(what, sizeof what, "sampling V=%d: frequency penalty scales with the count", V);
     check_true(what, gpu_sample(dl, V, dcnt, a, dwork, dout) == cpu_sample(l, &cnti, a));
+
+    /* gptoss_sample_host (a lone row's sampling in the engine): the same id as gptoss_sample, written to the device
+     * and through the host word's mapping, greedy in one launch whose counter is back at 0 after each call; plain,
+     * tied, penalized and drawn rows, each twice */
+    {
+        int32_t *hword = nullptr, *hdev = nullptr, *dctr = nullptr, *dout2 = nullptr;
+        CK(cudaHostAlloc((void **)&hword, 4, cudaHostAllocMapped));
+        CK(cudaHostGetDevicePointer((void **)&hdev, hword, 0));
+        CK(cudaMalloc((void **)&dctr, 4));
+        CK(cudaMalloc((void **)&dout2, 4));
+        CK(cudaMemset(dctr, 0, 4));
+        const struct { const float *logits; const int32_t *counts; float temp, pres; } rows[] = {
+            {dl, NULL, 0.0f, 0.0f}, {dlt, NULL, 0.0f, 0.0f}, {dl, dcnt, 0.0f, 100.0f}, {dl, NULL, 0.8f, 0.0f}};
+        int same = 1, n = 0;
+        for (int rep = 0; rep < 2; rep++)
+            for (auto &r : rows) {
+                memset(&a, 0, sizeof a);
+                a.temperature = r.temp;
+                a.presence_penalty = r.pres;
+                a.u = 0.37f;
+                const int want = gpu_sample(r.logits, V, r.counts, a, dwork, dout);
+                *hword = -1;
+                CK(gptoss_sample_host(r.logits, V, r.counts, a, dwork, dctr, dout2, hdev, 0));
+                CK(cudaDeviceSynchronize());
+                same &= *hword == want && dev_download(dout2, 1)[0] == want && dev_download(dctr, 1)[0] == 0;
+                n++;
+            }
+        snprintf(what, sizeof what, "sampling V=%d: gptoss_sample_host = gptoss_sample in %d calls (greedy, ties, penalty, "
+                 "drawn), the id on the device and in the mapped host word, the counter left 0", V, n);
+        check_true(what, same);
+        cudaFreeHost(hword); cudaFree(dctr); cudaFree(dout2);
+    }
 
     /* The draw: for many u the GPU picks what the CPU twin picks (rounding may differ at a boundary). */
     const struct { float temp, top_p, min_p; int top_k; } cases[] = {
