@@ -541,8 +541,8 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
                                       float limit, float *act_sw, cudaStream_t stream,
                                       const gptoss_mxfp4_tiled *tiled = nullptr);
 
-/* n one-token problems in one launch (the 2-3-row batched steps, whose rows took the T = 1 kernels one launch each
- * until session 49): row r's h_sw + r H, its one-token group table groups1 + r gptoss_moe_groups_ints(1) (as
+/* n one-token problems in one launch (the batched steps of up to m->batch_moe_per_row rows, 2-5 by default, whose rows
+ * took the T = 1 kernels one launch each until session 49): row r's h_sw + r H, its one-token group table groups1 + r gptoss_moe_groups_ints(1) (as
  * gptoss_moe_router_decode_rows writes them) and its activations act_sw + r 4 I; the rows on the grid's y, each row's
  * results bit for bit its own T = 1 launch (the same kernel and stages, the resident CTAs shared among the rows).
  * The gate_up takes the dp4a ring only (cudaErrorNotSupported where T = 1 would take another kernel: then one launch
