@@ -18,6 +18,8 @@ for v in d q5 d q5; do
   echo "$v: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' /tmp/tp-$v.txt | awk '{ printf "%s streams %s out, step rate %s; ", $1, $5, $8 }')"
   { echo "== $v"; cat /tmp/tp-$v.txt; } >> $O/rows5.txt
 done
+timeout 90 $B/bench/throughput --engine $EN --model $M20B --streams 1,8,32,64 > $O/standing.txt 2>&1 # the standing (64 streams not rerun in session 49)
+echo "standing rc=$?: $(grep -E '^ +[0-9]+ +[0-9]+ +[0-9]+ ' $O/standing.txt | awk '{ printf "%s streams %s out, step rate %s; ", $1, $5, $8 }')"
 E=engines/gptoss_cuda/libgptoss_cuda.so R=/tmp/B/alt/rrb/$E
 if [ -f $R ]; then
   timeout 240 /tmp/B/alt/rrb/tests/gpu/gptoss_kernels > $O/rrb-kernels.txt 2>&1; echo "rrb kernels rc=$? (test_moe_rows: $(grep -c "^ok   moe rows" $O/rrb-kernels.txt) ok)"
