@@ -609,7 +609,7 @@ static cudaError_t decode_body(gptoss_session *s, step_prof *prof, int long_ctx)
                 KP_(ATTN, gptoss_attention_rows(m->q, kv, w->sinks, m->pos, 1, (int)s->max_ctx - 1, NH, NKV, win, m->o,
                                                 m->batt_part, m->batt_ctr, st));
             else if (m->split_attn || (long_ctx && win == 0))
-                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + 1 + GPTOSS_DECODE_MAX_T, st));
+                KP_(ATTN, gptoss_attention_decode(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, m->att_part, m->ctr + GPTOSS_CTR_ATTN, st));
             else
                 KP_(ATTN, gptoss_attention_at(m->q, kv, w->sinks, m->pos, 1, NH, NKV, win, m->o, st));
             if (m->route_ring == 2) { /* the router finished by o_proj's last block, then the gate_up it routes */

@@ -322,7 +322,7 @@ static uint64_t workspace_layout(const gptoss_config *c, gptoss_model *m, char *
     CARVE(hsw, float, (uint64_t)GPTOSS_DECODE_MAX_T * H);
     CARVE(mstage, uint8_t, (uint64_t)GPTOSS_MSTAGE_ROWS * 16 * gptoss_mxfp4_stage_f16_units((int)(H > I ? H : I)));
     CARVE(grp, int32_t, gptoss_moe_groups_ints(GPTOSS_DECODE_MAX_T));
-    CARVE(ctr, int32_t, 2 + GPTOSS_DECODE_MAX_T + c->num_kv_heads); /* router [0, 64], then split attention, then the sampler */
+    CARVE(ctr, int32_t, GPTOSS_CTR_INTS(c)); /* the router's, the split attention's, the sampler's (model_impl.h) */
     CARVE(att_part, float, (uint64_t)c->num_heads * GPTOSS_ATT_SPLITS * (2 + GPTOSS_HEAD_DIM));
     if (ps.use_tc) {
         uint64_t xs_elems = gptoss_tc_xs_elems(ps.chunk, ps.splits, (int)H, (int)QD, (int)I, ps.batched);
@@ -1067,7 +1067,7 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
             goto fail;
         }
     }
-    if (cudaMemset(m->ctr, 0, (2 + GPTOSS_DECODE_MAX_T + (size_t)m->cfg.num_kv_heads) * sizeof(int32_t)) != cudaSuccess) {
+    if (cudaMemset(m->ctr, 0, (size_t)GPTOSS_CTR_INTS(&m->cfg) * sizeof(int32_t)) != cudaSuccess) {
         st = fail(LLMR_ENGINE_INTERNAL, err, es, "clearing the decode workspace failed on device %d", device);
         goto fail;
     }

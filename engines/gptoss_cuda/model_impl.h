@@ -46,6 +46,12 @@ static inline llmr_engine_status fail(llmr_engine_status st, char *err, size_t e
 
 static inline uint64_t align256(uint64_t v) { return (v + 255) & ~(uint64_t)255; }
 
+/* gptoss_model.ctr's layout (int32 counters, zero at load, each left zero by its kernel): the router's [0,
+ * GPTOSS_DECODE_MAX_T], then the T = 1 split attention's num_kv_heads, then the lone row's greedy sampler's one. */
+#define GPTOSS_CTR_ATTN (1 + GPTOSS_DECODE_MAX_T)
+#define GPTOSS_CTR_SAMPLER(c) (GPTOSS_CTR_ATTN + (c)->num_kv_heads)
+#define GPTOSS_CTR_INTS(c) (GPTOSS_CTR_SAMPLER(c) + 1)
+
 /* pairs the F16 form's pre-staging scratch holds (m->mstage): every launch whose shape reads it (mode 2, below 1,024
  * pairs: the batched steps and prompt chunks of up to 255 tokens); 15 MB at the 20b's sizes: down's pair rows first,
  * then gate_up's token rows (gptoss_mstage_tokens) */

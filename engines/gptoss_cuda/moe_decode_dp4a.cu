@@ -760,11 +760,7 @@ int gptoss_moe_decode_dp4a(int on) {
 cudaError_t gptoss_moe_gate_up_decode_dp4a(const float *h_sw, const int32_t *groups, const uint8_t *blocks,
                                            const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                            float limit, float *act_sw, cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
-    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
-    if (!g_dp4a || !mr_shape_ok(H, I, false) || ((uintptr_t)blocks & 15) || ((uintptr_t)scales & 15))
-        return cudaErrorNotSupported;
-    const mr_route none = {};
-    return mr_launch<0>(h_sw, groups, blocks, scales, bias, H, I, alpha, limit, act_sw, none, s, tiled);
+    return gptoss_moe_gate_up_decode_dp4a_rows1(h_sw, groups, 1, blocks, scales, bias, H, I, alpha, limit, act_sw, s, tiled);
 }
 
 cudaError_t gptoss_moe_gate_up_decode_dp4a_rows1(const float *h_sw, const int32_t *groups1, int n, const uint8_t *blocks,

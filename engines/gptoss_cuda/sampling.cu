@@ -239,6 +239,10 @@ __global__ void __launch_bounds__(ARG_THREADS) argmax_one_kernel(const float *lo
 
 static int g_fast_greedy = 1, g_radix = 1;
 void gptoss_sample_use_fast_greedy(int on) { g_fast_greedy = on != 0; }
+/* Whether a row takes the multi-block greedy argmax (gptoss_sample's parts and merge, gptoss_sample_host's one launch). */
+static bool multiblock_greedy(const gptoss_sample_args &a, int V) {
+    return a.temperature <= 0.0f && g_fast_greedy && V >= 2 * ARG_BLOCKS;
+}
 void gptoss_sample_use_radix(int on) { g_radix = on != 0; }
 
 /* ---- radix select: the non-greedy steps over many blocks a row (gptoss_sample_use_radix, the default).
@@ -584,7 +588,7 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
         one.r.a = a;
         return rs_launch(one, 1, V, gptoss_sample_need(&a), work, out, s);
     }
-    if (a.temperature <= 0.0f && g_fast_greedy && V >= 2 * ARG_BLOCKS) {
+    if (multiblock_greedy(a, V)) {
         float *pv = work;
         int *pi = (int *)(work + ARG_BLOCKS);
         argmax_part_kernel<<<ARG_BLOCKS, ARG_THREADS, 0, s>>>(logits, V, counts, a.frequency_penalty, a.presence_penalty,
@@ -599,7 +603,7 @@ cudaError_t gptoss_sample(const float *logits, int V, const int32_t *counts, gpt
 cudaError_t gptoss_sample_host(const float *logits, int V, const int32_t *counts, gptoss_sample_args a, float *work,
                                int32_t *ctr, int32_t *out, int32_t *out_host, cudaStream_t s) {
     if (V <= 0) return cudaErrorInvalidValue;
-    if (a.temperature <= 0.0f && g_fast_greedy && V >= 2 * ARG_BLOCKS && ctr) {
+    if (multiblock_greedy(a, V) && ctr) {
         float *pv = work;
         int *pi = (int *)(work + ARG_BLOCKS);
         argmax_one_kernel<<<ARG_BLOCKS, ARG_THREADS, 0, s>>>(logits, V, counts, a.frequency_penalty, a.presence_penalty,

@@ -565,10 +565,11 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
                                                                    gptoss_gu_tiled(m, w))
                              : cudaErrorNotSupported;
             const int gu_rows = e != cudaErrorNotSupported;
-            if (gu_rows) K_(e);
-            if (gu_rows && m->moe_rows1)
+            if (gu_rows) {
+                K_(e);
                 K_(gptoss_moe_down_decode_rows1(m->act, m->grp, n, m->rw, w->dn_blocks, w->dn_scales, w->dn_bias, E, I, H,
                                                 m->x, st, gptoss_dn_tiled(m, w)));
+            }
             for (int r = 0; !gu_rows && r < n; r++) {
                 const int32_t *g1 = m->grp + (size_t)r * gptoss_moe_groups_ints(1);
                 float *act = m->act + (size_t)r * GPTOSS_TOPK * I;
@@ -797,7 +798,7 @@ static void sched_decode(gptoss_model *m) {
             gen_req *r = m->rows[b];
             r->a.u = (float)(splitmix64(&r->rng) >> 40) * (1.0f / 16777216.0f);
             e = gptoss_sample_host(r->logits, V, r->penalties ? r->s->counts : NULL, r->a, m->sample_work,
-                                   m->ctr + 1 + GPTOSS_DECODE_MAX_T + m->cfg.num_kv_heads, m->tok + b,
+                                   m->ctr + GPTOSS_CTR_SAMPLER(&m->cfg), m->tok + b,
                                    m->tok_host_dev ? m->tok_host_dev + b : NULL, m->stream);
             if (e == cudaSuccess && r->penalties) e = gptoss_count_token(r->s->counts, m->tok + b, m->stream);
         }
