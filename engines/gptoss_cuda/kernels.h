@@ -521,7 +521,13 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
  * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
-                                          float *w, int32_t *groups1, float *router_logits, cudaStream_t stream);
+                                          float *w, int32_t *groups1, float *router_logits, int32_t *counter,
+                                          cudaStream_t stream);
+/* Blocks per token of gptoss_moe_router_decode_rows (1, the default, or up to 32: the router rows split over that
+ * many SMs, the token's last block, by counter[1 + t] (T + 1 ints, zero, left zero; NULL: one block a token),
+ * gathering the logits from router_logits; the same results bit for bit: each logit is one warp's sum either way).
+ * Process-wide; set it before launching. */
+void gptoss_moe_router_rows_blocks(int n);
 
 /* Blocks per token of gptoss_moe_router_decode (1, the default, measured; or up to 32 through
  * LLMR_GPTOSS_ROUTER_BLOCKS, which splits the router rows over that many SMs and needs router_logits:

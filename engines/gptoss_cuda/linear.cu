@@ -369,14 +369,39 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
     gemv1_rows_kernel(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N, int nrows, float *y,
                       int ldy, int accumulate) {
     extern __shared__ float4 xs4[]; /* row r: [2][K / 8] at 2 r (K / 8) */
-    const int K8 = K / 8, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int r = 0; r < nrows; r++) {
-        const float4 *x4 = (const float4 *)(x + (size_t)r * ldx);
-        for (int j = threadIdx.x; j < 2 * K8; j += blockDim.x) xs4[(size_t)2 * r * K8 + (j & 1) * K8 + (j >> 1)] = x4[j];
+    const int K8 = K / 8, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n0 = blockIdx.x * GEMV1_WARPS + warp;
+    /* lane 0's bias and residuals of the warp's first row go out first, as in gemv1_kernel (after the sums each was a
+     * round trip of its own) */
+    uint32_t b0 = 0u;
+    float y0[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) y0[r] = 0.0f;
+    if (lane == 0 && n0 < N) {
+        if (b) b0 = b[n0];
+        if (accumulate)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                if (r < nrows) y0[r] = y[(size_t)r * ldy + n0];
+    }
+    /* x staged GEMV1_XS float4s a thread at a time, all of them loaded before the first is stored (as a loop each store
+     * waited for its load: a round trip per 256 float4s, 8 for two rows of o_proj; session 50) */
+    const int per = 2 * K8, total = nrows * per;
+    for (int base = threadIdx.x; base < total; base += GEMV1_XS * GEMV1_WARPS * 32) {
+        float4 xr[GEMV1_XS];
+#pragma unroll
+        for (int u = 0; u < GEMV1_XS; u++) {
+            const int it = base + u * GEMV1_WARPS * 32, r = it / per, j = it - r * per;
+            if (it < total) xr[u] = ((const float4 *)(x + (size_t)r * ldx))[j];
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV1_XS; u++) {
+            const int it = base + u * GEMV1_WARPS * 32, r = it / per, j = it - r * per;
+            if (it < total) xs4[(size_t)2 * r * K8 + (j & 1) * K8 + (j >> 1)] = xr[u];
+        }
     }
     __syncthreads();
     constexpr int U = gemv1_rows_cfg<R>::UNROLL;
-    for (int n = blockIdx.x * GEMV1_WARPS + warp; n < N; n += gridDim.x * GEMV1_WARPS) {
+    for (int n = n0; n < N; n += gridDim.x * GEMV1_WARPS) {
         const uint4 *w4 = (const uint4 *)(W + (size_t)n * K);
         float acc[R];
 #pragma unroll
@@ -410,9 +435,9 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
             float a = acc[r];
             for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
             if (lane == 0) {
-                a += b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
+                a += n == n0 ? (b ? __uint_as_float(b0 << 16) : 0.0f) : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
                 float *dst = y + (size_t)r * ldy + n;
-                *dst = accumulate ? *dst + a : a;
+                *dst = accumulate ? (n == n0 ? y0[r] : *dst) + a : a;
             }
         }
     }

@@ -222,11 +222,12 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     /* 3. Top-4 and the softmax over the 4, by warp 0; one_tables: each token its own one-token table at
      * groups + t * gptoss_moe_groups_ints(1) (for the one-token expert kernels run per row) */
     if (warp == 0)
-        router_top4(lg, E, lane, t, ids, wts, (T == 1 || one_tables) && RB == 1,
+        router_top4(lg, E, lane, t, ids, wts, one_tables || (T == 1 && RB == 1),
                     one_tables ? groups + (size_t)t * gptoss_moe_groups_ints(1) : groups);
-    /* One token in one block (every batch-1 decode step), or every token its own table: written above, and the
-     * fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to wait for. */
-    if ((T == 1 || one_tables) && RB == 1) return;
+    /* One token in one block (every batch-1 decode step), or every token its own table (by its last block): written
+     * above, and the fence, the counter and the block-wide grouping below (a dependent chain of ~3 us) have nothing to
+     * wait for. */
+    if (one_tables || (T == 1 && RB == 1)) return;
     /* 4. The last block to get here groups all pairs by expert (the ids of every block are visible
      * after the fence + counter); it resets the counter for the next launch (graph replays). Only warp 0 wrote
      * what the last block reads (the ids), so only it fences. */
@@ -305,8 +306,9 @@ __global__ void __launch_bounds__(RT_THREADS) moe_router_decode_kernel(const flo
     }
 }
 
-static int g_router_blocks = 1;
+static int g_router_blocks = 1, g_router_rows_blocks = 1;
 void gptoss_moe_router_blocks(int n) { g_router_blocks = n < 1 ? 1 : n > 32 ? 32 : n; }
+void gptoss_moe_router_rows_blocks(int n) { g_router_rows_blocks = n < 1 ? 1 : n > 32 ? 32 : n; }
 
 static cudaError_t router_decode_launch(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                         const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
@@ -315,8 +317,9 @@ static cudaError_t router_decode_launch(const float *x, const uint16_t *norm_w, 
     if (T < 1 || T > GPTOSS_DECODE_MAX_T || H <= 0 || H % 32 || H > GPTOSS_DECODE_MAX_K || E < GPTOSS_TOPK ||
         E > GPTOSS_MAX_EXPERTS)
         return cudaErrorInvalidValue;
-    int RB = g_router_blocks < E ? g_router_blocks : E;
-    if (!router_logits || one_tables) RB = 1; /* the split needs the scratch; per-token tables need one block a token */
+    const int rb = one_tables ? g_router_rows_blocks : g_router_blocks;
+    int RB = rb < E ? rb : E;
+    if (!router_logits || !counter) RB = 1; /* the split gathers the logits through the scratch and a counter a token */
     /* the added output: one block a token writes its row of x (no other block reads it), all of it from registers */
     if (add.y) {
         if (add.splits < 1 || add.splits > 3 || !add.x_out || H > GPTOSS_ROUTER_ADD_MAX_H || ((uintptr_t)add.staged & 15))
@@ -355,10 +358,11 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
 
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
-                                          float *w, int32_t *groups1, float *router_logits, cudaStream_t s) {
+                                          float *w, int32_t *groups1, float *router_logits, int32_t *counter,
+                                          cudaStream_t s) {
     const router_add none = {};
-    return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits, NULL,
-                                1, none, s);
+    return router_decode_launch(x, norm_w, eps, router_w, router_b, T, H, E, h_sw, ids, w, groups1, router_logits,
+                                counter, 1, none, s);
 }
 
 /* ------------------------------------------------------------------ router from o_proj's partial sums

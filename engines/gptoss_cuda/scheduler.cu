@@ -557,7 +557,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         presplit = 0; /* the paths below leave x un-normed */
         if (m->fused && n <= m->batch_moe_per_row) { /* each row through the batch-1 expert kernels (the dp4a ring) */
             K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
-                                             m->rw, m->grp, m->rl, st));
+                                             m->rw, m->grp, m->rl, m->ctr, st));
             K_(dbg_router(m, l, n));
             /* all rows in one launch each (m->moe_rows1), else one launch a row; the same bits either way */
             e = m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias,

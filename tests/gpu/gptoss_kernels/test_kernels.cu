@@ -803,7 +803,7 @@ static void test_moe_rows(int T, int H, int I, int E) {
         const gptoss_mxfp4_tiled *tg = tiled ? &gt : nullptr, *td = tiled ? &dt : nullptr;
         const uint8_t *gb = tiled ? nullptr : dgub, *gs = tiled ? nullptr : dgus, *db = tiled ? nullptr : ddnb,
                       *ds = tiled ? nullptr : ddns;
-        cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, 0);
+        cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, wk.ctr, 0);
         if (rows) {
             if (e == cudaSuccess)
                 e = gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, T, gb, gs, dgb, H, I, alpha, limit, dact, 0, tg);
@@ -862,6 +862,26 @@ static void test_moe_rows(int T, int H, int I, int E) {
         cudaFree(dx1); cudaFree(hs1); cudaFree(ww1); cudaFree(rl1); cudaFree(act1);
     }
     gptoss_moe_decode_dp4a(0);
+    { /* the router over 8 blocks a row (LLMR_GPTOSS_ROUTER_ROWS_BLOCKS): h_sw, ids, weights, the one-token tables and
+       * the logits bit for bit one block a row's, the counters left at 0 */
+        CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+        std::vector<std::vector<float>> f[2];
+        std::vector<std::vector<int32_t>> g[2];
+        for (int k = 0; k < 2; k++) {
+            gptoss_moe_router_rows_blocks(k ? 8 : 1);
+            CK(cudaMemset(wk.grp, 0, (size_t)T * GI * 4));
+            CK(gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, wk.ctr, 0));
+            CK(cudaDeviceSynchronize());
+            f[k] = {dev_download(dhs, (size_t)T * H), dev_download(dw, P), dev_download(drl, (size_t)T * E)};
+            g[k] = {dev_download(wk.ids, P), dev_download(wk.grp, (size_t)T * GI), dev_download(wk.ctr, T + 1)};
+        }
+        gptoss_moe_router_rows_blocks(1);
+        bool same = g[0] == g[1] && g[1][2] == std::vector<int32_t>(T + 1, 0);
+        for (int i = 0; i < 3; i++) same &= !memcmp(f[0][i].data(), f[1][i].data(), f[0][i].size() * 4);
+        snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d: the router over 8 blocks a row = one block a row, bit for "
+                 "bit (h_sw, ids, weights, tables, logits), counters back at 0", T, H, I, E);
+        check_true(what, same);
+    }
     cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw);
     cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
     cudaFree(tbuf);
@@ -1982,9 +2002,9 @@ void gptoss_stream_size_timing(void);                    /* test_tma_ring.cu: --
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0); /* each line out at once: a run cut short by a timeout keeps its output */
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --moe-mma-checks | --tc-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
+        printf("usage: gptoss_kernels [--host-checks | --moe-decode-timing | --batch-checks | --rows-checks | --moe-mma-checks | --tc-checks | --moe-timing T... | --lm-head-timing | --ring-timing | --stream-timing]\nChecks every gptoss_cuda kernel against a "
                "CPU loop; exits 0 (skipped) without a GPU.\n--host-checks: only the checks that need no GPU (the MXFP4 decode tables, the dp4a "
-               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace, and its one-pass linear and attention (test_rows.cu).\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--tc-checks: only the prompt's tensor-core matmuls (test_tc.cu: cuBLAS, the fp16 experts, gptoss_mxfp4_prompt_gemm).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
+               "activation split), with or without one.\n--moe-decode-timing: only the 20b's T = 1 decode MoE block, checked and timed (seconds, not minutes).\n--batch-checks: only the batched decode step's row kernels against the launches they replace, and its one-pass linear and attention (test_rows.cu).\n--rows-checks: only the small batched steps' row kernels (o_proj's gemv1 rows, the q/k/v prologue's, the router and experts a row), each row bit for bit its one-token launch, timed.\n--moe-mma-checks: only the tensor-core expert kernels (batched steps, short prompts), checked and timed.\n--tc-checks: only the prompt's tensor-core matmuls (test_tc.cu: cuBLAS, the fp16 experts, gptoss_mxfp4_prompt_gemm).\n--moe-timing T...: only time the MXFP4 expert kernels at the "
                "20b's shapes for T tokens each (no checks; for profilers).\n--lm-head-timing: only time the batched "
                "step's lm_head, q/k/v and o_proj GEMMs, weights from HBM (cuBLAS default, swapped, cublasLt's heuristic algorithms).\n--ring-timing: only time the "
                "bulk-copy stage ring (tma_ring.cuh) against plain loads.\n--stream-timing: only time one launch reading 8 MB .. 512 MB "
@@ -2039,6 +2059,14 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && !strcmp(argv[1], "--tc-checks")) { /* only the prompt's tensor-core matmuls */
         gptoss_tc_checks(&tu_checks, &tu_failed);
+        printf("%d checks, %d failed\n", tu_checks, tu_failed);
+        return tu_failed != 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--rows-checks")) { /* only the small batched steps' row kernels, checked and timed */
+        for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8);
+        for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8);
+        test_qkv_rows(64, 2, 1, 3, 0);
+        test_moe_rows(3, 2880, 2880, 32);
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
