@@ -101,9 +101,10 @@ ok "/metrics: requests by route and status, latency histograms, tokens in/out, q
 
 idle2() { curl -s "$NODE2/v0/status" | jq -e '.active_requests == 0' >/dev/null; }
 wait_for 5 idle2 || fail "node 2 still counts the abandoned long requests"
-# After the first byte there is no failover: a node dying mid-stream ends the stream with an error event.
+# After the first byte there is no failover: a node dying mid-stream ends the stream with an error event. Greedy, as the
+# long requests above: sampled, the random tiny model once drew a tool call after 4 tokens and finished before the kill.
 curl -sN --max-time 10 "${auth[@]}" "$ROUTER/v1/chat/completions" \
-  -d "{\"model\":\"$REPO\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":100000,\"stream\":true}" >"$T/mid.sse" &
+  -d "{\"model\":\"$REPO\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":100000,\"temperature\":0,\"stream\":true}" >"$T/mid.sse" &
 M=$!; PIDS+=($M)
 streaming() { grep -q 'chat.completion.chunk' "$T/mid.sse"; }
 wait_for 5 streaming || fail "the mid-stream request did not start"
