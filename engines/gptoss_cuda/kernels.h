@@ -518,15 +518,16 @@ cudaError_t gptoss_moe_router_decode_add(float *x, const float *y, int splits, c
  * session 25: a 64-row step -1%). */
 /* The same for T tokens that the one-token expert kernels then take row by row (the small batched steps, session 19):
  * token t's one-token group table at groups1 + t * gptoss_moe_groups_ints(1) (pairs 0..3 are its own slots; groups1
- * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; one block a token; no counter. */
+ * holds T * gptoss_moe_groups_ints(1) ints), no table of all the pairs; gptoss_moe_router_rows_blocks blocks a token
+ * (counter and router_logits as said there). */
 cudaError_t gptoss_moe_router_decode_rows(const float *x, const uint16_t *norm_w, float eps, const uint16_t *router_w,
                                           const uint16_t *router_b, int T, int H, int E, float *h_sw, int32_t *ids,
                                           float *w, int32_t *groups1, float *router_logits, int32_t *counter,
                                           cudaStream_t stream);
-/* Blocks per token of gptoss_moe_router_decode_rows (1, the default, or up to 32: the router rows split over that
- * many SMs, the token's last block, by counter[1 + t] (T + 1 ints, zero, left zero; NULL: one block a token),
- * gathering the logits from router_logits; the same results bit for bit: each logit is one warp's sum either way).
- * Process-wide; set it before launching. */
+/* Blocks per token of gptoss_moe_router_decode_rows (1 until set, or up to 32: the router rows split over that many
+ * SMs, the token's last block, by counter[1 + t] (T + 1 ints, zero, left zero; NULL: one block a token), gathering the
+ * logits from router_logits; the same results bit for bit: each logit is one warp's sum either way). The engine sets
+ * it at load (LLMR_GPTOSS_ROUTER_ROWS_BLOCKS, default 8). Process-wide; set it before launching. */
 void gptoss_moe_router_rows_blocks(int n);
 
 /* Blocks per token of gptoss_moe_router_decode (1, the default, measured; or up to 32 through

@@ -1990,6 +1990,20 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
     paged_free(pk);
 }
 
+/* The small batched steps' row kernels, each where the full run has it and all together for --rows-checks. */
+static void test_gemv1_rows_all(void) {
+    for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8); /* o_proj */
+    test_gemv1_rows(8, 3, 3, 0, 0);
+}
+static void test_qkv_rows_all(void) {
+    for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8); /* gpt-oss-20b's shape */
+    test_qkv_rows(64, 2, 1, 3, 0);
+}
+static void test_moe_rows_all(void) {
+    test_moe_rows(3, 2880, 2880, 32); /* the 20b's shapes */
+    test_moe_rows(2, 64, 64, 8);
+}
+
 void gptoss_test_batch_kernels(int *checks, int *failed);
 void gptoss_test_rows_kernels(int *checks, int *failed);
 void gptoss_moe_mma_checks(int *checks, int *failed); /* test_moe_mma.cu: the MXFP4 experts on tensor cores */
@@ -2063,10 +2077,9 @@ int main(int argc, char **argv) {
         return tu_failed != 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--rows-checks")) { /* only the small batched steps' row kernels, checked and timed */
-        for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8);
-        for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8);
-        test_qkv_rows(64, 2, 1, 3, 0);
-        test_moe_rows(3, 2880, 2880, 32);
+        test_gemv1_rows_all();
+        test_qkv_rows_all();
+        test_moe_rows_all();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
@@ -2088,8 +2101,7 @@ int main(int argc, char **argv) {
     test_gemv1(4096, 2880, 1, 1); /* o_proj into the residual */
     test_gemv1(2880, 32, 1, 0);   /* router */
     test_gemv1(8, 3, 0, 0);       /* K of one chunk, N not a multiple of the warps */
-    for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8); /* o_proj */
-    test_gemv1_rows(8, 3, 3, 0, 0);
+    test_gemv1_rows_all();
     test_gemv1(8192, 1000, 1, 1); /* the largest K it takes */
     test_gemv1(2880, 201088, 0, 0); /* lm_head */
     test_linear(1, 4096, 1000, 1, 1); /* T = 1 through gptoss_linear (gemv1) */
@@ -2120,8 +2132,7 @@ int main(int argc, char **argv) {
     test_host_only();
     test_router_nan(32);
     test_router_nan(40);
-    test_moe_rows(3, 2880, 2880, 32); /* the 20b's shapes */
-    test_moe_rows(2, 64, 64, 8);
+    test_moe_rows_all();
     test_moe_decode(1, 64, 64, 8, 0);
     test_moe_decode(1, 2880, 2880, 32, 1); /* gpt-oss-20b's shape, timed */
     test_moe_decode(5, 256, 96, 16, 0);
@@ -2145,8 +2156,7 @@ int main(int argc, char **argv) {
     test_qkv_decode(64, 2, 1, 0, 0);
     test_qkv_decode(2880, 64, 8, 300, 1); /* gpt-oss-20b's shape, timed */
     test_qkv_decode(256, 4, 2, 70000, 0);
-    for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8); /* gpt-oss-20b's shape */
-    test_qkv_rows(64, 2, 1, 3, 0);
+    test_qkv_rows_all();
     gptoss_tc_checks(&tu_checks, &tu_failed);
     gptoss_test_batch_kernels(&tu_checks, &tu_failed); /* test_batch.cu: the batched decode-step kernels */
     gptoss_test_rows_kernels(&tu_checks, &tu_failed);  /* test_rows.cu: the batched step's one-pass linear */
