@@ -137,6 +137,20 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
                                        const float *rwt, float *rpart, const uint16_t *router_b, float eps, int32_t *ctr,
                                        int32_t *ids, float *w, int32_t *groups, float *router_logits, float *r,
                                        cudaStream_t stream);
+/* gptoss_gemv1_router_finish for the n <= GPTOSS_GEMV1_ROWS_MAX rows of a small batched step (o_proj as
+ * gptoss_gemv1_rows, x rows at x + r ldx, y rows at y + r ldy), each row bit for bit its one-token call: the launch
+ * takes gptoss_gemv1_blocks(K, N) blocks (else cudaErrorNotSupported, before any launch), row r's partial rows at
+ * rpart + r blocks 33, and the last block finishes every row: r[r], router_logits + 32 r (may be NULL), ids + 4 r,
+ * w + 4 r and the one-token group table at groups1 + r gptoss_moe_groups_ints(1). Sets its shared-memory opt-in at
+ * its first launch of a size (call it outside a graph capture first). */
+/* The same without the finish: each row's partial rows only (at rpart + r blocks 33), for
+ * gptoss_moe_route_gate_up_dp4a_rows1, whose CTAs finish their own row. */
+cudaError_t gptoss_gemv1_rows_router(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N,
+                                     float *y, int ldy, const float *rwt, float *rpart, cudaStream_t stream);
+cudaError_t gptoss_gemv1_rows_router_finish(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K,
+                                            int N, float *y, int ldy, const float *rwt, float *rpart,
+                                            const uint16_t *router_b, float eps, int32_t *ctr, int32_t *ids, float *w,
+                                            int32_t *groups1, float *router_logits, float *r, cudaStream_t stream);
 /* How that last block reads the partial rows: on (the default since session 28) one bulk copy of all of them into its
  * shared memory, then the sums from there, where they fit beside the kernel's static arrays in 48 KiB and are a
  * 16-byte multiple (360 rows for the 20b); off, or where they do not fit, the sums from L2. Bit for bit the same.
@@ -608,6 +622,23 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
                                            const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int H,
                                            int I, float alpha, float limit, float *act_sw, cudaStream_t stream,
                                            const gptoss_mxfp4_tiled *tiled = nullptr);
+/* The same for the n rows of a small batched step as gptoss_gemv1_rows_router_finish left them (row r: x + r H, r[r],
+ * its one-token table at groups1 + r gptoss_moe_groups_ints(1), its activations at act_sw + r 4 I), in one launch as
+ * gptoss_moe_gate_up_decode_dp4a_rows1 (row r the grid's y): each row bit for bit its one-token call. */
+cudaError_t gptoss_moe_routed_gate_up_dp4a_rows1(const float *x, const uint16_t *norm_w, const float *r,
+                                                 const int32_t *groups1, int n, const uint8_t *blocks, const uint8_t *scales,
+                                                 const uint16_t *bias, int H, int I, float alpha, float limit, float *act_sw,
+                                                 cudaStream_t stream, const gptoss_mxfp4_tiled *tiled = nullptr);
+/* The same with each row's router finish in every CTA of its row (as gptoss_moe_route_gate_up_dp4a at T = 1: the rows
+ * run in parallel, none waits for another's), from gptoss_gemv1_rows_router's partial rows (row r at rpart + r nparts
+ * 33); CTA 0 of row r writes ids + 4 r, w + 4 r, the one-token table at groups1 + r gptoss_moe_groups_ints(1) and
+ * router_logits + 32 r (not NULL). Each row bit for bit its one-token call. */
+cudaError_t gptoss_moe_route_gate_up_dp4a_rows1(const float *x, const uint16_t *norm_w, float eps, const float *rpart,
+                                                int nparts, const uint16_t *router_b, int n, const uint8_t *blocks,
+                                                const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                                float limit, int32_t *ids, float *w, int32_t *groups1,
+                                                float *router_logits, float *act_sw, cudaStream_t stream,
+                                                const gptoss_mxfp4_tiled *tiled = nullptr);
 /* The experts' tiled copy (gptoss_mxfp4_tile) at T = 1: the tiled argument of gptoss_moe_gate_up_decode,
  * gptoss_moe_route_gate_up_dp4a and gptoss_moe_routed_gate_up_dp4a (blocks / scales then unused, may be NULL) is read by
  * the tensor-core ring only (a stage one tile; the same bits as from the checkpoint's layout);

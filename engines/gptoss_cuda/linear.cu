@@ -364,10 +364,12 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
  * rows grow (more arithmetic per load); the chunk order per lane does not depend on that. */
 template <int R> struct gemv1_rows_cfg { enum { UNROLL = R <= 2 ? GPTOSS_GEMV1_UNROLL : 4, MINB = R <= 4 ? 3 : 2 }; };
 
-template <int R>
+/* ROUTER (gptoss_gemv1_rows_router_finish): gemv1_kernel<true>'s router partial rows and last-block finish, for each
+ * of the rows (row r's partial rows at rpart + r gridDim.x 33; its outputs at fin's pointers + r times their size) */
+template <int R, bool ROUTER = false>
 __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
     gemv1_rows_kernel(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N, int nrows, float *y,
-                      int ldy, int accumulate) {
+                      int ldy, int accumulate, const float *rwt, float *rpart, gemv1_fin fin) {
     extern __shared__ float4 xs4[]; /* row r: [2][K / 8] at 2 r (K / 8) */
     const int K8 = K / 8, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n0 = blockIdx.x * GEMV1_WARPS + warp;
     /* lane 0's bias and residuals of the warp's first row go out first, as in gemv1_kernel (after the sums each was a
@@ -383,6 +385,10 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
             for (int r = 0; r < R; r++)
                 if (r < nrows) y0[r] = y[(size_t)r * ldy + n0];
     }
+    float rw0 = 0.0f, rp[R], rs[R]; /* ROUTER: each lane's router weight of the first row; the rows' partial sums */
+#pragma unroll
+    for (int r = 0; r < R; r++) rp[r] = rs[r] = 0.0f;
+    if (ROUTER && n0 < N) rw0 = rwt[(size_t)n0 * 32 + lane];
     /* x staged GEMV1_XS float4s a thread at a time, all of them loaded before the first is stored (as a loop each store
      * waited for its load: a round trip per 256 float4s, 8 for two rows of o_proj; session 50) */
     const int per = 2 * K8, total = nrows * per;
@@ -429,37 +435,94 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
                 }
             }
         }
+        const float rwn = ROUTER ? (n == n0 ? rw0 : rwt[(size_t)n * 32 + lane]) : 0.0f;
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (r >= nrows) break;
-            float a = acc[r];
+            float a = acc[r], yn = 0.0f;
             for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
             if (lane == 0) {
                 a += n == n0 ? (b ? __uint_as_float(b0 << 16) : 0.0f) : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
                 float *dst = y + (size_t)r * ldy + n;
-                *dst = accumulate ? (n == n0 ? y0[r] : *dst) + a : a;
+                yn = accumulate ? (n == n0 ? y0[r] : *dst) + a : a;
+                *dst = yn;
+            }
+            if (ROUTER) { /* as gemv1_kernel<true>: lane e takes expert e's product, every lane the square */
+                yn = __shfl_sync(0xffffffffu, yn, 0);
+                rp[r] = fmaf(rwn, yn, rp[r]);
+                rs[r] = fmaf(yn, yn, rs[r]);
             }
         }
     }
+    if (ROUTER) {
+        __shared__ float red[GEMV1_WARPS][33];
+        __shared__ int last;
+#pragma unroll
+        for (int r = 0; r < R; r++) { /* row r's partial row: the block's 8 warps in order 0..7, as gemv1_kernel<true> */
+            if (r >= nrows) break;
+            red[warp][lane] = rp[r];
+            if (lane == 0) red[warp][32] = rs[r];
+            __syncthreads();
+            if (threadIdx.x < 33) {
+                float v = 0.0f;
+                for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
+                rpart[((size_t)r * gridDim.x + blockIdx.x) * 33 + threadIdx.x] = v;
+            }
+            __syncthreads();
+        }
+        if (!fin.ctr) return; /* the partial rows only (gptoss_gemv1_rows_router: the gate_up finishes each row) */
+        if (threadIdx.x == 0) { /* the grid-sync pattern of gemv1_kernel<true>'s finish */
+            __threadfence();
+            last = atomicAdd(fin.ctr, 1) == (int)gridDim.x - 1;
+            if (last) __threadfence();
+        }
+        __syncthreads();
+        if (!last) return;
+        const uint32_t braw = warp == 0 ? fin.rb[lane] : 0u;
+        float(*S)[33] = (float(*)[33])xs4; /* over x: every warp is done with it (the barriers above) */
+        for (int r = 0; r < nrows; r++) { /* each row as gemv1_kernel<true>'s last block finishes its one row */
+            router_partials_sum8(rpart + (size_t)r * gridDim.x * 33, gridDim.x, warp, lane, S);
+            __syncthreads();
+            if (warp == 0) {
+                const float rr = router_finish_warp((const float(*)[33])S, __uint_as_float(braw << 16), N, fin.eps, lane,
+                                                    fin.ids + GPTOSS_TOPK * r, fin.w + GPTOSS_TOPK * r,
+                                                    fin.groups + (size_t)r * gptoss_moe_groups_ints(1),
+                                                    fin.rl ? fin.rl + 32 * r : nullptr);
+                if (lane == 0) fin.r[r] = rr;
+            }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) *fin.ctr = 0; /* for the next launch */
+    }
 }
 
+/* router: gemv1_rows_kernel<R, true> with fin, refused (cudaErrorNotSupported, before any launch) unless its grid is
+ * gptoss_gemv1's, so that every row's partial rows are that kernel's */
 template <int R>
 static cudaError_t gemv1_rows_launch(int sms, const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N,
-                                     int n, float *y, int ldy, int accumulate, cudaStream_t s) {
+                                     int n, float *y, int ldy, int accumulate, cudaStream_t s, const float *rwt = nullptr,
+                                     float *rpart = nullptr, const gemv1_fin *fin = nullptr) {
     const size_t smem = (size_t)R * K * sizeof(float);
     if (smem > 200 * 1024) return cudaErrorNotSupported; /* R rows of x must fit */
-    static size_t opted; /* the largest size opted in so far */
-    if (smem > 48 * 1024 && smem > opted) {
-        const cudaError_t e = cudaFuncSetAttribute(gemv1_rows_kernel<R>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) return e;
-        opted = smem;
-    }
     /* one wave of resident blocks (the registers' cap and the staged rows), never more than the rows of W need */
     const long per_sm_smem = (long)(200 * 1024) / (long)(smem + 1024);
     const long minb = gemv1_rows_cfg<R>::MINB, per_sm = per_sm_smem < minb ? (per_sm_smem < 1 ? 1 : per_sm_smem) : minb;
     const long need = ((long)N + GEMV1_WARPS - 1) / GEMV1_WARPS;
     const long blocks = (long)sms * per_sm < need ? (long)sms * per_sm : need;
-    gemv1_rows_kernel<R><<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, ldx, W, b, K, N, n, y, ldy, accumulate);
+    if (fin && blocks != gptoss_gemv1_blocks(K, N)) return cudaErrorNotSupported;
+    static size_t opted[2]; /* the largest size opted in so far, by form */
+    if (smem > 48 * 1024 && smem > opted[fin != nullptr]) {
+        const cudaError_t e = cudaFuncSetAttribute(fin ? gemv1_rows_kernel<R, true> : gemv1_rows_kernel<R, false>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+        opted[fin != nullptr] = smem;
+    }
+    if (fin)
+        gemv1_rows_kernel<R, true><<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, ldx, W, b, K, N, n, y, ldy, 1, rwt,
+                                                                                   rpart, *fin);
+    else
+        gemv1_rows_kernel<R, false><<<(unsigned)blocks, GEMV1_WARPS * 32, smem, s>>>(x, ldx, W, b, K, N, n, y, ldy,
+                                                                                    accumulate, nullptr, nullptr, {});
     return cudaGetLastError();
 }
 
@@ -472,6 +535,40 @@ cudaError_t gptoss_gemv1_rows(const float *x, int ldx, const uint16_t *W, const 
     if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
     if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
     return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
+}
+
+cudaError_t gptoss_gemv1_rows_router(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N,
+                                     float *y, int ldy, const float *rwt, float *rpart, cudaStream_t s) {
+    if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX) return cudaErrorNotSupported;
+    if (N <= 0 || N % 32 || !gemv1_ok(x, W, K) || ldx % 4 || !rwt || !rpart) return cudaErrorInvalidValue;
+    const gemv1_fin fin = {}; /* no counter: no finish */
+    const int sms = gptoss_sm_count();
+    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+}
+
+cudaError_t gptoss_gemv1_rows_router_finish(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K,
+                                            int N, float *y, int ldy, const float *rwt, float *rpart,
+                                            const uint16_t *router_b, float eps, int32_t *ctr, int32_t *ids, float *w,
+                                            int32_t *groups1, float *router_logits, float *r, cudaStream_t s) {
+    if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX) return cudaErrorNotSupported;
+    if (N <= 0 || N % 32 || !gemv1_ok(x, W, K) || ldx % 4 || !rwt || !rpart || !router_b || !ctr || !ids || !w ||
+        !groups1 || !r)
+        return cudaErrorInvalidValue;
+    gemv1_fin fin = {};
+    fin.rb = router_b;
+    fin.eps = eps;
+    fin.ctr = ctr;
+    fin.ids = ids;
+    fin.groups = groups1;
+    fin.w = w;
+    fin.rl = router_logits;
+    fin.r = r;
+    const int sms = gptoss_sm_count();
+    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
 }
 
 static int g_use_gemv1 = 1;

@@ -122,14 +122,21 @@ struct gptoss_model {
     int fused; /* 0 when LLMR_GPTOSS_FUSED=0 (the per-op decode launches, for comparisons) */
     /* the router split (default; LLMR_GPTOSS_ROUTER_SPLIT=0 turns it off): the T = 1 router's GEMV as partial sums in o_proj's blocks
      * (gptoss_gemv1_router), then gptoss_moe_router_finish. rwt [layers][H][32] (router_w * mlp_norm, filled at load
-     * after the weights), rpart [router_parts][33]; both owned, NULL when off (20b only: 32 experts; fused path) */
+     * after the weights), rpart [GPTOSS_GEMV1_ROWS_MAX][router_parts][33] (a small batched step's rows, rows_router);
+     * both owned, NULL when off (20b only: 32 experts; fused path) */
     int router_split, router_parts;
     /* the routed ring (LLMR_GPTOSS_ROUTE_RING, set at load only where it applies for every layer): with the router
      * split, 2 (default) the finish in o_proj's last block (gptoss_gemv1_router_finish, then
      * gptoss_moe_routed_gate_up_dp4a), with its counter rctr (0 between launches) and r (rnorm), both owned; 1 the
      * finish folded into every CTA of the ring gate_up (gptoss_moe_route_gate_up_dp4a); 0 its own kernel. All three
-     * bit for bit the same. */
+     * bit for bit the same. rnorm: GPTOSS_GEMV1_ROWS_MAX floats (rows_router's rows). */
     int route_ring;
+    /* LLMR_GPTOSS_ROWS_ROUTER (with route_ring): the small batched steps whose o_proj and experts run a row at a time
+     * (batch_o_rows, batch_moe_per_row, moe_rows1) routed as the batch-1 graph, without a router launch, each row's MoE
+     * block bit for bit its lone one: 2 o_proj's last block finishes every row (gptoss_gemv1_rows_router_finish, then
+     * gptoss_moe_routed_gate_up_dp4a_rows1), 1 every gate_up CTA finishes its own row (gptoss_gemv1_rows_router, then
+     * gptoss_moe_route_gate_up_dp4a_rows1; the default); 0 the router launch (gptoss_moe_router_decode_rows) */
+    int rows_router;
     float *rwt, *rpart, *rnorm;
     int32_t *rctr;
     /* MXFP4 experts on tensor cores (gptoss_mxfp4_mma, moe_mma.cu): moe_mma for the batched decode

@@ -456,7 +456,9 @@ static __device__ __forceinline__ void mr_fill_stage(uint64_t *full, uint8_t *sl
 /* The routed forms' inputs and outputs. ROUTE 1: the residual x (plain layout) and the MLP norm, the router split's
  * partial rows (gptoss_gemv1_router) and the router bias; CTA 0 writes the token's ids, weights, group table and logits
  * as gptoss_moe_router_finish would. ROUTE 2: x and the norm, the group table (gin) and r (rin) that o_proj's last
- * block wrote (gptoss_gemv1_router_finish). */
+ * block wrote (gptoss_gemv1_router_finish). ROUTE 3: ROUTE 2 for the rows of a small batched step (row y: x + y H, its
+ * one-token table gin + y gptoss_moe_groups_ints(1), rin[y]; gptoss_gemv1_rows_router_finish). ROUTE 4: ROUTE 1 for
+ * the rows (row y: x + y H, its partial rows at rpart + y nparts 33, its outputs at row y's; gptoss_gemv1_rows_router). */
 struct mr_route {
     const float *x;
     const uint16_t *norm_w, *rb;
@@ -569,36 +571,49 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
      * shared memory and the biases a tile ahead measured ~1 µs slower, session 17 calls 8-9) */
     const int32_t *grp = groups;
     float rn = 0.0f;
-    if constexpr (ROUTE == 1) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
+    if constexpr (ROUTE == 1 || ROUTE == 4) { /* the router finish in every CTA: its partial rows, r, the logits, the top-4 */
         /* The sums in gptoss_moe_router_finish's order exactly (moe_route.cuh), so this path is bit for bit the
          * finish + ring one. The 32 x 33 partial sums live in the split vector's space (written after the last sync
-         * below). */
+         * below). ROUTE 4: row y of a rows launch, its partial rows at rpart + y nparts 33, its outputs at row y's. */
+        const size_t ry = ROUTE == 4 ? blockIdx.y : 0;
         float(*red)[33] = (float(*)[33])xq;
         __shared__ float s_w[GPTOSS_TOPK], s_r;
         __shared__ int32_t s_grp[gptoss_moe_groups_ints(1)], s_ids[GPTOSS_TOPK];
         const float bias = warp == 0 ? gptoss_bf16_to_f32(rt.rb[lane]) : 0.0f;
-        if (warp < MR_CONS) router_partials_sum8(rt.rpart, rt.nparts, warp, lane, red);
+        if (warp < MR_CONS) router_partials_sum8(rt.rpart + ry * rt.nparts * 33, rt.nparts, warp, lane, red);
         if (threadIdx.x < gptoss_moe_groups_ints(1)) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
         __syncthreads();
         if (warp == 0) {
             const float r = router_finish_warp(red, bias, H, rt.eps, lane, s_ids, s_w, s_grp,
-                                               blockIdx.x == 0 ? rt.rl : nullptr);
+                                               blockIdx.x == 0 ? rt.rl + ry * 32 : nullptr);
             if (lane == 0) s_r = r;
         }
         __syncthreads();
         if (blockIdx.x == 0 && threadIdx.x < gptoss_moe_groups_ints(1)) { /* for down and the host, as the finish writes them */
-            rt.groups[threadIdx.x] = s_grp[threadIdx.x];
+            rt.groups[ry * gptoss_moe_groups_ints(1) + threadIdx.x] = s_grp[threadIdx.x];
             if (threadIdx.x < GPTOSS_TOPK) {
-                rt.ids[threadIdx.x] = s_ids[threadIdx.x];
-                rt.w[threadIdx.x] = s_w[threadIdx.x];
+                rt.ids[ry * GPTOSS_TOPK + threadIdx.x] = s_ids[threadIdx.x];
+                rt.w[ry * GPTOSS_TOPK + threadIdx.x] = s_w[threadIdx.x];
             }
         }
         grp = s_grp;
         rn = s_r;
     }
+    const float *rx = rt.x; /* the routed forms' x */
+    if constexpr (ROUTE == 4) {
+        rx += (size_t)blockIdx.y * H;
+        act_sw += (size_t)blockIdx.y * GPTOSS_TOPK * I;
+    }
     if constexpr (ROUTE == 2) { /* routed by o_proj's last block (gptoss_gemv1_router_finish): its table and r */
         grp = rt.gin;
         rn = *rt.rin;
+    }
+    if constexpr (ROUTE == 3) { /* row y of a rows launch, routed as ROUTE 2 (gptoss_gemv1_rows_router_finish) */
+        const size_t r = blockIdx.y;
+        grp = rt.gin + r * gptoss_moe_groups_ints(1);
+        rn = rt.rin[r];
+        rx += r * H;
+        act_sw += r * GPTOSS_TOPK * I;
     }
     const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */
@@ -622,10 +637,10 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
      * diagnostic: not split) */
     if (diag != 3) {
         if constexpr (IMMA) {
-            if constexpr (ROUTE != 0) mi_split_x<true>(rt.x, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+            if constexpr (ROUTE != 0) mi_split_x<true>(rx, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
             else mi_split_x(h_sw, NC, bp, bn, ixs, threadIdx.x, MR_CONS * 32);
         } else {
-            if constexpr (ROUTE != 0) mq_split_x<true>(rt.x, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
+            if constexpr (ROUTE != 0) mq_split_x<true>(rx, NC, xq, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn);
             else mq_split_x(h_sw, NC, xq, xs, threadIdx.x, MR_CONS * 32);
         }
     }
@@ -731,7 +746,7 @@ static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uin
         blocks = tiled->blocks;
         scales = tiled->scales;
     }
-    /* rows > 1 (ROUTE 0): the resident CTAs shared among the rows, each row's stages over its share */
+    /* rows > 1 (ROUTE 0, 3 and 4): the resident CTAs shared among the rows, each row's stages over its share */
     const unsigned per_row = (unsigned)((MR_CTAS * gptoss_sm_count() + rows - 1) / rows);
     const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3(per_row, (unsigned)rows),
                                         dim3((MR_CONS + 1) * 32), mr_smem_now(H, tiled != nullptr), s, pdl, h_sw, groups,
@@ -743,12 +758,15 @@ int gptoss_moe_decode_dp4a(int on) {
     g_dp4a = 0;
     if (on != 1 && on != 2) return 0;
     /* more than the default 48 KiB of dynamic shared memory needs the opt-in, set here (outside any capture) */
-    const void *k[9] = {(const void *)moe_gate_up_ring_kernel<0, false>,      (const void *)moe_gate_up_ring_kernel<1, false>,
-                        (const void *)moe_gate_up_ring_kernel<2, false>,      (const void *)moe_gate_up_ring_kernel<0, true>,
-                        (const void *)moe_gate_up_ring_kernel<1, true>,       (const void *)moe_gate_up_ring_kernel<2, true>,
-                        (const void *)moe_gate_up_ring_kernel<0, true, true>, (const void *)moe_gate_up_ring_kernel<1, true, true>,
-                        (const void *)moe_gate_up_ring_kernel<2, true, true>};
-    for (int i = 0; i < 9; i++)
+    const void *k[15] = {(const void *)moe_gate_up_ring_kernel<0, false>,      (const void *)moe_gate_up_ring_kernel<1, false>,
+                         (const void *)moe_gate_up_ring_kernel<2, false>,      (const void *)moe_gate_up_ring_kernel<3, false>,
+                         (const void *)moe_gate_up_ring_kernel<4, false>,      (const void *)moe_gate_up_ring_kernel<0, true>,
+                         (const void *)moe_gate_up_ring_kernel<1, true>,       (const void *)moe_gate_up_ring_kernel<2, true>,
+                         (const void *)moe_gate_up_ring_kernel<3, true>,       (const void *)moe_gate_up_ring_kernel<4, true>,
+                         (const void *)moe_gate_up_ring_kernel<0, true, true>, (const void *)moe_gate_up_ring_kernel<1, true, true>,
+                         (const void *)moe_gate_up_ring_kernel<2, true, true>, (const void *)moe_gate_up_ring_kernel<3, true, true>,
+                         (const void *)moe_gate_up_ring_kernel<4, true, true>};
+    for (int i = 0; i < 15; i++)
         if (cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) != cudaSuccess) {
             (void)cudaGetLastError();
             return 0;
@@ -800,6 +818,46 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
     rt.w = w;
     rt.rl = router_logits;
     return mr_launch<1>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
+}
+
+cudaError_t gptoss_moe_route_gate_up_dp4a_rows1(const float *x, const uint16_t *norm_w, float eps, const float *rpart,
+                                                int nparts, const uint16_t *router_b, int n, const uint8_t *blocks,
+                                                const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
+                                                float limit, int32_t *ids, float *w, int32_t *groups1,
+                                                float *router_logits, float *act_sw, cudaStream_t s,
+                                                const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
+    if (n < 1 || n > GPTOSS_DECODE_MAX_T || !gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || nparts < 1 ||
+        ((uintptr_t)x & 15) || (H % 4) || !router_logits)
+        return cudaErrorNotSupported;
+    mr_route rt = {};
+    rt.x = x;
+    rt.norm_w = norm_w;
+    rt.rb = router_b;
+    rt.rpart = rpart;
+    rt.eps = eps;
+    rt.nparts = nparts;
+    rt.ids = ids;
+    rt.groups = groups1;
+    rt.w = w;
+    rt.rl = router_logits;
+    return mr_launch<4>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled, n);
+}
+
+cudaError_t gptoss_moe_routed_gate_up_dp4a_rows1(const float *x, const uint16_t *norm_w, const float *r,
+                                                 const int32_t *groups1, int n, const uint8_t *blocks, const uint8_t *scales,
+                                                 const uint16_t *bias, int H, int I, float alpha, float limit, float *act_sw,
+                                                 cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
+    if (n < 1 || n > GPTOSS_DECODE_MAX_T || !gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) ||
+        ((uintptr_t)x & 15) || (H % 4))
+        return cudaErrorNotSupported;
+    mr_route rt = {};
+    rt.x = x;
+    rt.norm_w = norm_w;
+    rt.rin = r;
+    rt.gin = groups1;
+    return mr_launch<3>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled, n);
 }
 
 cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups,

@@ -519,11 +519,23 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         PART_(2);
         /* o_proj: from the split the attention wrote (fuse_o); or W read once, each row bit for bit its one-token o_proj
-         * (refused where its rows of x do not fit) */
-        e = fuse_r                            ? tc_gemm_split(m, w->o_w, QD, H, n)
-            : fuse_o                          ? tc_linear_presplit(m, w->o_w, w->o_b, QD, H, n, m->x, 1)
-            : m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
-                                               : cudaErrorNotSupported;
+         * (refused where its rows of x do not fit), with the router's sums and every row's finish where the experts
+         * below go a row at a time (m->rows_router: the batch-1 graph's routing, refused before any launch where its
+         * grid is not gptoss_gemv1's) */
+        const int route_rows = !fuse_o && !moe_mma && m->fused && n <= m->batch_o_rows && n <= m->batch_moe_per_row &&
+                               m->moe_rows1 ? m->rows_router : 0;
+        const float *rwt = m->rwt ? m->rwt + (size_t)l * H * 32 : NULL;
+        e = route_rows == 2 ? gptoss_gemv1_rows_router_finish(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, rwt, m->rpart,
+                                                              w->router_b, eps, m->rctr, m->ids, m->rw, m->grp, m->rl,
+                                                              m->rnorm, st)
+            : route_rows == 1 ? gptoss_gemv1_rows_router(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, rwt, m->rpart, st)
+                              : cudaErrorNotSupported;
+        const int routed = e != cudaErrorNotSupported ? route_rows : 0;
+        if (!routed)
+            e = fuse_r                            ? tc_gemm_split(m, w->o_w, QD, H, n)
+                : fuse_o                          ? tc_linear_presplit(m, w->o_w, w->o_b, QD, H, n, m->x, 1)
+                : m->fused && n <= m->batch_o_rows ? gptoss_gemv1_rows(m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, st)
+                                                   : cudaErrorNotSupported;
         if (e != cudaErrorNotSupported) K_(e);
         else K_(linear_groups(m, m->o, QD, w->o_w, w->o_b, n, QD, H, m->x, H, 1, m->batch_tc_min));
         PART_(3);
@@ -556,14 +568,27 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         }
         presplit = 0; /* the paths below leave x un-normed */
         if (m->fused && n <= m->batch_moe_per_row) { /* each row through the batch-1 expert kernels (the dp4a ring) */
-            K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
-                                             m->rw, m->grp, m->rl, m->ctr, st));
-            K_(dbg_router(m, l, n));
-            /* all rows in one launch each (m->moe_rows1), else one launch a row; the same bits either way */
-            e = m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales, w->gu_bias,
-                                                                   H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st,
-                                                                   gptoss_gu_tiled(m, w))
-                             : cudaErrorNotSupported;
+            if (!routed)
+                K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
+                                                 m->rw, m->grp, m->rl, m->ctr, st));
+            if (routed != 1) K_(dbg_router(m, l, n)); /* (1: the logits come with the gate_up, below) */
+            /* all rows in one launch each (m->moe_rows1), else one launch a row; the same bits either way. Routed: the
+             * gate_up normalises x itself (no h_sw was written, so no other form may follow) */
+            if (routed == 2)
+                K_(gptoss_moe_routed_gate_up_dp4a_rows1(m->x, w->mlp_norm, m->rnorm, m->grp, n, w->gu_blocks, w->gu_scales,
+                                                        w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st,
+                                                        gptoss_gu_tiled(m, w)));
+            else if (routed == 1)
+                K_(gptoss_moe_route_gate_up_dp4a_rows1(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, n,
+                                                       w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
+                                                       c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st,
+                                                       gptoss_gu_tiled(m, w)));
+            if (routed == 1) K_(dbg_router(m, l, n));
+            e = routed       ? cudaSuccess
+                : m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales,
+                                                                     w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit,
+                                                                     m->act, st, gptoss_gu_tiled(m, w))
+                               : cudaErrorNotSupported;
             const int gu_rows = e != cudaErrorNotSupported;
             if (gu_rows) {
                 K_(e);

@@ -1850,6 +1850,105 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
     paged_free(p2);
 }
 
+/* The small batched steps' routed MoE (gptoss_gemv1_rows_router_finish: o_proj with the router's partial rows and every
+ * row's finish in its last block; gptoss_moe_routed_gate_up_dp4a_rows1; gptoss_moe_down_decode_rows1) against each row
+ * alone through the batch-1 graph's launches (gptoss_gemv1_router_finish, gptoss_moe_routed_gate_up_dp4a,
+ * gptoss_moe_down_decode): the residual, ids, weights, router logits, r and activations of every row bit for bit, with
+ * the ring's dp4a and tensor-core consumers and on the experts' tiled copy; the counter left at 0. */
+static void test_rows_routed(int T, int QD, int H, int I) {
+    const int E = 32, P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1), nb = gptoss_gemv1_blocks(QD, H);
+    const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
+    auto o = randv((size_t)T * QD, 1.0f), x = randv((size_t)T * H, 1.0f);
+    auto ow = randbf((size_t)H * QD, 0.02f), ob = randbf(H, 0.5f), nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
+    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
+    for (size_t i = 0; i < gub.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&gub[i], &r, 8); }
+    for (size_t i = 0; i < dnb.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&dnb[i], &r, 8); }
+    for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
+    for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
+    float *d_o = dev_upload(o), *dx = dev_upload(x), *dx1 = dev_upload(x), *drwt = dev_poison((size_t)H * E);
+    float *dpart = dev_poison((size_t)T * nb * 33), *dw = dev_poison(P), *dw1 = dev_poison(P), *drl = dev_poison((size_t)T * E),
+          *drl1 = dev_poison((size_t)T * E), *drn = dev_poison(T), *drn1 = dev_poison(T), *dact = dev_poison((size_t)P * I),
+          *dact1 = dev_poison((size_t)P * I);
+    uint16_t *dow = dev_upload(ow), *dob = dev_upload(ob), *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb),
+             *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
+    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
+    const size_t gut = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
+    void *tbuf = nullptr;
+    CK(cudaMalloc(&tbuf, gut + gptoss_mxfp4_tiled_bytes(E, H, I)));
+    gptoss_mxfp4_tiled gt, dt;
+    CK(gptoss_mxfp4_tile(dgub, dgus, E, 2 * I, H, 1, tbuf, &gt, 0));
+    CK(gptoss_mxfp4_tile(ddnb, ddns, E, H, I, 0, (uint8_t *)tbuf + gut, &dt, 0));
+    CK(gptoss_router_rwt(drw, dnw, H, E, drwt, 0));
+    int32_t *dids, *dids1, *dgrp, *dgrp1, *dctr;
+    CK(cudaMalloc((void **)&dids, (size_t)P * 4));
+    CK(cudaMalloc((void **)&dids1, (size_t)P * 4));
+    CK(cudaMalloc((void **)&dgrp, (size_t)T * GI * 4));
+    CK(cudaMalloc((void **)&dgrp1, (size_t)T * GI * 4));
+    CK(cudaMalloc((void **)&dctr, 4));
+    CK(cudaMemset(dgrp, 0, (size_t)T * GI * 4));
+    CK(cudaMemset(dgrp1, 0, (size_t)T * GI * 4));
+    CK(cudaMemset(dctr, 0, 4));
+    char what[300];
+    for (int form = 0; form < 3; form++) { /* dp4a consumers; tensor-core consumers; those on the tiled copy (the engine's) */
+        const int ring = gptoss_moe_decode_dp4a(form == 0 ? 1 : 2);
+        const bool tiled = form == 2;
+        const gptoss_mxfp4_tiled *tg = tiled ? &gt : nullptr, *td = tiled ? &dt : nullptr;
+        const uint8_t *gb = tiled ? nullptr : dgub, *gs = tiled ? nullptr : dgus, *db = tiled ? nullptr : ddnb,
+                      *ds = tiled ? nullptr : ddns;
+      for (int how = 2; how >= 1; how--) { /* 2: o_proj's last block finishes every row; 1: each gate_up CTA its row */
+        CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dx1, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
+        cudaError_t e;
+        if (how == 2) {
+            e = gptoss_gemv1_rows_router_finish(d_o, QD, dow, dob, T, QD, H, dx, H, drwt, dpart, drb, eps, dctr, dids, dw,
+                                                dgrp, drl, drn, 0);
+            if (e == cudaSuccess)
+                e = gptoss_moe_routed_gate_up_dp4a_rows1(dx, dnw, drn, dgrp, T, gb, gs, dgb, H, I, alpha, limit, dact, 0, tg);
+        } else {
+            e = gptoss_gemv1_rows_router(d_o, QD, dow, dob, T, QD, H, dx, H, drwt, dpart, 0);
+            if (e == cudaSuccess)
+                e = gptoss_moe_route_gate_up_dp4a_rows1(dx, dnw, eps, dpart, nb, drb, T, gb, gs, dgb, H, I, alpha, limit, dids,
+                                                        dw, dgrp, drl, dact, 0, tg);
+        }
+        if (e == cudaSuccess) e = gptoss_moe_down_decode_rows1(dact, dgrp, T, dw, db, ds, ddb, E, I, H, dx, 0, td);
+        cudaError_t e1 = cudaSuccess;
+        for (int r = 0; r < T && e1 == cudaSuccess; r++) { /* each row alone, as the batch-1 graph runs it */
+            float *xr = dx1 + (size_t)r * H, *ar = dact1 + (size_t)r * GPTOSS_TOPK * I;
+            int32_t *gr = dgrp1 + (size_t)r * GI;
+            e1 = gptoss_gemv1_router_finish(d_o + (size_t)r * QD, dow, dob, QD, H, xr, drwt, dpart, drb, eps, dctr,
+                                            dids1 + GPTOSS_TOPK * r, dw1 + GPTOSS_TOPK * r, gr, drl1 + (size_t)E * r, drn1 + r, 0);
+            if (e1 == cudaSuccess)
+                e1 = gptoss_moe_routed_gate_up_dp4a(xr, dnw, drn1 + r, gr, gb, gs, dgb, H, I, alpha, limit, ar, 0, tg);
+            if (e1 == cudaSuccess) e1 = gptoss_moe_down_decode(ar, gr, 1, dw1 + GPTOSS_TOPK * r, db, ds, ddb, E, I, H, xr, 0, td);
+        }
+        CK(cudaDeviceSynchronize());
+        if (how == 1) CK(cudaMemcpy(drn, drn1, (size_t)T * 4, cudaMemcpyDeviceToDevice)); /* r: not this form's output */
+        bool same = e == cudaSuccess && e1 == cudaSuccess && ring != 0;
+        const auto eqf = [&](const float *a, const float *b, size_t n) {
+            const auto va = dev_download(a, n), vb = dev_download(b, n);
+            return !memcmp(va.data(), vb.data(), n * 4);
+        };
+        same &= eqf(dx, dx1, (size_t)T * H) && eqf(dw, dw1, P) && eqf(drl, drl1, (size_t)T * E) && eqf(drn, drn1, T) &&
+                eqf(dact, dact1, (size_t)P * I) && dev_download(dids, P) == dev_download(dids1, P) &&
+                dev_download(dctr, 1)[0] == 0 && memcmp(dev_download(dx, (size_t)T * H).data(), x.data(), x.size() * 4);
+        snprintf(what, sizeof what, "rows routed (finish %s) T=%d QD=%d H=%d I=%d (%s / %s, %s%s): every row's residual, ids, "
+                 "weights, logits, r and activations bit for bit the batch-1 graph's launches on it alone",
+                 how == 2 ? "in o_proj" : "in the gate_up", T, QD, H, I, cudaGetErrorString(e), cudaGetErrorString(e1),
+                 form == 0 ? "dp4a ring" : "tensor-core ring", tiled ? ", tiled copy" : "");
+        check_true(what, same);
+      }
+    }
+    gptoss_moe_decode_dp4a(0);
+    cudaFree(d_o); cudaFree(dx); cudaFree(dx1); cudaFree(drwt); cudaFree(dpart); cudaFree(dw); cudaFree(dw1); cudaFree(drl);
+    cudaFree(drl1); cudaFree(drn); cudaFree(drn1); cudaFree(dact); cudaFree(dact1); cudaFree(dow); cudaFree(dob);
+    cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus);
+    cudaFree(ddnb); cudaFree(ddns); cudaFree(tbuf); cudaFree(dids); cudaFree(dids1); cudaFree(dgrp); cudaFree(dgrp1);
+    cudaFree(dctr);
+}
+
 /* gptoss_qkv_rows for n rows, each at its own position through its own block-table row: every row's q and new K/V
  * bit for bit what gptoss_qkv_decode gives that row alone (through a one-row view of the same table); with timing,
  * one launch against n one-token launches (the batched step's cuBLAS path is timed by bench/throughput). */
@@ -2002,6 +2101,7 @@ static void test_qkv_rows_all(void) {
 static void test_moe_rows_all(void) {
     test_moe_rows(3, 2880, 2880, 32); /* the 20b's shapes */
     test_moe_rows(2, 64, 64, 8);
+    test_rows_routed(3, 4096, 2880, 2880);
 }
 
 void gptoss_test_batch_kernels(int *checks, int *failed);
@@ -2080,6 +2180,7 @@ int main(int argc, char **argv) {
         test_gemv1_rows_all();
         test_qkv_rows_all();
         test_moe_rows_all();
+        test_rows_routed(2, 4096, 2880, 2880);
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
