@@ -798,14 +798,10 @@ int gptoss_moe_route_gate_up_dp4a_ok(int H, int I, int E, const uint8_t *blocks,
     return g_dp4a && E == 32 && mr_shape_ok(H, I, false) && !((uintptr_t)blocks & 15) && !((uintptr_t)scales & 15);
 }
 
-cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
-                                          const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
-                                          const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
-                                          float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s,
-                                          const gptoss_mxfp4_tiled *tiled) {
-    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
-    if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, E, blocks, scales) || nparts < 1 || ((uintptr_t)x & 15))
-        return cudaErrorNotSupported;
+/* The routing of ROUTE 1 and 4 (the router finish in every CTA): x, its norm weights and eps, the partial rows and the
+ * router's bias in; ids, weights, the group table(s) and the logits out. */
+static mr_route mr_route_finish(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
+                                const uint16_t *router_b, int32_t *ids, float *w, int32_t *groups, float *router_logits) {
     mr_route rt = {};
     rt.x = x;
     rt.norm_w = norm_w;
@@ -817,6 +813,18 @@ cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w
     rt.groups = groups;
     rt.w = w;
     rt.rl = router_logits;
+    return rt;
+}
+
+cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
+                                          const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
+                                          const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
+                                          float *w, int32_t *groups, float *router_logits, float *act_sw, cudaStream_t s,
+                                          const gptoss_mxfp4_tiled *tiled) {
+    if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
+    if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, E, blocks, scales) || nparts < 1 || ((uintptr_t)x & 15))
+        return cudaErrorNotSupported;
+    const mr_route rt = mr_route_finish(x, norm_w, eps, rpart, nparts, router_b, ids, w, groups, router_logits);
     return mr_launch<1>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
 }
 
@@ -830,17 +838,7 @@ cudaError_t gptoss_moe_route_gate_up_dp4a_rows1(const float *x, const uint16_t *
     if (n < 1 || n > GPTOSS_DECODE_MAX_T || !gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || nparts < 1 ||
         ((uintptr_t)x & 15) || (H % 4) || !router_logits)
         return cudaErrorNotSupported;
-    mr_route rt = {};
-    rt.x = x;
-    rt.norm_w = norm_w;
-    rt.rb = router_b;
-    rt.rpart = rpart;
-    rt.eps = eps;
-    rt.nparts = nparts;
-    rt.ids = ids;
-    rt.groups = groups1;
-    rt.w = w;
-    rt.rl = router_logits;
+    const mr_route rt = mr_route_finish(x, norm_w, eps, rpart, nparts, router_b, ids, w, groups1, router_logits);
     return mr_launch<4>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled, n);
 }
 

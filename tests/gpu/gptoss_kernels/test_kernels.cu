@@ -771,30 +771,50 @@ static int md_groups_ok(const std::vector<int32_t> &grp, const std::vector<int32
  * gate_up, down with T = 1), with the dp4a ring gate_up on as the engine has it (its dp4a and tensor-core consumers);
  * and all rows' gate_up and down in one launch each (gptoss_moe_gate_up_decode_dp4a_rows1, gptoss_moe_down_decode_rows1)
  * bit for bit a launch a row, on the checkpoint's layout and on the experts' tiled copy. */
-static void test_moe_rows(int T, int H, int I, int E) {
-    const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
-    const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
-    auto x = randv((size_t)T * H, 1.0f);
-    auto nw = randbf(H, 1.0f);
-    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+/* E random MXFP4 experts on the device: gate_up (2I x H) and down (H x I) blocks and scale bytes 118..123 in the
+ * checkpoint's layout (drawn in the order the tests drew them inline before), and both tiled copies (gate_up's and
+ * down's row orders) in one buffer. dev_experts_free releases them. */
+struct dev_experts {
+    uint8_t *gub, *gus, *dnb, *dns;
+    void *tbuf;
+    gptoss_mxfp4_tiled gt, dt;
+};
+static dev_experts dev_experts_make(int E, int H, int I) {
     std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
     std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
     for (size_t i = 0; i < gub.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&gub[i], &r, 8); }
     for (size_t i = 0; i < dnb.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&dnb[i], &r, 8); }
     for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
     for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    dev_experts x;
+    x.gub = dev_upload(gub);
+    x.gus = dev_upload(gus);
+    x.dnb = dev_upload(dnb);
+    x.dns = dev_upload(dns);
+    const size_t gut = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
+    x.tbuf = nullptr;
+    CK(cudaMalloc(&x.tbuf, gut + gptoss_mxfp4_tiled_bytes(E, H, I)));
+    CK(gptoss_mxfp4_tile(x.gub, x.gus, E, 2 * I, H, 1, x.tbuf, &x.gt, 0));
+    CK(gptoss_mxfp4_tile(x.dnb, x.dns, E, H, I, 0, (uint8_t *)x.tbuf + gut, &x.dt, 0));
+    return x;
+}
+static void dev_experts_free(dev_experts *x) {
+    cudaFree(x->gub); cudaFree(x->gus); cudaFree(x->dnb); cudaFree(x->dns); cudaFree(x->tbuf);
+}
+
+static void test_moe_rows(int T, int H, int I, int E) {
+    const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
+    const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
+    auto x = randv((size_t)T * H, 1.0f);
+    auto nw = randbf(H, 1.0f);
+    auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
+    dev_experts ex = dev_experts_make(E, H, I);
+    uint8_t *dgub = ex.gub, *dgus = ex.gus, *ddnb = ex.dnb, *ddns = ex.dns;
+    const gptoss_mxfp4_tiled &gt = ex.gt, &dt = ex.dt;
     auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
     float *dx = dev_upload(x), *dhs = dev_poison((size_t)T * H), *dw = dev_poison(P), *drl = dev_poison((size_t)T * E),
           *dact = dev_poison((size_t)P * I);
     uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
-    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
-    /* the experts' tiled copies (gate_up's and down's row orders) */
-    const size_t gut = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
-    void *tbuf = nullptr;
-    CK(cudaMalloc(&tbuf, gut + gptoss_mxfp4_tiled_bytes(E, H, I)));
-    gptoss_mxfp4_tiled gt, dt;
-    CK(gptoss_mxfp4_tile(dgub, dgus, E, 2 * I, H, 1, tbuf, &gt, 0));
-    CK(gptoss_mxfp4_tile(ddnb, ddns, E, H, I, 0, (uint8_t *)tbuf + gut, &dt, 0));
     md_work wk = md_work_make(T + 1), w1 = md_work_make(1); /* T one-token tables: 25 T ints, more than a T-token table */
     /* the batched form from x: one router launch, then each row's gate_up and down (a launch each, rows = 0) or all rows'
      * in one launch each (rows = 1); the residual, ids and weights come back */
@@ -883,8 +903,7 @@ static void test_moe_rows(int T, int H, int I, int E) {
         check_true(what, same);
     }
     cudaFree(dx); cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw);
-    cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus); cudaFree(ddnb); cudaFree(ddns);
-    cudaFree(tbuf);
+    cudaFree(drb); cudaFree(dgb); cudaFree(ddb); dev_experts_free(&ex);
     md_work_free(&wk);
     md_work_free(&w1);
 }
@@ -1861,12 +1880,9 @@ static void test_rows_routed(int T, int QD, int H, int I) {
     auto o = randv((size_t)T * QD, 1.0f), x = randv((size_t)T * H, 1.0f);
     auto ow = randbf((size_t)H * QD, 0.02f), ob = randbf(H, 0.5f), nw = randbf(H, 1.0f);
     auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
-    std::vector<uint8_t> gub((size_t)E * 2 * I * (H / 32) * 16), gus((size_t)E * 2 * I * (H / 32));
-    std::vector<uint8_t> dnb((size_t)E * H * (I / 32) * 16), dns((size_t)E * H * (I / 32));
-    for (size_t i = 0; i < gub.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&gub[i], &r, 8); }
-    for (size_t i = 0; i < dnb.size(); i += 8) { const uint64_t r = rnd64(); memcpy(&dnb[i], &r, 8); }
-    for (auto &v : gus) v = (uint8_t)(118 + rnd64() % 6);
-    for (auto &v : dns) v = (uint8_t)(118 + rnd64() % 6);
+    dev_experts ex = dev_experts_make(E, H, I);
+    uint8_t *dgub = ex.gub, *dgus = ex.gus, *ddnb = ex.dnb, *ddns = ex.dns;
+    const gptoss_mxfp4_tiled &gt = ex.gt, &dt = ex.dt;
     auto gbias = randbf((size_t)E * 2 * I, 0.5f), dbias = randbf((size_t)E * H, 0.5f);
     float *d_o = dev_upload(o), *dx = dev_upload(x), *dx1 = dev_upload(x), *drwt = dev_poison((size_t)H * E);
     float *dpart = dev_poison((size_t)T * nb * 33), *dw = dev_poison(P), *dw1 = dev_poison(P), *drl = dev_poison((size_t)T * E),
@@ -1874,13 +1890,6 @@ static void test_rows_routed(int T, int QD, int H, int I) {
           *dact1 = dev_poison((size_t)P * I);
     uint16_t *dow = dev_upload(ow), *dob = dev_upload(ob), *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb),
              *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
-    uint8_t *dgub = dev_upload(gub), *dgus = dev_upload(gus), *ddnb = dev_upload(dnb), *ddns = dev_upload(dns);
-    const size_t gut = (gptoss_mxfp4_tiled_bytes(E, 2 * I, H) + 255) / 256 * 256;
-    void *tbuf = nullptr;
-    CK(cudaMalloc(&tbuf, gut + gptoss_mxfp4_tiled_bytes(E, H, I)));
-    gptoss_mxfp4_tiled gt, dt;
-    CK(gptoss_mxfp4_tile(dgub, dgus, E, 2 * I, H, 1, tbuf, &gt, 0));
-    CK(gptoss_mxfp4_tile(ddnb, ddns, E, H, I, 0, (uint8_t *)tbuf + gut, &dt, 0));
     CK(gptoss_router_rwt(drw, dnw, H, E, drwt, 0));
     int32_t *dids, *dids1, *dgrp, *dgrp1, *dctr;
     CK(cudaMalloc((void **)&dids, (size_t)P * 4));
@@ -1944,8 +1953,8 @@ static void test_rows_routed(int T, int QD, int H, int I) {
     gptoss_moe_decode_dp4a(0);
     cudaFree(d_o); cudaFree(dx); cudaFree(dx1); cudaFree(drwt); cudaFree(dpart); cudaFree(dw); cudaFree(dw1); cudaFree(drl);
     cudaFree(drl1); cudaFree(drn); cudaFree(drn1); cudaFree(dact); cudaFree(dact1); cudaFree(dow); cudaFree(dob);
-    cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb); cudaFree(ddb); cudaFree(dgub); cudaFree(dgus);
-    cudaFree(ddnb); cudaFree(ddns); cudaFree(tbuf); cudaFree(dids); cudaFree(dids1); cudaFree(dgrp); cudaFree(dgrp1);
+    cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb); cudaFree(ddb);
+    dev_experts_free(&ex); cudaFree(dids); cudaFree(dids1); cudaFree(dgrp); cudaFree(dgrp1);
     cudaFree(dctr);
 }
 
