@@ -106,6 +106,22 @@ struct gemv1_fin {
     int smem_rows;
 };
 
+/* The finish's outputs and inputs in one value (gptoss_gemv1_router_finish, gptoss_gemv1_rows_router_finish). */
+static gemv1_fin gemv1_fin_make(const uint16_t *router_b, float eps, int32_t *ctr, int32_t *ids, int32_t *groups, float *w,
+                                float *router_logits, float *r, int smem_rows) {
+    gemv1_fin fin;
+    fin.rb = router_b;
+    fin.eps = eps;
+    fin.ctr = ctr;
+    fin.ids = ids;
+    fin.groups = groups;
+    fin.w = w;
+    fin.rl = router_logits;
+    fin.r = r;
+    fin.smem_rows = smem_rows;
+    return fin;
+}
+
 template <bool ROUTER>
 __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
                                                                  int K, int N, float *y, int accumulate, int pdl,
@@ -341,16 +357,7 @@ cudaError_t gptoss_gemv1_router_finish(const float *x, const uint16_t *W, const 
     if (e != cudaSuccess) return e;
     if (smem_rows && rows > smem) smem = rows;
     if (smem < 32 * 33 * sizeof(float)) smem = 32 * 33 * sizeof(float);
-    gemv1_fin fin;
-    fin.smem_rows = smem_rows;
-    fin.rb = router_b;
-    fin.eps = eps;
-    fin.ctr = ctr;
-    fin.ids = ids;
-    fin.groups = groups;
-    fin.w = w;
-    fin.rl = router_logits;
-    fin.r = r;
+    const gemv1_fin fin = gemv1_fin_make(router_b, eps, ctr, ids, groups, w, router_logits, r, smem_rows);
     /* no PDL: the next kernel reads what the last block writes at its very end */
     e = gptoss_launch(gemv1_kernel<true>, dim3((unsigned)blocks), dim3(GEMV1_WARPS * 32), smem, s, 0, x, W, b, K, N, y, 1,
                       0, rwt, rpart, fin);
@@ -442,6 +449,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
             float a = acc[r], yn = 0.0f;
             for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
             if (lane == 0) {
+                /* (b0 is 0 without b, but dropping the inner `b ?` grew these kernels' code by 0.1-9 KB: session 52) */
                 a += n == n0 ? (b ? __uint_as_float(b0 << 16) : 0.0f) : b ? gptoss_bf16_to_f32(b[n]) : 0.0f;
                 float *dst = y + (size_t)r * ldy + n;
                 yn = accumulate ? (n == n0 ? y0[r] : *dst) + a : a;
@@ -526,15 +534,22 @@ static cudaError_t gemv1_rows_launch(int sms, const float *x, int ldx, const uin
     return cudaGetLastError();
 }
 
+/* gemv1_rows_launch's instance for n rows (n <= GPTOSS_GEMV1_ROWS_MAX, checked by the callers) */
+static cudaError_t gemv1_rows_pick(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int K, int N, int n,
+                                   float *y, int ldy, int accumulate, cudaStream_t s, const float *rwt = nullptr,
+                                   float *rpart = nullptr, const gemv1_fin *fin = nullptr) {
+    const int sms = gptoss_sm_count();
+    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s, rwt, rpart, fin);
+    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s, rwt, rpart, fin);
+    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s, rwt, rpart, fin);
+}
+
 cudaError_t gptoss_gemv1_rows(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N, float *y,
                               int ldy, int accumulate, cudaStream_t s) {
     if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX) return cudaErrorNotSupported;
     if (N <= 0) return cudaSuccess;
     if (!gemv1_ok(x, W, K) || ldx % 4) return cudaErrorInvalidValue;
-    const int sms = gptoss_sm_count();
-    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
-    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
-    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
+    return gemv1_rows_pick(x, ldx, W, b, K, N, n, y, ldy, accumulate, s);
 }
 
 cudaError_t gptoss_gemv1_rows_router(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K, int N,
@@ -542,10 +557,7 @@ cudaError_t gptoss_gemv1_rows_router(const float *x, int ldx, const uint16_t *W,
     if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX) return cudaErrorNotSupported;
     if (N <= 0 || N % 32 || !gemv1_ok(x, W, K) || ldx % 4 || !rwt || !rpart) return cudaErrorInvalidValue;
     const gemv1_fin fin = {}; /* no counter: no finish */
-    const int sms = gptoss_sm_count();
-    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
-    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
-    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    return gemv1_rows_pick(x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
 }
 
 cudaError_t gptoss_gemv1_rows_router_finish(const float *x, int ldx, const uint16_t *W, const uint16_t *b, int n, int K,
@@ -556,19 +568,8 @@ cudaError_t gptoss_gemv1_rows_router_finish(const float *x, int ldx, const uint1
     if (N <= 0 || N % 32 || !gemv1_ok(x, W, K) || ldx % 4 || !rwt || !rpart || !router_b || !ctr || !ids || !w ||
         !groups1 || !r)
         return cudaErrorInvalidValue;
-    gemv1_fin fin = {};
-    fin.rb = router_b;
-    fin.eps = eps;
-    fin.ctr = ctr;
-    fin.ids = ids;
-    fin.groups = groups1;
-    fin.w = w;
-    fin.rl = router_logits;
-    fin.r = r;
-    const int sms = gptoss_sm_count();
-    if (n <= 2) return gemv1_rows_launch<2>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
-    if (n <= 4) return gemv1_rows_launch<4>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
-    return gemv1_rows_launch<8>(sms, x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
+    const gemv1_fin fin = gemv1_fin_make(router_b, eps, ctr, ids, groups1, w, router_logits, r, 0);
+    return gemv1_rows_pick(x, ldx, W, b, K, N, n, y, ldy, 1, s, rwt, rpart, &fin);
 }
 
 static int g_use_gemv1 = 1;

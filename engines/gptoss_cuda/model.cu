@@ -1161,6 +1161,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* and o_proj (gptoss_gemv1_rows) instead of the row-group GEMV, up to 4 rows: its 8-row form is slower than
          * cuBLAS at 8 rows (H200, session 19 call 11: o_proj 0.65 -> 1.02 ms a step) and even at 5-7; 0: off */
         m->batch_o_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_O_ROWS", 4, 0, GPTOSS_GEMV1_ROWS_MAX);
+        /* and lm_head up to 2 rows: 0.32 -> 0.30 ms a 2-row step; its 4-row form (3-4 rows) is slower than cuBLAS,
+         * 0.31 -> 0.42 ms (H200, docs/performance.md, session 52); 0: off */
+        m->batch_head_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_HEAD_ROWS", 2, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* steps of 2-5 rows (below the tensor-core experts' 6): each row's experts on the batch-1 kernels; 0: off */
         m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 5, 0, 8);
         m->moe_rows1 = gptoss_env_int("LLMR_GPTOSS_MOE_ROWS1", 1, 0, 1);

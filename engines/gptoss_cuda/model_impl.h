@@ -180,6 +180,9 @@ struct gptoss_model {
     int batch_qkv_rows;
     /* the same for o_proj: up to this many rows gptoss_gemv1_rows; LLMR_GPTOSS_BATCH_O_ROWS, 0..8 (default 4), 0 = off */
     int batch_o_rows;
+    /* the same for lm_head: up to this many rows gptoss_gemv1_rows (each row's logits from its final norm bit for bit
+     * gemv1's) instead of cuBLAS; LLMR_GPTOSS_BATCH_HEAD_ROWS, 0..8 (default 2), 0 = off */
+    int batch_head_rows;
     /* batched steps of up to this many rows run their experts row by row on the batch-1 kernels (the dp4a ring
      * gate_up, down) after one router launch; LLMR_GPTOSS_BATCH_MOE_PER_ROW, 0..8 (up to the tensor-core experts' rows
      * m->moe_mma_min_rows, which take precedence), 0 = off (the fused T-token kernels) */

@@ -562,7 +562,6 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         const size_t r = blockIdx.y;
         h_sw += r * H;
         groups += r * gptoss_moe_groups_ints(1);
-        act_sw += r * GPTOSS_TOPK * I;
     }
     if (threadIdx.x == 0) ring_init(full, empty, MR_DEPTH, MR_CONS);
     __syncthreads();
@@ -600,9 +599,9 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         rn = s_r;
     }
     const float *rx = rt.x; /* the routed forms' x */
-    if constexpr (ROUTE == 4) {
-        rx += (size_t)blockIdx.y * H;
+    if constexpr (ROUTE == 0 || ROUTE == 3 || ROUTE == 4) { /* row y of a rows launch: its activations, its x if routed */
         act_sw += (size_t)blockIdx.y * GPTOSS_TOPK * I;
+        if constexpr (ROUTE != 0) rx += (size_t)blockIdx.y * H;
     }
     if constexpr (ROUTE == 2) { /* routed by o_proj's last block (gptoss_gemv1_router_finish): its table and r */
         grp = rt.gin;
@@ -612,8 +611,6 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
         const size_t r = blockIdx.y;
         grp = rt.gin + r * gptoss_moe_groups_ints(1);
         rn = rt.rin[r];
-        rx += r * H;
-        act_sw += r * GPTOSS_TOPK * I;
     }
     const int total = grp[0] * TPG;
     if (warp == MR_CONS) { /* producer */

@@ -404,8 +404,8 @@ static cudaError_t tc_linear_presplit(gptoss_model *m, const uint16_t *W, const 
  * logits + b * vocab. Norms, RoPE, KV store and attention take all n rows (per-row positions and
  * tables); up to m->batch_qkv_rows rows the attention prologue is gptoss_qkv_rows (each row's bits as alone, W read
  * once), above it q/k/v (fused) go to cuBLAS; up to m->batch_o_rows rows o_proj is gptoss_gemv1_rows (the same
- * property); lm_head goes to cuBLAS from 2 rows, o_proj through linear_groups (one pass over
- * W for 2..4 rows, cuBLAS from 5); the
+ * property); lm_head is gptoss_gemv1_rows up to m->batch_head_rows rows (2) and cuBLAS above; o_proj past
+ * batch_o_rows goes through linear_groups (one pass over W for 2..4 rows, cuBLAS from 5); the
  * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 6) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum; up to
  * m->batch_moe_per_row rows (default 5) each row through the batch-1 expert kernels (the dp4a ring gate_up and down,
@@ -571,7 +571,6 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             if (!routed)
                 K_(gptoss_moe_router_decode_rows(m->x, w->mlp_norm, eps, w->router_w, w->router_b, n, H, E, m->hsw, m->ids,
                                                  m->rw, m->grp, m->rl, m->ctr, st));
-            if (routed != 1) K_(dbg_router(m, l, n)); /* (1: the logits come with the gate_up, below) */
             /* all rows in one launch each (m->moe_rows1), else one launch a row; the same bits either way. Routed: the
              * gate_up normalises x itself (no h_sw was written, so no other form may follow) */
             if (routed == 2)
@@ -583,7 +582,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
                                                        w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
                                                        c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st,
                                                        gptoss_gu_tiled(m, w)));
-            if (routed == 1) K_(dbg_router(m, l, n));
+            K_(dbg_router(m, l, n)); /* after the routed gate_up: with routed 1 it writes the logits */
             e = routed       ? cudaSuccess
                 : m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales,
                                                                      w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit,
@@ -636,6 +635,10 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         head = tc_linear_presplit(m, m->lm_head, NULL, H, V, n, logits, 0);
     } else {
         K_(gptoss_rmsnorm(m->x, m->norm, n, H, eps, m->h, st));
+        if (m->fused && n <= m->batch_head_rows) { /* each row's logits as its lone step's gemv1 gives them */
+            head = gptoss_gemv1_rows(m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, st);
+            if (head == cudaErrorNotSupported) head = cudaErrorInvalidValue; /* a shape it refuses: linear_groups */
+        }
     }
     if (head == cudaErrorInvalidValue)
         K_(linear_groups(m, m->h, H, m->lm_head, NULL, n, H, V, logits, V, 0, m->batch_tc_min_qkv));

@@ -2101,6 +2101,7 @@ static void test_attention_decode(int pos, int nh, int nkv, int window, int timi
 /* The small batched steps' row kernels, each where the full run has it and all together for --rows-checks. */
 static void test_gemv1_rows_all(void) {
     for (int n = 1; n <= 8; n++) test_gemv1_rows(4096, 2880, n, 1, n == 2 || n == 4 || n == 8); /* o_proj */
+    for (int n = 2; n <= 4; n++) test_gemv1_rows(2880, 12007, n, 0, n == 2); /* lm_head's K, several rows a warp */
     test_gemv1_rows(8, 3, 3, 0, 0);
 }
 static void test_qkv_rows_all(void) {
