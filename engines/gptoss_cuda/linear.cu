@@ -109,17 +109,7 @@ struct gemv1_fin {
 /* The finish's outputs and inputs in one value (gptoss_gemv1_router_finish, gptoss_gemv1_rows_router_finish). */
 static gemv1_fin gemv1_fin_make(const uint16_t *router_b, float eps, int32_t *ctr, int32_t *ids, int32_t *groups, float *w,
                                 float *router_logits, float *r, int smem_rows) {
-    gemv1_fin fin;
-    fin.rb = router_b;
-    fin.eps = eps;
-    fin.ctr = ctr;
-    fin.ids = ids;
-    fin.groups = groups;
-    fin.w = w;
-    fin.rl = router_logits;
-    fin.r = r;
-    fin.smem_rows = smem_rows;
-    return fin;
+    return gemv1_fin{router_b, eps, ctr, ids, groups, w, router_logits, r, smem_rows}; /* the struct's field order */
 }
 
 template <bool ROUTER>
