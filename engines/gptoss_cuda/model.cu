@@ -1164,6 +1164,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         /* and lm_head up to 2 rows: 0.32 -> 0.30 ms a 2-row step; its 4-row form (3-4 rows) is slower than cuBLAS,
          * 0.31 -> 0.42 ms (H200, docs/performance.md, session 52); 0: off */
         m->batch_head_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_HEAD_ROWS", 2, 0, GPTOSS_GEMV1_ROWS_MAX);
+        /* and the attention up to 2 rows: 128 blocks of the one-token kernel, one wave (3 rows take two) */
+        m->batch_attn_lone = gptoss_env_int("LLMR_GPTOSS_BATCH_ATTN_LONE", 2, 0, 8);
         /* steps of 2-5 rows (below the tensor-core experts' 6): each row's experts on the batch-1 kernels; 0: off */
         m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 5, 0, 8);
         m->moe_rows1 = gptoss_env_int("LLMR_GPTOSS_MOE_ROWS1", 1, 0, 1);

@@ -183,6 +183,10 @@ struct gptoss_model {
     /* the same for lm_head: up to this many rows gptoss_gemv1_rows (each row's logits from its final norm bit for bit
      * gemv1's) instead of cuBLAS; LLMR_GPTOSS_BATCH_HEAD_ROWS, 0..8 (default 2), 0 = off */
     int batch_head_rows;
+    /* batched steps of up to this many rows run the batch-1 graph's attention kernel (gptoss_attention_at) on the layers
+     * where the batch-1 graph would at their longest row (a sliding layer, or fewer keys than split_from), so each row's
+     * attention is its lone result bit for bit; LLMR_GPTOSS_BATCH_ATTN_LONE, 0..8 (default 2), 0 = off */
+    int batch_attn_lone;
     /* batched steps of up to this many rows run their experts row by row on the batch-1 kernels (the dp4a ring
      * gate_up, down) after one router launch; LLMR_GPTOSS_BATCH_MOE_PER_ROW, 0..8 (up to the tensor-core experts' rows
      * m->moe_mma_min_rows, which take precedence), 0 = off (the fused T-token kernels) */

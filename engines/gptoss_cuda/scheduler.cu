@@ -507,7 +507,12 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
             K_(gptoss_kv_store(m->kn, m->vn, n, d_pos, kv, st));
             PART_(1);
         }
-        if (fuse_o)
+        /* the batch-1 graph's attention kernel where that graph would take it for every row (decode_body, forward.cu) */
+        const int lone_attn = !fuse_o && m->fused && !m->split_attn && n <= m->batch_attn_lone &&
+                              (window > 0 || m->split_from <= 0 || max_pos + 1 < m->split_from);
+        if (lone_attn)
+            K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
+        else if (fuse_o)
             K_(gptoss_attention_rows_split(m->q, kv, w->sinks, d_pos, n, max_pos, NH, NKV, window, m->o, m->batt_part,
                                            m->batt_ctr, S, m->tc.xs, st));
         else if (m->batch_attn == 2) /* blocks of (row, KV head, 64-key split): its heads share each K/V row */
