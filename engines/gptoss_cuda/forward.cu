@@ -704,7 +704,7 @@ llmr_engine_status gptoss_decode_step(gptoss_session *s, char *err, size_t es) {
     if (pr != LLMR_ENGINE_OK) return pr;
     /* from m->split_from keys on, the full-attention layers split their keys over blocks (its own graph); not where
      * that graph would be the first one again (the per-op path, or every layer split already) */
-    const int long_ctx = m->fused && !m->split_attn && m->split_from > 0 && s->n_ctx + 1 >= (uint32_t)m->split_from;
+    const int long_ctx = gptoss_split_keys(m, (uint64_t)s->n_ctx + 1);
     if (m->prof) { /* LLMR_GPTOSS_PROFILE=1: the same launches, one by one, timed */
         CUDA_TRY(gptoss_set_i32(m->pos, (int32_t)s->n_ctx, m->stream), "decode position");
         CUDA_TRY(decode_body(s, m->prof, long_ctx), "decode step (profiled)");

@@ -401,4 +401,10 @@ static inline const gptoss_mxfp4_tiled *gptoss_dn_tiled(const gptoss_model *m, c
     return m->moe_tiled_in_place ? &w->dn_tiled : NULL;
 }
 
+/* Whether the batch-1 decode graph splits its full-attention layers' keys over blocks at this many keys (its second
+ * graph: gptoss_decode_step); the batched steps that take the batch-1 attention kernel follow the same rule. */
+static inline int gptoss_split_keys(const gptoss_model *m, uint64_t keys) {
+    return m->fused && !m->split_attn && m->split_from > 0 && keys >= (uint64_t)m->split_from;
+}
+
 #endif

@@ -813,6 +813,16 @@ static mr_route mr_route_finish(const float *x, const uint16_t *norm_w, float ep
     return rt;
 }
 
+/* The routing of ROUTE 2 and 3 (o_proj's last block routed it): x, its norm weights, r and the group table(s) in. */
+static mr_route mr_route_routed(const float *x, const uint16_t *norm_w, const float *r, const int32_t *groups) {
+    mr_route rt = {};
+    rt.x = x;
+    rt.norm_w = norm_w;
+    rt.rin = r;
+    rt.gin = groups;
+    return rt;
+}
+
 cudaError_t gptoss_moe_route_gate_up_dp4a(const float *x, const uint16_t *norm_w, float eps, const float *rpart, int nparts,
                                           const uint16_t *router_b, int E, const uint8_t *blocks, const uint8_t *scales,
                                           const uint16_t *bias, int H, int I, float alpha, float limit, int32_t *ids,
@@ -847,11 +857,7 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a_rows1(const float *x, const uint16_t 
     if (n < 1 || n > GPTOSS_DECODE_MAX_T || !gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) ||
         ((uintptr_t)x & 15) || (H % 4))
         return cudaErrorNotSupported;
-    mr_route rt = {};
-    rt.x = x;
-    rt.norm_w = norm_w;
-    rt.rin = r;
-    rt.gin = groups1;
+    const mr_route rt = mr_route_routed(x, norm_w, r, groups1);
     return mr_launch<3>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled, n);
 }
 
@@ -861,10 +867,6 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
                                            const gptoss_mxfp4_tiled *tiled) {
     if (tiled) blocks = scales = NULL; /* the tiled copy only (mr_launch checks it) */
     if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || ((uintptr_t)x & 15)) return cudaErrorNotSupported;
-    mr_route rt = {};
-    rt.x = x;
-    rt.norm_w = norm_w;
-    rt.rin = r;
-    rt.gin = groups;
+    const mr_route rt = mr_route_routed(x, norm_w, r, groups);
     return mr_launch<2>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
 }

@@ -509,7 +509,7 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
         }
         /* the batch-1 graph's attention kernel where that graph would take it for every row (decode_body, forward.cu) */
         const int lone_attn = !fuse_o && m->fused && !m->split_attn && n <= m->batch_attn_lone &&
-                              (window > 0 || m->split_from <= 0 || max_pos + 1 < m->split_from);
+                              (window > 0 || !gptoss_split_keys(m, (uint64_t)max_pos + 1));
         if (lone_attn)
             K_(gptoss_attention_at(m->q, kv, w->sinks, d_pos, n, NH, NKV, window, m->o, st));
         else if (fuse_o)
