@@ -1557,14 +1557,19 @@ static void test_router_split(void) {
 }
 
 /* ------------------------------------------------------------ sampling */
+/* The logits after a's penalties (counts NULL: none), in double: the CPU twin's first step. */
+static std::vector<double> penalized(const std::vector<float> &logits, const std::vector<int> *counts,
+                                     const gptoss_sample_args &a) {
+    std::vector<double> l(logits.begin(), logits.end());
+    for (size_t i = 0; i < l.size(); i++)
+        if (counts && (*counts)[i] > 0) l[i] -= (*counts)[i] * (double)a.frequency_penalty + a.presence_penalty;
+    return l;
+}
+
 /* CPU twin of gptoss_sample's steps (double precision). */
 static int cpu_sample(const std::vector<float> &logits, const std::vector<int> *counts, gptoss_sample_args a) {
     const int V = (int)logits.size();
-    std::vector<double> l(V);
-    for (int i = 0; i < V; i++) {
-        l[i] = logits[i];
-        if (counts && (*counts)[i] > 0) l[i] -= (*counts)[i] * (double)a.frequency_penalty + a.presence_penalty;
-    }
+    const std::vector<double> l = penalized(logits, counts, a);
     int arg = 0;
     for (int i = 1; i < V; i++) if (l[i] > l[arg]) arg = i;
     if (a.temperature <= 0) return arg;
@@ -1596,16 +1601,18 @@ static int cpu_sample(const std::vector<float> &logits, const std::vector<int> *
     return arg;
 }
 
-/* Whether `pick` is the inverse CDF at u (no penalties) within fp32 accumulation error: the GPU sums
- * ~200k probabilities in fp32, so on a flat distribution its boundaries may sit a token or two away
+/* Whether `pick` is the inverse CDF at u (after the penalties of counts, NULL: none) within fp32 accumulation error:
+ * the GPU sums ~200k probabilities in fp32, so on a flat distribution its boundaries may sit a token or two away
  * from the double-precision twin's. Accepts pick when it is a candidate and u*z lies within
  * [cdf(pick-1), cdf(pick)] widened by tol*z (computed here in double, ids ascending as the kernel walks). */
-static bool draw_consistent(const std::vector<float> &logits, gptoss_sample_args a, int pick, double tol) {
+static bool draw_consistent(const std::vector<float> &logits, const std::vector<int> *counts, gptoss_sample_args a,
+                            int pick, double tol) {
     const int V = (int)logits.size();
+    const std::vector<double> l = penalized(logits, counts, a);
     int arg = 0;
-    for (int i = 1; i < V; i++) if (logits[i] > logits[arg]) arg = i;
+    for (int i = 1; i < V; i++) if (l[i] > l[arg]) arg = i;
     std::vector<double> p(V);
-    for (int i = 0; i < V; i++) p[i] = exp(((double)logits[i] - logits[arg]) / a.temperature);
+    for (int i = 0; i < V; i++) p[i] = exp((l[i] - l[arg]) / a.temperature);
     std::vector<double> sorted(p);
     std::sort(sorted.begin(), sorted.end(), [](double x, double y) { return x > y; });
     double thr = 0;
@@ -1712,7 +1719,7 @@ static void test_sampling(int V) {
                 a.u = (float)((i + 0.5) / n);
                 const int g = gpu_sample(dl, V, NULL, a, dwork, dout);
                 agree += g == cpu_sample(l, NULL, a);
-                consistent += draw_consistent(l, a, g, 1e-5);
+                consistent += draw_consistent(l, NULL, a, g, 1e-5);
                 if (i % 50 == 0) same_u &= g == gpu_sample(dl, V, NULL, a, dwork, dout);
             }
             snprintf(what, sizeof what,
@@ -1733,17 +1740,12 @@ static void test_sampling(int V) {
         check_true(what, one == arg && lo == 7 && hi == V - 3);
         a.top_k = 0; a.frequency_penalty = 60.0f; a.temperature = 1.0f; a.u = 0.3f;
         { /* the draw = the twin's, or (the one-block kernel's fp32 masses at a boundary) the inverse CDF of the penalized
-           * logits within 1e-5: draw_consistent knows no penalties, so it gets them applied (session 52: with the
-           * unpenalized logits a boundary draw failed a check whose kernel was right) */
+           * logits within 1e-5 (session 52: judged against the logits without the penalty, a boundary draw failed a check
+           * whose kernel was right) */
             const int g = gpu_sample(dl, V, dcnt, a, dwork, dout);
-            std::vector<float> lp(l);
-            for (int i = 0; i < V; i++)
-                if (cnti[i] > 0) lp[i] = (float)(l[i] - cnti[i] * (double)a.frequency_penalty - a.presence_penalty);
-            gptoss_sample_args ap = a;
-            ap.frequency_penalty = ap.presence_penalty = 0.0f;
             snprintf(what, sizeof what, "sampling (%s) V=%d: temperature 1 with a frequency penalty = CPU twin (got %d)",
                      radix ? "radix" : "one block", V, g);
-            check_true(what, g == cpu_sample(l, &cnti, a) || draw_consistent(lp, ap, g, 1e-5));
+            check_true(what, g == cpu_sample(l, &cnti, a) || draw_consistent(l, &cnti, a, g, 1e-5));
         }
     }
     if (V > 100000) { /* what a lone row's non-greedy token costs */
