@@ -10,6 +10,8 @@
  *    it, then the agreed tokens as one prompt chunk) decides the batched token, or when flipping a router
  *    near-tie on the way does, checked causally with the engine's debug forward (its experts at fp32 level:
  *    LLMR_GPTOSS_DEBUG_PRECISE): see router_flip);
+ *  - a request beside one other (2-row steps below split_from keys) gives its lone tokens and log-probabilities bit
+ *    for bit (test_two_rows_lone);
  *  - a full KV page pool fails the next generate with OOM_VRAM naming pages needed and free, and the
  *    pages of a destroyed session serve the next one;
  *  - more sessions than max_sessions share the pool;
@@ -90,12 +92,14 @@ typedef struct job {
     llmr_generate_result res;
     char err[512];
     pthread_barrier_t *start;
+    int *first; /* non-NULL: set to 1 (release) once the first token is in */
 } job;
 
 static int on_token(void *user, int32_t t) {
     job *j = (job *)user;
     if (j->n < MAXTOK) j->tok[j->n] = t;
     j->n++;
+    if (j->first && j->n == 1) __atomic_store_n(j->first, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -769,6 +773,55 @@ static void test_alone_vs_batched(llmr_engine_model *m, int sampled) {
     printf("     %s: alone %.2f s, 8 at once %.2f s (%d tokens)\n", sampled ? "seeded" : "greedy", t1 - t0, t2 - t1, total);
 }
 
+/* A request beside one other gives what it gives alone, bit for bit (session 52): below split_from keys every part of a
+ * 2-row step runs the batch-1 graph's kernel or its row form, each kernel-checked bit for bit against the one-token
+ * form (q/k/v, attention, o_proj with the router, the experts, lm_head), so its tokens and log-probabilities must
+ * equal the lone run's exactly, whichever of its steps had the other row beside it. The second request starts once
+ * the first has its first token, so their prompts are never packed together; the scheduler's counters must show
+ * 2-row steps, else the check would prove nothing. */
+static void test_two_rows_lone(llmr_engine_model *m, gptoss_cuda_sched_stats_fn sstats) {
+    job jobs[NREQ], a, pair[2];
+    make_jobs(jobs, m, 0);
+    a = jobs[3]; /* 100 prompt tokens */
+    a.max_tokens = MAXTOK;
+    pair[0] = a;
+    pair[1] = jobs[1]; /* 37 prompt tokens */
+    pair[1].max_tokens = MAXTOK;
+    run_job(&a);
+    int first = 0;
+    pair[0].first = &first;
+    for (int i = 0; i < 2; i++) pair[i].s = new_session(m); /* ABI: sessions made on one thread */
+    gptoss_cuda_sched_stats st;
+    memset(&st, 0, sizeof st);
+    if (sstats) sstats(m, &st, 1);
+    pthread_t th[2];
+    if (pthread_create(&th[0], NULL, job_main, &pair[0])) die("pthread_create");
+    const double t0 = now_s();
+    while (!__atomic_load_n(&first, __ATOMIC_ACQUIRE) && now_s() - t0 < 60.0) {
+        const struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    if (pthread_create(&th[1], NULL, job_main, &pair[1])) die("pthread_create");
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    if (sstats) sstats(m, &st, 0);
+    for (int i = 0; i < 2; i++) api->session_destroy(pair[i].s);
+    const job *b = &pair[0];
+    const int n = a.n < MAXTOK ? a.n : MAXTOK;
+    int k = 0; /* the first step where anything differs */
+    while (k < n && k < b->n && a.tok[k] == b->tok[k] && !memcmp(&a.lp[k], &b->lp[k], sizeof a.lp[k]) &&
+           !memcmp(a.top_id[k], b->top_id[k], sizeof a.top_id[k]) && !memcmp(a.top_lp[k], b->top_lp[k], sizeof a.top_lp[k]))
+        k++;
+    check(a.st == LLMR_ENGINE_OK && b->st == LLMR_ENGINE_OK && pair[1].st == LLMR_ENGINE_OK && a.n == (int)a.max_tokens &&
+              b->n == a.n && b->n_lp == a.n_lp && k == n && sstats && st.steps[1] > 0,
+          "greedy request 3 (prompt %zu, %u tokens) beside request 1: its tokens and log-probabilities bit for bit alone's "
+          "(%s / %s, %d / %d tokens, first difference at step %d%s), %llu steps of 2-3 rows",
+          a.n_prompt, a.max_tokens, llmr_engine_status_name(a.st), llmr_engine_status_name(b->st), a.n, b->n,
+          k < n ? k : -1, b->err[0] ? b->err : "", (unsigned long long)st.steps[1]);
+    if (k < n && k < b->n)
+        printf("     step %d: token %d / %d, logprob %.9g / %.9g, top %d %.9g / %d %.9g\n", k, a.tok[k], b->tok[k], a.lp[k],
+               b->lp[k], a.top_id[k][0], a.top_lp[k][0], b->top_id[k][0], b->top_lp[k][0]);
+}
+
 /* Pool of 2 sessions x 256 positions = 16 pages of 32. */
 static void test_pool(const char *dir) {
     char err[512];
@@ -869,6 +922,7 @@ int main(int argc, char **argv) {
         test_step_schedules(m);
         test_alone_vs_batched(m, 0);
         test_alone_vs_batched(m, 1);
+        test_two_rows_lone(m, (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL));
         api->unload(m);
         printf("%d checks, %d failed\n", n_checks, n_failed);
         return n_failed ? 1 : 0;
@@ -882,6 +936,7 @@ int main(int argc, char **argv) {
     test_step_schedules(m);
     test_alone_vs_batched(m, 0);
     test_alone_vs_batched(m, 1);
+    test_two_rows_lone(m, (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL));
     api->unload(m);
     /* The batched step's alternative paths (read at load): the old row-group linears, the other two
      * attention kernels. Each must give the same tokens as the requests alone. */
