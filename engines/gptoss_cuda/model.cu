@@ -1246,9 +1246,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
     }
     dense_stacked_fill(m, dense_keep_mode(), need + m->moe_tiled_bytes, budget);
     moe_e5_fill(m, moe_e5_mode(), need + m->moe_tiled_bytes + m->dense_st_bytes, budget);
-    /* from 32 rows: at 16 the copy's kernel is slower than the MXFP4 tiles' (0.202 against 0.178 ms a 20b layer), at 32
-     * even, at 64 10% faster (session 38 call 1); LLMR_GPTOSS_MOE_E5_MIN_ROWS for measuring */
-    m->moe_e5_min_pairs = GPTOSS_TOPK * gptoss_env_int("LLMR_GPTOSS_MOE_E5_MIN_ROWS", 32, 1, GPTOSS_MAX_BATCH);
+    /* from 48 rows: the MXFP4 tiles' launches caught up with the copy's below (session 53 call 2, a 20b layer's experts
+     * at 16 / 24 / 32 / 48 rows: 0.170 / 0.178 / 0.190 / 0.224 ms against 0.190 / 0.193 / 0.198 / 0.223; at 64 the copy
+     * 0.227 against 0.248, session 52); session 38 had put it at 32. The same bits either way (the same fp16 values in
+     * the same k order); LLMR_GPTOSS_MOE_E5_MIN_ROWS for measuring */
+    m->moe_e5_min_pairs = GPTOSS_TOPK * gptoss_env_int("LLMR_GPTOSS_MOE_E5_MIN_ROWS", 48, 1, GPTOSS_MAX_BATCH);
     /* the warm-up is for cuBLAS's kernels: with LLMR_GPTOSS_TC=0 there are none, and the SIMT prefill of its
      * 11,824 tokens would take seconds */
     if (m->use_tc && gptoss_env_int("LLMR_GPTOSS_WARMUP", 1, 0, 1) && (st = model_warmup(m, err, es)) != LLMR_ENGINE_OK)
