@@ -112,6 +112,21 @@ static gemv1_fin gemv1_fin_make(const uint16_t *router_b, float eps, int32_t *ct
     return gemv1_fin{router_b, eps, ctr, ids, groups, w, router_logits, r, smem_rows}; /* the struct's field order */
 }
 
+/* The block's router partial row (gemv1_kernel<true> and gemv1_rows_kernel<R, true>): its 8 warps' products rp (lane
+ * e: expert e's) and squares rs (lane 0's) summed in warp order 0..7 into partial row `row` of rpart (33 floats). Passes
+ * one barrier after red's writes; red may be written again only after another one. */
+static __device__ __forceinline__ void gemv1_partial_row(float (*red)[33], float rp, float rs, int warp, int lane,
+                                                         float *rpart, size_t row) {
+    red[warp][lane] = rp;
+    if (lane == 0) red[warp][32] = rs;
+    __syncthreads();
+    if (threadIdx.x < 33) {
+        float v = 0.0f;
+        for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
+        rpart[row * 33 + threadIdx.x] = v;
+    }
+}
+
 template <bool ROUTER>
 __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x, const uint16_t *W, const uint16_t *b,
                                                                  int K, int N, float *y, int accumulate, int pdl,
@@ -194,14 +209,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32) gemv1_kernel(const float *x,
     }
     if (ROUTER) { /* the block's 8 warps summed in order 0..7 into its partial row [33] */
         __shared__ float red[GEMV1_WARPS][33];
-        red[warp][lane] = rp;
-        if (lane == 0) red[warp][32] = rs;
-        __syncthreads();
-        if (threadIdx.x < 33) {
-            float v = 0.0f;
-            for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
-            rpart[(size_t)blockIdx.x * 33 + threadIdx.x] = v;
-        }
+        gemv1_partial_row(red, rp, rs, warp, lane, rpart, blockIdx.x);
         if (fin.ctr) { /* the last block to get here adds every block's partial row (moe_route.cuh) */
             __shared__ int last;
             __shared__ alignas(8) uint64_t landed; /* the bulk copy's barrier */
@@ -458,14 +466,7 @@ __global__ void __launch_bounds__(GEMV1_WARPS * 32, gemv1_rows_cfg<R>::MINB)
 #pragma unroll
         for (int r = 0; r < R; r++) { /* row r's partial row: the block's 8 warps in order 0..7, as gemv1_kernel<true> */
             if (r >= nrows) break;
-            red[warp][lane] = rp[r];
-            if (lane == 0) red[warp][32] = rs[r];
-            __syncthreads();
-            if (threadIdx.x < 33) {
-                float v = 0.0f;
-                for (int w = 0; w < GEMV1_WARPS; w++) v += red[w][threadIdx.x];
-                rpart[((size_t)r * gridDim.x + blockIdx.x) * 33 + threadIdx.x] = v;
-            }
+            gemv1_partial_row(red, rp[r], rs[r], warp, lane, rpart, (size_t)r * gridDim.x + blockIdx.x);
             __syncthreads();
         }
         if (!fin.ctr) return; /* the partial rows only (gptoss_gemv1_rows_router: the gate_up finishes each row) */
