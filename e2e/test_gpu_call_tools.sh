@@ -2,6 +2,7 @@
 # The call-script helpers of tests/gpu that need no GPU, as a call script meets them:
 # - decode_ab.sh: --help, bad arguments named, and its per-run lines and table of means over a stand-in bench/decode
 #   that prints what the real one does (its table and its "decode step ... ms GPU" lines);
+# - throughput_ab.sh: the same over a stand-in bench/throughput (its table and the scheduler's steps by rows);
 # - sass_load_waits.py: the waits it finds in a small SASS listing (a load used at once; one used after a wave);
 # - stall_regions.py: the stall shares, the top instructions and the regions of a small ncu source page, plain and xz;
 # - ncu_source.sh: --help and bad arguments named (without ncu it stops before profiling).
@@ -38,6 +39,34 @@ check "the first engine's means" 0 "a                      1.7500           1.80
 check "a change against the first" 0 "b               1.7150 -2.00%    1.7700 -1.67%  (2 runs)" -- "${AB[@]}"
 check "settings reach the run" 0 "bx              1.7000 -2.86%    1.7600 -2.22%  (1 runs)" -- "${AB[@]}"
 check "the log" 0 "== bx" -- cat "$tmp/log"
+# throughput_ab.sh, over a stand-in bench/throughput: engine a's 8-15-row steps 6.00 ms, b's 5.70, b with LLMR_X=1 5.40
+T=tests/gpu/throughput_ab.sh
+cat > "$tmp/throughput" <<'SH'
+#!/usr/bin/env bash
+r2=800.0 r8=1500.0 m=6.00
+case "$2" in *b.so) r2=808.0 r8=1530.0 m=5.70 ;; esac
+[ "${LLMR_X:-}" = 1 ] && r8=1560.0 m=5.40
+echo "streams    prompt    output    wall s  out tok/s   ITL p50   ITL p99  step t/s    GB/step    roofline  % roof"
+echo "      2       226       278      0.82      673.2      2.50      2.70     $r2       4.87        1731   46.2%"
+echo "      8       320       274      1.88     1167.4      5.24      5.70    $r8       9.34        3609   42.3%"
+echo ""
+echo "2 streams, wall 0.82 s: prefill 0.03 s GPU (1 slices, 452 tokens, 30.7 ms/slice); decode steps 0.80 s GPU"
+echo "    rows   steps mean rows   ms/step     GPU s"
+echo "       1     217       1.0      1.69      0.37"
+echo "     2-3     169       2.0      2.55      0.43"
+echo "8 streams, wall 1.88 s: prefill 0.10 s GPU (3 slices, 2560 tokens, 33.0 ms/slice); decode steps 1.70 s GPU"
+echo "    rows   steps mean rows   ms/step     GPU s"
+echo "     2-3      20       2.5      2.80      0.06"
+echo "    8-15     250       8.0      $m      1.50"
+SH
+chmod +x "$tmp/throughput"
+check "throughput_ab --help" 0 "throughput_ab.sh [--bench FILE]" -- "$T" --help
+check "throughput_ab no bench" 2 "no bench/throughput at" -- "$T" --bench "$tmp/none" --model "$tmp/m" a="$tmp/a.so" a
+TB=("$T" --bench "$tmp/throughput" --model "$tmp/m" --log "$tmp/tlog" a="$tmp/a.so" b="$tmp/b.so" bx="$tmp/b.so:LLMR_X=1" a b bx b a)
+check "throughput_ab a run's line" 0 "b rc=0: 2: 673.2 / 808.0; 8: 1167.4 / 1530.0;" -- "${TB[@]}"
+check "throughput_ab the rates' means" 0 "b                 808.0 +1.0% / 673.2 +0.0%    1530.0 +2.0% / 1167.4 +0.0%  (2 runs)" -- "${TB[@]}"
+check "throughput_ab the steps by rows" 0 "8: 8-15                      6.00       5.70 -5.0%      5.40 -10.0%" -- "${TB[@]}"
+check "throughput_ab the log" 0 "== bx" -- cat "$tmp/tlog"
 # sass_load_waits.py
 W=tests/gpu/sass_load_waits.py
 cat > "$tmp/k.s" <<'SASS'

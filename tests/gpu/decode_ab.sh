@@ -14,8 +14,9 @@
 set -uo pipefail
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 BENCH=${B:-}/bench/decode MODEL=${M20B:-} CONTEXTS=128,1024 TOKENS=256 LOG=/tmp/decode-ab.txt
-declare -A ENGINE SETTINGS
-NAMES=() RUNS=()
+AB_TOOL=decode_ab.sh AB_BENCH=decode
+# shellcheck source=tests/gpu/ab_common.sh
+. "$(dirname "$0")/ab_common.sh"
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
@@ -24,37 +25,23 @@ while [ $# -gt 0 ]; do
     --contexts) CONTEXTS=${2:?}; shift 2 ;;
     --tokens) TOKENS=${2:?}; shift 2 ;;
     --log) LOG=${2:?}; shift 2 ;;
-    -*) echo "decode_ab.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
-    *=*)
-      name=${1%%=*} spec=${1#*=}
-      ENGINE[$name]=${spec%%:*}
-      SETTINGS[$name]=$([ "$spec" != "${spec#*:}" ] && echo "${spec#*:}" | tr ':' ' ')
-      NAMES+=("$name"); shift ;;
-    *) RUNS+=("$1"); shift ;;
+    *) ab_word "$1"; shift ;;
   esac
 done
-[ -x "$BENCH" ] || { echo "decode_ab.sh: no bench/decode at '$BENCH' (--bench, or source tests/gpu/unpack.sh)" >&2; exit 2; }
-[ -f "$MODEL/config.json" ] || { echo "decode_ab.sh: no checkpoint at '$MODEL' (--model)" >&2; exit 2; }
-[ ${#RUNS[@]} -gt 0 ] || { echo "decode_ab.sh: no runs named (see --help)" >&2; exit 2; }
-for r in "${RUNS[@]}"; do
-  [ -n "${ENGINE[$r]:-}" ] || { echo "decode_ab.sh: run '$r' names no engine (want NAME=ENGINE first)" >&2; exit 2; }
-  [ -f "${ENGINE[$r]}" ] || { echo "decode_ab.sh: $r's engine ${ENGINE[$r]} is missing" >&2; exit 2; }
-done
+ab_check "$BENCH" "$MODEL"
 : > "$LOG"
-RESULTS=$(mktemp)
-trap 'rm -f "$RESULTS" "$RESULTS.out"' EXIT
+AB_RESULTS=$(mktemp)
+RESULTS=$AB_RESULTS
 status=0
 for r in "${RUNS[@]}"; do
-  # shellcheck disable=SC2086 # the settings are VAR=VALUE words
-  env ${SETTINGS[$r]} timeout 120 "$BENCH" --engine "${ENGINE[$r]}" --model "$MODEL" --contexts "$CONTEXTS" \
-    --tokens "$TOKENS" > "$RESULTS.out" 2>&1
+  ab_run "$r" "$BENCH" --engine "${ENGINE[$r]}" --model "$MODEL" --contexts "$CONTEXTS" --tokens "$TOKENS"
   rc=$?
   [ $rc -eq 0 ] || status=1
-  { echo "== $r"; cat "$RESULTS.out"; } >> "$LOG"
+  { echo "== $r"; cat "$AB_OUT"; } >> "$LOG"
   # the table's rows: context, prefill, decode t/s, ..., % roofline; then "context N: a token ... decode step X ms GPU"
   echo "$r rc=$rc: $(awk '$1 ~ /^[0-9]+$/ && NF >= 9 { printf "%s: %s (%s) ", $1, $3, $NF }
-    /^context [0-9]+: a token/ { printf "step %s ", $10 }' "$RESULTS.out")"
-  awk -v n="$r" '/^context [0-9]+: a token/ { c = $2; sub(/:/, "", c); print n, c, $10 }' "$RESULTS.out" >> "$RESULTS"
+    /^context [0-9]+: a token/ { printf "step %s ", $10 }' "$AB_OUT")"
+  awk -v n="$r" '/^context [0-9]+: a token/ { c = $2; sub(/:/, "", c); print n, c, $10 }' "$AB_OUT" >> "$RESULTS"
 done
 echo "mean decode step, ms GPU (change against ${NAMES[0]}):"
 awk -v first="${NAMES[0]}" -v order="${NAMES[*]}" '
