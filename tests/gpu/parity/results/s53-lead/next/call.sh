@@ -12,6 +12,8 @@
 #  2. The per-row experts' handover to the tensor-core ones (BATCH_MOE_PER_ROW 5 / MOE_MMA_MIN_ROWS 6 since session
 #     49; the per-row kernels gained 3-5% since, sessions 50-52): 6 and 7 rows per row too, at 5-8 streams. These change
 #     bits (another path), so a winner needs the full gate before it lands.
+#  3. The e5m2 copy's threshold around session 53's 48 rows (call 2's kernel timings cross at ~48; the step's experts
+#     are lighter than uniform routing): 40 and 56 against 48 at 40 and 56 streams (the same bits: no gate needed).
 # Build: git apply tests/gpu/parity/results/s53-lead/next/e5-tiles2.diff; make; tests/gpu/pack.sh --build build --out
 #   .gpu-lead/pkg. Run with carry [".gpu-lead/pkg"].
 . tests/gpu/unpack.sh .gpu-lead/pkg || exit 1
@@ -29,4 +31,7 @@ timeout 150 tests/gpu/throughput_ab.sh --streams 5,6,7,8 --log $O/tp-perrow.txt 
   pr6=$EN:LLMR_GPTOSS_BATCH_MOE_PER_ROW=6:LLMR_GPTOSS_MOE_MMA_MIN_ROWS=7 \
   pr7=$EN:LLMR_GPTOSS_BATCH_MOE_PER_ROW=7:LLMR_GPTOSS_MOE_MMA_MIN_ROWS=8 pr5 pr6 pr7 pr7 pr6 pr5 > $O/ab-perrow.txt 2>&1
 echo "per-row A/B rc=$? ${SECONDS}s"; tail -28 $O/ab-perrow.txt
+timeout 120 tests/gpu/throughput_ab.sh --streams 40,56 --log $O/tp-e5rows.txt r48=$EN r40=$EN:LLMR_GPTOSS_MOE_E5_MIN_ROWS=40 \
+  r56=$EN:LLMR_GPTOSS_MOE_E5_MIN_ROWS=56 r48 r40 r56 r56 r40 r48 > $O/ab-e5rows.txt 2>&1
+echo "e5 rows A/B rc=$? ${SECONDS}s"; tail -16 $O/ab-e5rows.txt
 echo "total ${SECONDS}s"
