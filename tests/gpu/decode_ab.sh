@@ -19,18 +19,12 @@ AB_TOOL=decode_ab.sh AB_BENCH=decode
 . "$(dirname "$0")/ab_common.sh"
 while [ $# -gt 0 ]; do
   case "$1" in
-    -h|--help) usage; exit 0 ;;
-    --bench) BENCH=${2:?}; shift 2 ;;
-    --model) MODEL=${2:?}; shift 2 ;;
     --contexts) CONTEXTS=${2:?}; shift 2 ;;
     --tokens) TOKENS=${2:?}; shift 2 ;;
-    --log) LOG=${2:?}; shift 2 ;;
-    *) ab_word "$1"; shift ;;
+    *) ab_arg "$@"; shift "$AB_SHIFT" ;;
   esac
 done
-ab_check "$BENCH" "$MODEL"
-: > "$LOG"
-AB_RESULTS=$(mktemp)
+ab_start
 RESULTS=$AB_RESULTS
 status=0
 for r in "${RUNS[@]}"; do
