@@ -33,15 +33,13 @@ for r in "${RUNS[@]}"; do
   [ $rc -eq 0 ] || status=1
   { echo "== $r"; cat "$AB_OUT"; } >> "$LOG"
   # the bench's rows: streams, prompt, output, wall, out tok/s, ITL p50, ITL p99, step t/s, GB/step, roofline, % roof;
-  # under them, per stream count "C streams, wall ...", then its buckets: rows, steps, mean rows, ms/step, GPU s
-  awk -v n="$r" '
-    NF == 11 && $1 ~ /^[0-9]+$/ && $11 ~ /%$/ { print "R", n, $1, $8, $5; line = line sprintf("%s: %s / %s; ", $1, $5, $8) }
+  # under them, per stream count "C streams, wall ...", then its buckets: rows, steps, mean rows, ms/step, GPU s. The
+  # figures go to AB_RESULTS, the run's line to stdout.
+  echo "$r rc=$rc: $(awk -v n="$r" -v out="$AB_RESULTS" '
+    NF == 11 && $1 ~ /^[0-9]+$/ && $11 ~ /%$/ { print "R", n, $1, $8, $5 >> out; line = line sprintf("%s: %s / %s; ", $1, $5, $8) }
     / streams, wall / { c = $1 }
-    c && NF == 5 && $1 ~ /^[0-9]+(-[0-9]+)?$/ && $2 ~ /^[0-9]+$/ { print "B", n, c, $1, $4, $2 }
-    END { print "L", n, line }' "$AB_OUT" > "$AB_OUT.parsed"
-  echo "$r rc=$rc: $(awk '$1 == "L" { $1 = ""; $2 = ""; sub(/^ +/, ""); print }' "$AB_OUT.parsed")"
-  grep -v '^L ' "$AB_OUT.parsed" >> "$AB_RESULTS"
-  rm -f "$AB_OUT.parsed"
+    c && NF == 5 && $1 ~ /^[0-9]+(-[0-9]+)?$/ && $2 ~ /^[0-9]+$/ { print "B", n, c, $1, $4, $2 >> out }
+    END { print line }' "$AB_OUT")"
 done
 awk -v first="${NAMES[0]}" -v order="${NAMES[*]}" '
   function cell(m, b, fmt) { return b && e != first ? sprintf(fmt " %+.1f%%", m, 100 * (m - b) / b) : sprintf(fmt, m) }
