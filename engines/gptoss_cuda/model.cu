@@ -1145,9 +1145,11 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * step 4.88-4.90 ms with the fused kernels, 4.62-4.66 on the streaming one; of a 2-3-row step 2.93-2.95
          * vs 3.30, so 4. Session 49 (H200), with the per-row path's gate_up and down in one launch each for all rows
          * (m->moe_rows1): a 4-row step 3.83 ms on it against 4.71-4.73 here, ~5.6-row steps even (4.73-4.78 both
-         * ways), so 6, and the per-row path up to 5 rows (batch_moe_per_row). */
+         * ways), so 6, and the per-row path up to 5 rows (batch_moe_per_row). Session 54 (H200, throughput A/B at 5-8
+         * streams, two runs each): the per-row path up to 6 rows, the tensor-core one from 7: step rate +1.0-1.4%, the
+         * 4-7-row steps 1.0-1.3% shorter; up to 7 was slower at 7 rows (+3.6%), so 7. */
         m->moe_mma = gptoss_env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
-        m->moe_mma_min_rows = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 6, 2, GPTOSS_MAX_BATCH);
+        m->moe_mma_min_rows = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 7, 2, GPTOSS_MAX_BATCH);
         /* 2 (default since session 10): the batched steps' experts take the activations as 2 parts (+3-4% out
          * tok/s on the H200 over 3): since session 19 the F16 form's fp16 parts (~3e-7, batch_moe_f16 below),
          * else 2 bf16 parts, the prompt path's accuracy (~1e-5); 3: fp32-level, bit for bit gptoss_mxfp4_mma */
@@ -1166,8 +1168,8 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         m->batch_head_rows = gptoss_env_int("LLMR_GPTOSS_BATCH_HEAD_ROWS", 2, 0, GPTOSS_GEMV1_ROWS_MAX);
         /* and the attention up to 2 rows: 128 blocks of the one-token kernel, one wave (3 rows take two) */
         m->batch_attn_lone = gptoss_env_int("LLMR_GPTOSS_BATCH_ATTN_LONE", 2, 0, 8);
-        /* steps of 2-5 rows (below the tensor-core experts' 6): each row's experts on the batch-1 kernels; 0: off */
-        m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 5, 0, 8);
+        /* steps of 2-6 rows (below the tensor-core experts' 7): each row's experts on the batch-1 kernels; 0: off */
+        m->batch_moe_per_row = gptoss_env_int("LLMR_GPTOSS_BATCH_MOE_PER_ROW", 6, 0, 8);
         m->moe_rows1 = gptoss_env_int("LLMR_GPTOSS_MOE_ROWS1", 1, 0, 1);
         /* prompt chunks of up to this many tokens run their experts on the tensor-core kernel (no host
          * sync, no bf16 scratch); longer ones on dequantize + cuBLAS. 640: between the H200's measured
