@@ -743,8 +743,11 @@ static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uin
         blocks = tiled->blocks;
         scales = tiled->scales;
     }
-    /* rows > 1 (ROUTE 0, 3 and 4): the resident CTAs shared among the rows, each row's stages over its share */
-    const unsigned per_row = (unsigned)((MR_CTAS * gptoss_sm_count() + rows - 1) / rows);
+    /* rows > 1 (ROUTE 0, 3 and 4): the resident CTAs shared among the rows, each row's stages over its share. Rounded
+     * down: rounded up, 5 rows on 132 SMs asked for 80 x 5 = 400 CTAs where 396 fit, and the 4 left over ran their whole
+     * share (18 stages each) after the first wave, alone. Which CTA takes a stage does not change its sums. */
+    const int resident = MR_CTAS * gptoss_sm_count();
+    const unsigned per_row = (unsigned)(resident >= rows ? resident / rows : 1);
     const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3(per_row, (unsigned)rows),
                                         dim3((MR_CONS + 1) * 32), mr_smem_now(H, tiled != nullptr), s, pdl, h_sw, groups,
                                         blocks, scales, bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);
