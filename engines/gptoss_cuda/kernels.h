@@ -562,7 +562,7 @@ cudaError_t gptoss_moe_gate_up_decode(const float *h_sw, const int32_t *groups, 
                                       float limit, float *act_sw, cudaStream_t stream,
                                       const gptoss_mxfp4_tiled *tiled = nullptr);
 
-/* n one-token problems in one launch (the batched steps of up to m->batch_moe_per_row rows, 2-5 by default, whose rows
+/* n one-token problems in one launch (the batched steps of up to m->batch_moe_per_row rows, 2-6 by default, whose rows
  * took the T = 1 kernels one launch each until session 49): row r's h_sw + r H, its one-token group table groups1 + r gptoss_moe_groups_ints(1) (as
  * gptoss_moe_router_decode_rows writes them) and its activations act_sw + r 4 I; the rows on the grid's y, each row's
  * results bit for bit its own T = 1 launch (the same kernel and stages, the resident CTAs shared among the rows).
@@ -572,6 +572,10 @@ cudaError_t gptoss_moe_gate_up_decode_dp4a_rows1(const float *h_sw, const int32_
                                                  const uint8_t *scales, const uint16_t *bias, int H, int I, float alpha,
                                                  float limit, float *act_sw, cudaStream_t stream,
                                                  const gptoss_mxfp4_tiled *tiled = nullptr);
+/* The grid of such a launch of n rows (the ring on, hidden size H, tiled: on the experts' tiled copy): returns its CTAs
+ * per row (n of them share the CTAs the GPU holds at once, one wave) and sets *resident to that number by the occupancy
+ * API, so a check can hold the two together (0 and 0 where the ring is off or the query fails). */
+int gptoss_moe_ring_rows_grid(int H, int n, int tiled, int *resident);
 cudaError_t gptoss_moe_down_decode_rows1(const float *act_sw, const int32_t *groups1, int n, const float *w,
                                          const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias, int E, int I,
                                          int H, float *x, cudaStream_t stream, const gptoss_mxfp4_tiled *tiled = nullptr);

@@ -731,6 +731,28 @@ static bool mr_tiled_ok(int H, const gptoss_mxfp4_tiled *tiled) {
            !((uintptr_t)tiled->blocks & 15) && !((uintptr_t)tiled->scales & 15);
 }
 
+/* The persistent CTAs of a launch for `rows` rows, each (rows > 1: ROUTE 0, 3 and 4) taking its row's stages over its
+ * share: the CTAs an SM holds (MR_CTAS, the launch bounds; gptoss_moe_ring_rows_grid checks it against the occupancy)
+ * times the SMs, shared among the rows and rounded down, so that the grid is one wave. Rounded up, 5 rows on 132 SMs
+ * asked for 80 x 5 = 400 CTAs where 396 fit, and the 4 left over ran their share (18 stages each) alone after the
+ * first wave (session 54: a 5-row step 4.61 -> 4.26 ms). Which CTA takes a stage does not change its sums. */
+static int mr_ctas_per_row(int rows) {
+    const int resident = MR_CTAS * gptoss_sm_count();
+    return rows >= 1 && resident >= rows ? resident / rows : 1;
+}
+
+int gptoss_moe_ring_rows_grid(int H, int rows, int tiled, int *resident) {
+    int per_sm = 0;
+    *resident = 0;
+    if (!g_dp4a || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, mr_kernel<3>(tiled != 0), (MR_CONS + 1) * 32,
+                                                                 mr_smem_now(H, tiled != 0)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    *resident = per_sm * gptoss_sm_count();
+    return mr_ctas_per_row(rows);
+}
+
 /* One launch of the ring kernel of the current mode with routing ROUTE (0: h_sw and groups given; rt for 1 and 2);
  * tiled (NULL: none): read it instead of blocks / scales, or cudaErrorNotSupported where the ring cannot. */
 template <int ROUTE>
@@ -743,11 +765,7 @@ static cudaError_t mr_launch(const float *h_sw, const int32_t *groups, const uin
         blocks = tiled->blocks;
         scales = tiled->scales;
     }
-    /* rows > 1 (ROUTE 0, 3 and 4): the resident CTAs shared among the rows, each row's stages over its share. Rounded
-     * down: rounded up, 5 rows on 132 SMs asked for 80 x 5 = 400 CTAs where 396 fit, and the 4 left over ran their whole
-     * share (18 stages each) after the first wave, alone. Which CTA takes a stage does not change its sums. */
-    const int resident = MR_CTAS * gptoss_sm_count();
-    const unsigned per_row = (unsigned)(resident >= rows ? resident / rows : 1);
+    const unsigned per_row = (unsigned)mr_ctas_per_row(rows);
     const cudaError_t e = gptoss_launch(mr_kernel<ROUTE>(tiled != nullptr), dim3(per_row, (unsigned)rows),
                                         dim3((MR_CONS + 1) * 32), mr_smem_now(H, tiled != nullptr), s, pdl, h_sw, groups,
                                         blocks, scales, bias, H, I, alpha, limit, act_sw, pdl, g_ring_diag, rt);

@@ -2120,8 +2120,32 @@ static void test_qkv_rows_all(void) {
     for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8); /* gpt-oss-20b's shape */
     test_qkv_rows(64, 2, 1, 3, 0);
 }
+/* The rows launches of the gate_up ring are one wave: for every row count the CTAs per row times the rows fit in what the
+ * GPU holds at once (by the occupancy API), and one row takes all of it (session 54: 5 rows asked for 400 CTAs where
+ * 396 fit, and the 4 left over ran their share alone after the rest, a 5-row step +8%). */
+static void test_moe_ring_one_wave(int H) {
+    char what[300];
+    for (int tiled = 0; tiled <= 1; tiled++) {
+        const int ring = gptoss_moe_decode_dp4a(2);
+        int resident = 0, worst = 0, per1 = gptoss_moe_ring_rows_grid(H, 1, tiled, &resident);
+        bool ok = ring == 2 && resident > 0 && per1 == resident;
+        for (int n = 2; n <= GPTOSS_DECODE_MAX_T; n++) {
+            const int per = gptoss_moe_ring_rows_grid(H, n, tiled, &resident);
+            ok &= per >= 1 && per * n <= resident;
+            if (per * n > worst) worst = per * n;
+        }
+        snprintf(what, sizeof what, "gate_up ring rows launches at H=%d%s: one wave (%d CTAs held at once, one row asks %d, "
+                 "2..%d rows at most %d)", H, tiled ? ", tiled copy" : "", resident, per1, GPTOSS_DECODE_MAX_T, worst);
+        check_true(what, ok);
+    }
+    gptoss_moe_decode_dp4a(0);
+}
+
 static void test_moe_rows_all(void) {
+    test_moe_ring_one_wave(2880);
     test_moe_rows(3, 2880, 2880, 32); /* the 20b's shapes */
+    test_moe_rows(5, 2880, 2880, 32); /* rows that do not divide the resident CTAs (3 x 132 / 5) */
+    test_moe_rows(6, 2880, 2880, 32); /* the per-row path's most rows by default */
     test_moe_rows(2, 64, 64, 8);
     test_rows_routed(3, 4096, 2880, 2880);
 }
