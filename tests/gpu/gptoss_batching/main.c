@@ -65,6 +65,28 @@ static llmr_engine_status load(const char *dir, uint32_t ctx, uint32_t sessions,
     return api->load(&d, &p, m, err, es);
 }
 
+/* One environment variable set for a variant's load and put back as the caller had it afterwards (a gate run with the
+ * engine's settings in its environment keeps them for the checks after the variant). */
+typedef struct {
+    const char *name;
+    int had;
+    char old[256];
+} env_var;
+static env_var env_set(const char *name, const char *value) {
+    env_var v = {name, 0, ""};
+    const char *cur = getenv(name);
+    if (cur) {
+        if (strlen(cur) >= sizeof v.old) die("%s is longer than %zu bytes", name, sizeof v.old - 1);
+        v.had = 1;
+        strcpy(v.old, cur);
+    }
+    if (setenv(name, value, 1) != 0) die("setenv %s failed", name);
+    return v;
+}
+static void env_restore(const env_var *v) {
+    if (v->had ? setenv(v->name, v->old, 1) != 0 : unsetenv(v->name) != 0) die("could not restore %s", v->name);
+}
+
 static llmr_engine_session *new_session(llmr_engine_model *m) {
     char err[512];
     llmr_session_params sp = {sizeof sp, 0};
@@ -949,12 +971,12 @@ int main(int argc, char **argv) {
                                               {"LLMR_GPTOSS_MOE_MMA_MIN_ROWS", "2"}};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         printf("     with %s=%s:\n", variants[v][0], variants[v][1]);
-        setenv(variants[v][0], variants[v][1], 1);
+        env_var saved = env_set(variants[v][0], variants[v][1]);
         if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
         test_alone_vs_batched(m, 0);
         test_alone_vs_batched(m, 1);
         api->unload(m);
-        unsetenv(variants[v][0]);
+        env_restore(&saved);
     }
     /* Packed prefill (on by default: LLMR_GPTOSS_PREFILL_PACK=3, short prompts with short ones, long with long). With
      * the tiny model's expert cache (its load says so) the crossover is 208 tokens, so the batched runs above may pack
@@ -966,7 +988,7 @@ int main(int argc, char **argv) {
     static const char *const packed[2][2] = {{"LLMR_GPTOSS_MOE_MMA_PREFILL", "64"}, {"LLMR_GPTOSS_PREFILL_PACK", "2"}};
     for (int v = 0; v < 2; v++) {
         printf("     with %s=%s (packed prefill):\n", packed[v][0], packed[v][1]);
-        setenv(packed[v][0], packed[v][1], 1);
+        env_var saved = env_set(packed[v][0], packed[v][1]);
         gptoss_cuda_sched_stats_fn sstats = (gptoss_cuda_sched_stats_fn)dlsym(h, GPTOSS_CUDA_SCHED_STATS_SYMBOL);
         if (load(dir, 512, 8, &m, err, sizeof err) != LLMR_ENGINE_OK) die("load: %s", err);
         gptoss_cuda_sched_stats st = {0};
@@ -978,7 +1000,7 @@ int main(int argc, char **argv) {
               "packed prefill (%s=%s): %llu prefill slices for %d prompts (alone and batched, greedy and sampled)",
               packed[v][0], packed[v][1], (unsigned long long)st.prefill_slices, 4 * NREQ);
         api->unload(m);
-        unsetenv(packed[v][0]);
+        env_restore(&saved);
     }
     test_pool(dir);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
