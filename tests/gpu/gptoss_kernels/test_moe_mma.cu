@@ -193,6 +193,38 @@ static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, in
                                    L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
 }
 
+/* mm_run_f16's two expert launches timed apart on pre-staged rows (gate_up's from x, down's from the act gate_up left),
+ * with the grid each asks for: its CTAs (8-pair tiles, 16 warps of 16 rows a CTA: the launch's shape from 16 pairs) and
+ * how many waves of 2 CTAs an SM (the pre-staged launches' bounds) that is. A launch whose waves end just past a whole
+ * number leaves a tail of few CTAs (session 54: the per-row gate_up's 400 CTAs where 396 fit cost 8% of a 5-row step). */
+static void mm_time_f16_launches(const char *what, const mm_layer *L, const mm_route *r, const float *dx,
+                                 const int32_t *gsh, const int32_t *dsh, int P, void *staged, float *dact, float *ddn,
+                                 const gptoss_mxfp4_tiled *gt, const gptoss_mxfp4_tiled *dt, double gu_bytes,
+                                 double dn_bytes, int reps) {
+    const float alpha = 1.702f, limit = 7.0f;
+    void *tok = (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16;
+    CK(gptoss_mxfp4_stage_f16(dx, L->H, 0, NULL, P / GPTOSS_TOPK, L->H, tok, 0));
+    auto gu = [&]() {
+        CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, 0, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
+                                       r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, gt, dact, 0));
+    };
+    gu();
+    CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
+    auto dn = [&]() {
+        CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets,
+                                       L->E, L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
+    };
+    const double g1 = tu_time_ms(gu, reps), d1 = tu_time_ms(dn, reps), d2 = tu_time_ms(dn, reps), g2 = tu_time_ms(gu, reps);
+    auto counts = dev_download(r->counts, (size_t)L->E);
+    int items = 0;
+    for (int e = 0; e < L->E; e++) items += (counts[e] + 7) / 8;
+    const int gu_ctas = items * ((2 * L->I / 16 + 15) / 16), dn_ctas = items * ((L->H / 16 + 15) / 16);
+    const double slots = 2.0 * gptoss_sm_count();
+    printf("; %s by launch: gate_up %.3f / %.3f ms (%.2f TB/s of its bytes; %d CTAs, %.2f waves), down %.3f / %.3f ms "
+           "(%.2f TB/s; %d CTAs, %.2f waves)", what, g1, g2, gu_bytes / (fmin(g1, g2) * 1e-3) / 1e12, gu_ctas,
+           gu_ctas / slots, d1, d2, dn_bytes / (fmin(d1, d2) * 1e-3) / 1e12, dn_ctas, dn_ctas / slots);
+}
+
 /* The tiled copies (gptoss_mxfp4_tile) of L's gate_up and down in one allocation (*buf, the caller frees it). */
 static void mm_tiled(const mm_layer *L, void **buf, gptoss_mxfp4_tiled *gt, gptoss_mxfp4_tiled *dt) {
     *buf = mxfp4_tiled_pair(L->d_gub, L->d_gus, L->d_dnb, L->d_dns, L->E, L->H, L->I, gt, dt);
@@ -641,6 +673,12 @@ static void time_stream(int T, const mm_layer *L) {
                      d2 = tu_time_ms(f16_tiled, reps), c2 = tu_time_ms(f16_pre, reps), b2 = tu_time_ms(f16, reps),
                      a2 = tu_time_ms(bf16, reps);
         if (gptoss_mxfp4_prompt_gemm_ok()) time_prompt_kernel(L, r, P, dgsh, ddsh, &gt, &dt, &ge, &de, reps);
+        if (gptoss_mxfp4_mma_stream_f16_prestaged(H, P)) { /* the batched steps' forms, each launch alone */
+            const double gub = (double)touched * 2 * I * H, dnb = (double)touched * H * I; /* weights */
+            mm_time_f16_launches("the e5m2 copy", L, &r, dx, dgsh, ddsh, P, dstage, dact, ddn, &ge, &de, gub, dnb, reps);
+            mm_time_f16_launches("the MXFP4 tiles", L, &r, dx, dgsh, ddsh, P, dstage, dact, ddn, &gt, &dt,
+                                 gub * 17.0 / 32.0, dnb * 17.0 / 32.0, reps);
+        }
         cudaFree(ebuf);
         cudaFree(tbuf);
         printf("; the e5m2 copy (%d blocks out of reach) %.3f / %.3f ms (%.2f TB/s of its bytes)", e5_bad, g1, g2,
