@@ -1146,8 +1146,9 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
          * vs 3.30, so 4. Session 49 (H200), with the per-row path's gate_up and down in one launch each for all rows
          * (m->moe_rows1): a 4-row step 3.83 ms on it against 4.71-4.73 here, ~5.6-row steps even (4.73-4.78 both
          * ways), so 6, and the per-row path up to 5 rows (batch_moe_per_row). Session 54 (H200, throughput A/B at 5-8
-         * streams, two runs each): the per-row path up to 6 rows, the tensor-core one from 7: step rate +1.0-1.4%, the
-         * 4-7-row steps 1.0-1.3% shorter; up to 7 was slower at 7 rows (+3.6%), so 7. */
+         * streams, two runs each): the per-row path up to 6 rows, the tensor-core one from 7: 6-8 streams' step rate
+         * +1.2-1.4%, their 4-7-row steps 1.0-1.3% shorter; up to 7 was slower at 7 rows (+3.6%, but that launch asked for
+         * 399 CTAs where 396 fit, mended since: measure it again), so 7. */
         m->moe_mma = gptoss_env_int("LLMR_GPTOSS_MOE_MMA", 1, 0, 1);
         m->moe_mma_min_rows = gptoss_env_int("LLMR_GPTOSS_MOE_MMA_MIN_ROWS", 7, 2, GPTOSS_MAX_BATCH);
         /* 2 (default since session 10): the batched steps' experts take the activations as 2 parts (+3-4% out

@@ -406,9 +406,9 @@ static cudaError_t tc_linear_presplit(gptoss_model *m, const uint16_t *W, const 
  * once), above it q/k/v (fused) go to cuBLAS; up to m->batch_o_rows rows o_proj is gptoss_gemv1_rows (the same
  * property); lm_head is gptoss_gemv1_rows up to m->batch_head_rows rows (2) and cuBLAS above; o_proj past
  * batch_o_rows goes through linear_groups (one pass over W for 2..4 rows, cuBLAS from 5); the
- * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 6) the experts on tensor
+ * MoE block is the fused router, then from m->moe_mma_min_rows rows (default 7) the experts on tensor
  * cores (gptoss_mxfp4_mma_stream: each touched expert read once per step) and the slot sum; up to
- * m->batch_moe_per_row rows (default 5) each row through the batch-1 expert kernels (the dp4a ring gate_up and down,
+ * m->batch_moe_per_row rows (default 6) each row through the batch-1 expert kernels (the dp4a ring gate_up and down,
  * after one router launch for all; with m->moe_rows1 all rows in one launch each); else decode2's fused T = 1..64
  * kernels (each touched expert read once per group of up to 4 of its tokens);
  * LLMR_GPTOSS_FUSED=0 the per-op kernels.
