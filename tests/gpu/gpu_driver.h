@@ -50,6 +50,30 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One environment variable set (value NULL: unset) for the engine load that reads it, and put back as the caller had
+ * it afterwards, so a run with the engine's settings in its environment keeps them for the checks after. */
+typedef struct {
+    const char *name;
+    int had;
+    char old[256];
+} env_var;
+static env_var env_set(const char *name, const char *value) __attribute__((unused));
+static env_var env_set(const char *name, const char *value) {
+    env_var v = {name, 0, ""};
+    const char *cur = getenv(name);
+    if (cur) {
+        if (strlen(cur) >= sizeof v.old) die("%s is longer than %zu bytes", name, sizeof v.old - 1);
+        v.had = 1;
+        strcpy(v.old, cur);
+    }
+    if (value ? setenv(name, value, 1) != 0 : unsetenv(name) != 0) die("could not set %s", name);
+    return v;
+}
+static void env_restore(const env_var *v) __attribute__((unused));
+static void env_restore(const env_var *v) {
+    if (v->had ? setenv(v->name, v->old, 1) != 0 : unsetenv(v->name) != 0) die("could not restore %s", v->name);
+}
+
 /* Path next to this binary: build/tests/gpu/NAME -> build/<rel>. */
 static void beside_build(char *out, size_t n, const char *rel) __attribute__((unused));
 static void beside_build(char *out, size_t n, const char *rel) {

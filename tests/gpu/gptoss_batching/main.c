@@ -65,28 +65,6 @@ static llmr_engine_status load(const char *dir, uint32_t ctx, uint32_t sessions,
     return api->load(&d, &p, m, err, es);
 }
 
-/* One environment variable set for a variant's load and put back as the caller had it afterwards (a gate run with the
- * engine's settings in its environment keeps them for the checks after the variant). */
-typedef struct {
-    const char *name;
-    int had;
-    char old[256];
-} env_var;
-static env_var env_set(const char *name, const char *value) {
-    env_var v = {name, 0, ""};
-    const char *cur = getenv(name);
-    if (cur) {
-        if (strlen(cur) >= sizeof v.old) die("%s is longer than %zu bytes", name, sizeof v.old - 1);
-        v.had = 1;
-        strcpy(v.old, cur);
-    }
-    if (setenv(name, value, 1) != 0) die("setenv %s failed", name);
-    return v;
-}
-static void env_restore(const env_var *v) {
-    if (v->had ? setenv(v->name, v->old, 1) != 0 : unsetenv(v->name) != 0) die("could not restore %s", v->name);
-}
-
 static llmr_engine_session *new_session(llmr_engine_model *m) {
     char err[512];
     llmr_session_params sp = {sizeof sp, 0};

@@ -2125,8 +2125,8 @@ static void test_qkv_rows_all(void) {
  * 396 fit, and the 4 left over ran their share alone after the rest, a 5-row step +8%). */
 static void test_moe_ring_one_wave(int H) {
     char what[300];
+    const int ring = gptoss_moe_decode_dp4a(2);
     for (int tiled = 0; tiled <= 1; tiled++) {
-        const int ring = gptoss_moe_decode_dp4a(2);
         int resident = 0, worst = 0, per1 = gptoss_moe_ring_rows_grid(H, 1, tiled, &resident);
         bool ok = ring == 2 && resident > 0 && per1 == resident;
         for (int n = 2; n <= GPTOSS_DECODE_MAX_T; n++) {

@@ -180,17 +180,30 @@ static void mm_f16_shifts(const mm_layer *L, int32_t **gsh, int32_t **dsh) {
  * gptoss_mxfp4_stage_f16_units(max(H, I)) units) each input is first converted into it (gate_up's token rows, down's
  * pair rows), which the shapes that read pre-staged rows copy; NULL: the CTAs stage. */
 static size_t mm_stage_bytes(int P, int H, int I) { return (size_t)(P + P / GPTOSS_TOPK) * gptoss_mxfp4_stage_f16_units(H > I ? H : I) * 16; }
+/* mm_run_f16's halves, each one launch: gate_up + SwiGLU from x (its tokens' rows pre-staged at tok, or NULL) into act;
+ * down from act (pre-staged at staged, or NULL) into dn. mm_f16_tokens: where the tokens' rows go in the staging. */
+static void *mm_f16_tokens(const mm_layer *L, int P, void *staged) {
+    return staged ? (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16 : NULL;
+}
+static void mm_f16_gate_up(const mm_layer *L, const mm_route *r, const float *dx, int swz, const int32_t *gsh, int P,
+                           const void *tok, const gptoss_mxfp4_tiled *gt, float *dact) {
+    CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
+                                   r->offsets, L->E, L->H, 2 * L->I, 1, 1.702f, 7.0f, P, 0, tok, gt, dact, 0));
+}
+static void mm_f16_down(const mm_layer *L, const mm_route *r, const float *dact, const int32_t *dsh, int P,
+                        const void *staged, const gptoss_mxfp4_tiled *dt, float *ddn) {
+    CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets, L->E,
+                                   L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
+}
+
 static void mm_run_f16(const mm_layer *L, const mm_route *r, const float *dx, int swz, const int32_t *gsh,
                        const int32_t *dsh, int P, void *staged, float *dact, float *ddn,
                        const gptoss_mxfp4_tiled *gt = NULL, const gptoss_mxfp4_tiled *dt = NULL) {
-    const float alpha = 1.702f, limit = 7.0f;
-    void *tok = staged ? (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16 : NULL;
+    void *tok = mm_f16_tokens(L, P, staged);
     if (staged) CK(gptoss_mxfp4_stage_f16(dx, L->H, swz, NULL, P / GPTOSS_TOPK, L->H, tok, 0)); /* the tokens' rows */
-    CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, swz, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
-                                   r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, gt, dact, 0));
+    mm_f16_gate_up(L, r, dx, swz, gsh, P, tok, gt, dact);
     if (staged) CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
-    CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets, L->E,
-                                   L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
+    mm_f16_down(L, r, dact, dsh, P, staged, dt, ddn);
 }
 
 /* mm_run_f16's two expert launches timed apart on pre-staged rows (gate_up's from x, down's from the act gate_up left),
@@ -201,19 +214,12 @@ static void mm_time_f16_launches(const char *what, const mm_layer *L, const mm_r
                                  const int32_t *gsh, const int32_t *dsh, int P, void *staged, float *dact, float *ddn,
                                  const gptoss_mxfp4_tiled *gt, const gptoss_mxfp4_tiled *dt, double gu_bytes,
                                  double dn_bytes, int reps) {
-    const float alpha = 1.702f, limit = 7.0f;
-    void *tok = (uint8_t *)staged + (size_t)P * gptoss_mxfp4_stage_f16_units(L->H > L->I ? L->H : L->I) * 16;
+    void *tok = mm_f16_tokens(L, P, staged);
     CK(gptoss_mxfp4_stage_f16(dx, L->H, 0, NULL, P / GPTOSS_TOPK, L->H, tok, 0));
-    auto gu = [&]() {
-        CK(gptoss_mxfp4_mma_stream_f16(dx, L->H, 0, r->pair_token, L->d_gub, L->d_gus, L->d_gbias, gsh, r->counts,
-                                       r->offsets, L->E, L->H, 2 * L->I, 1, alpha, limit, P, 0, tok, gt, dact, 0));
-    };
+    auto gu = [&]() { mm_f16_gate_up(L, r, dx, 0, gsh, P, tok, gt, dact); };
     gu();
     CK(gptoss_mxfp4_stage_f16(dact, L->I, 0, NULL, P, L->I, staged, 0));
-    auto dn = [&]() {
-        CK(gptoss_mxfp4_mma_stream_f16(dact, L->I, 0, NULL, L->d_dnb, L->d_dns, L->d_dbias, dsh, r->counts, r->offsets,
-                                       L->E, L->I, L->H, 0, 0.0f, 0.0f, P, 0, staged, dt, ddn, 0));
-    };
+    auto dn = [&]() { mm_f16_down(L, r, dact, dsh, P, staged, dt, ddn); };
     const double g1 = tu_time_ms(gu, reps), d1 = tu_time_ms(dn, reps), d2 = tu_time_ms(dn, reps), g2 = tu_time_ms(gu, reps);
     auto counts = dev_download(r->counts, (size_t)L->E);
     int items = 0;

@@ -358,11 +358,10 @@ typedef struct ahead_run {
 
 static void ahead_one(const char *dir, const char *env, const int32_t *prompt, ahead_run *o) {
     char err[1024];
-    if (env) setenv("LLMR_GPTOSS_STEP_AHEAD", env, 1);
-    else unsetenv("LLMR_GPTOSS_STEP_AHEAD");
+    const env_var saved = env_set("LLMR_GPTOSS_STEP_AHEAD", env); /* NULL: the default */
     llmr_engine_model *m = NULL;
     llmr_engine_status st = load(api, dir, 512, 0, &m, err, sizeof err);
-    unsetenv("LLMR_GPTOSS_STEP_AHEAD");
+    env_restore(&saved);
     if (st != LLMR_ENGINE_OK) die("load %s: %s: %s", dir, llmr_engine_status_name(st), err);
     llmr_generate_result res;
     memset(o, 0, sizeof *o);
@@ -408,13 +407,10 @@ static void selftest_step_ahead(const char *dir) {
  * setting is read at load, so each mode loads the model once. */
 static void selftest_prompt_vs_steps(const char *dir, int f16) {
     char err[1024];
-    const char *was = getenv("LLMR_GPTOSS_TC_F16");
-    char *saved = was ? strdup(was) : NULL;
-    setenv("LLMR_GPTOSS_TC_F16", f16 ? "1" : "0", 1);
+    const env_var saved = env_set("LLMR_GPTOSS_TC_F16", f16 ? "1" : "0");
     llmr_engine_model *m = NULL;
     llmr_engine_status st = load(api, dir, 512, 0, &m, err, sizeof err);
-    if (saved) setenv("LLMR_GPTOSS_TC_F16", saved, 1); else unsetenv("LLMR_GPTOSS_TC_F16");
-    free(saved);
+    env_restore(&saved);
     if (st != LLMR_ENGINE_OK) die("load %s: %s: %s", dir, llmr_engine_status_name(st), err);
     const size_t V = 201088;
     const double bound = f16 ? 1e-3 : 1e-4;
