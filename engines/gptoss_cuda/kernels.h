@@ -643,6 +643,25 @@ cudaError_t gptoss_moe_route_gate_up_dp4a_rows1(const float *x, const uint16_t *
                                                 float limit, int32_t *ids, float *w, int32_t *groups1,
                                                 float *router_logits, float *act_sw, cudaStream_t stream,
                                                 const gptoss_mxfp4_tiled *tiled = nullptr);
+/* gptoss_moe_route_gate_up_dp4a_rows1 with every expert that two rows route to streamed and multiplied once for both
+ * (moe_decode_dp4a.cu, "each shared expert once"): the same inputs and outputs, each row bit for bit its one-token call,
+ * plus r of each row to rnorm [n]; sync: GPTOSS_GEMV1_ROWS_MAX + 1 ints, 0 before the first launch (each launch leaves
+ * them 0); wpair: the cost of a two-row tile in eighths of a one-row one (8..16), by which the CTAs share the work. The
+ * tiled copy and the tensor-core consumers only, n <= GPTOSS_GEMV1_ROWS_MAX; elsewhere cudaErrorNotSupported.
+ * gptoss_moe_gate_up_pairs_ok says whether it applies at H, I (asks the occupancy API: call it outside any capture). */
+int gptoss_moe_gate_up_pairs_ok(int H, int I);
+int gptoss_moe_gate_up_pairs_grid(int H); /* its CTAs (what the GPU holds at once; 0: unknown) */
+cudaError_t gptoss_moe_route_gate_up_pairs(const float *x, const uint16_t *norm_w, float eps, const float *rpart,
+                                           int nparts, const uint16_t *router_b, int n, const uint16_t *bias, int H, int I,
+                                           float alpha, float limit, int wpair, int32_t *ids, float *w, int32_t *groups1,
+                                           float *router_logits, float *rnorm, int32_t *sync, float *act_sw,
+                                           cudaStream_t stream, const gptoss_mxfp4_tiled *tiled);
+/* The same after the router launch (as gptoss_moe_gate_up_decode_dp4a_rows1: row r's h_sw + r H and one-token table
+ * groups1 + r gptoss_moe_groups_ints(1) in, its activations at act_sw + r 4 I out; E <= 32 experts), each row bit for
+ * bit its one-token call. wpair 0 (a diagnostic): no two-row passes, each (row, expert) its own, in this kernel's order. */
+cudaError_t gptoss_moe_gate_up_pairs_rows1(const float *h_sw, const int32_t *groups1, int n, int E, const uint16_t *bias,
+                                           int H, int I, float alpha, float limit, int wpair, float *act_sw,
+                                           cudaStream_t stream, const gptoss_mxfp4_tiled *tiled);
 /* The experts' tiled copy (gptoss_mxfp4_tile) at T = 1: the tiled argument of gptoss_moe_gate_up_decode,
  * gptoss_moe_route_gate_up_dp4a and gptoss_moe_routed_gate_up_dp4a (blocks / scales then unused, may be NULL) is read by
  * the tensor-core ring only (a stage one tile; the same bits as from the checkpoint's layout);

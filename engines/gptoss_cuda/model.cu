@@ -915,6 +915,8 @@ void gptoss_model_free(gptoss_model *m) {
     cudaFree(m->rpart);
     cudaFree(m->rctr);
     cudaFree(m->rnorm);
+    cudaFree(m->pair_sync);
+    cudaFree(m->pair_rn);
     cudaFree(m->work);
     cudaFree(m->kv_pool);
     llmr_kv_pages_destroy(m->pages);
@@ -1238,6 +1240,21 @@ llmr_engine_status gptoss_model_load(const char *dir, int device, uint64_t budge
         if (m->rows_router == 2 && m->route_ring != 2) m->rows_router = 1; /* its counter and r are route_ring 2's */
         if (rr && !m->route_ring && getenv("LLMR_GPTOSS_ROUTE_RING")) /* said explicitly: say why it is not taken */
             mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_ROUTE_RING=%d ignored: the dp4a gate_up does not apply here", rr);
+    }
+    /* each shared expert once for two rows (session 55): the per-row experts' gate_up, routed by each of its CTAs
+     * (rows_router 1) or after the router launch; from 2 rows (call 6: 2 / 4 / 6 streams' step rate +1.4% / +2.4% /
+     * +6.0%, their 4-7-row steps -1.9% / -5.4%; from 4 rows no better) */
+    m->moe_pairs = m->moe_rows1 ? gptoss_env_int("LLMR_GPTOSS_MOE_PAIRS", 2, 0, GPTOSS_GEMV1_ROWS_MAX) : 0;
+    m->moe_pair_cost = gptoss_env_int("LLMR_GPTOSS_MOE_PAIR_COST", 10, 8, 16);
+    if (m->moe_pairs == 1) m->moe_pairs = 2; /* a one-row step has no second row */
+    if (m->moe_pairs && (!gptoss_moe_gate_up_pairs_ok(m->cfg.hidden_size, m->cfg.intermediate_size) ||
+                         cudaMalloc((void **)&m->pair_sync, (GPTOSS_GEMV1_ROWS_MAX + 1) * sizeof(int32_t)) != cudaSuccess ||
+                         cudaMalloc((void **)&m->pair_rn, GPTOSS_GEMV1_ROWS_MAX * sizeof(float)) != cudaSuccess ||
+                         cudaMemset(m->pair_sync, 0, (GPTOSS_GEMV1_ROWS_MAX + 1) * sizeof(int32_t)) != cudaSuccess)) {
+        (void)cudaGetLastError();
+        mlog(m, LLMR_LOG_WARN, "LLMR_GPTOSS_MOE_PAIRS=%d ignored: the shared-expert gate_up does not apply here (the "
+                               "tensor-core ring on the tiled copy) or its buffers could not be allocated", m->moe_pairs);
+        m->moe_pairs = 0;
     }
     m->qkv_fused = gptoss_env_int("LLMR_GPTOSS_QKV_FUSED", 1, 0, 1) && qkv_contiguous(m);
     if (m->batch_moe_f16) { /* the experts' tiled copy (read by the F16 form and the T = 1 kernels): in the experts'

@@ -195,6 +195,14 @@ struct gptoss_model {
      * gptoss_moe_down_decode_rows1, the same bits as a launch a row); LLMR_GPTOSS_MOE_ROWS1, default 1, 0 = a launch a
      * row */
     int moe_rows1;
+    /* from this many rows the per-row experts' gate_up (routed by its CTAs or after the router launch) streams an expert
+     * that two rows route to once for both (gptoss_moe_route_gate_up_pairs, gptoss_moe_gate_up_pairs_rows1; the same
+     * bits); LLMR_GPTOSS_MOE_PAIRS, 2..8 (default 2), 0 = off. moe_pair_cost (LLMR_GPTOSS_MOE_PAIR_COST, 8..16, default
+     * 10): a two-row tile's cost in eighths of a one-row one, by which its CTAs share the work. pair_sync: its flags and
+     * count (GPTOSS_GEMV1_ROWS_MAX + 1 ints, 0 between launches); pair_rn: its rows' r; both owned */
+    int moe_pairs, moe_pair_cost;
+    int32_t *pair_sync;
+    float *pair_rn;
     /* which kernel those paths run (gptoss_moe_mma_experts): 1 = gptoss_mxfp4_mma_stream (default; warps
      * streaming whole rows, bit for bit the same results), 0 = gptoss_mxfp4_mma (LLMR_GPTOSS_MOE_MMA_STREAM;
      * LLMR_GPTOSS_MOE_STREAM_WARPS overrides its warps per CTA, 0 = automatic) */

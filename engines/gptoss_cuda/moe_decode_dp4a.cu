@@ -285,12 +285,15 @@ static __host__ __device__ __forceinline__ void mi_split4(const float y[4], uint
 }
 
 /* Splits the K-vector into bp / bn / xs (layout above; the pad chunks zeroed), threads tid = 0 .. nthreads - 1 (a
- * multiple of 32), as mq_split_x; the caller syncs them afterwards. */
-template <bool PLAIN = false>
+ * multiple of 32), as mq_split_x; the caller syncs them afterwards. PADS false: bp's and bn's pad chunks are left as
+ * they are (the caller's layout puts other data there; the pads' zero chunk factors, still written, make whatever
+ * they hold add 0: see moe_gate_up_pairs_kernel); NEG false: no bn. */
+template <bool PLAIN = false, bool PADS = true, bool NEG = true>
 static __device__ __forceinline__ void mi_split_x(const float *x_sw, int NC, uint2 *bp, uint2 *bn, float *xs, int tid,
                                                   int nthreads, const uint16_t *nw = nullptr, float rn = 0.0f) {
     const int NCP = mi_chunks(NC);
-    for (int i = NC * 16 + tid; i < NCP * 16; i += nthreads) bp[i] = bn[i] = make_uint2(0u, 0u);
+    if constexpr (PADS)
+        for (int i = NC * 16 + tid; i < NCP * 16; i += nthreads) bp[i] = bn[i] = make_uint2(0u, 0u);
     for (int c = NC + tid; c < NCP; c += nthreads) xs[c] = 0.0f;
     for (int i0 = 0; i0 < NC * 8; i0 += nthreads * MQ_SPLIT_ITEMS) { /* uniform trip count: whole warps shuffle */
         float4 v[MQ_SPLIT_ITEMS];
@@ -309,7 +312,7 @@ static __device__ __forceinline__ void mi_split_x(const float *x_sw, int NC, uin
 #pragma unroll
                 for (int d = 0; d < MI_PARTS; d++) {
                     ((uint32_t *)&bp[(size_t)c * 16 + d * 4 + (f >> 1)])[f & 1] = p[d];
-                    ((uint32_t *)&bn[(size_t)c * 16 + d * 4 + (f >> 1)])[f & 1] = n[d];
+                    if constexpr (NEG) ((uint32_t *)&bn[(size_t)c * 16 + d * 4 + (f >> 1)])[f & 1] = n[d];
                 }
                 if (f == 0) xs[c] = unit;
             }
@@ -704,6 +707,393 @@ __global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_ring_
     }
 }
 
+/* ------------------------------------------------------------------ a small step's rows, each shared expert once
+ *
+ * gptoss_moe_route_gate_up_pairs and gptoss_moe_gate_up_pairs_rows1 (issue 10, session 55). The rows launches (ROUTE 4,
+ * ROUTE 0) run every (row, expert) pair as its own problem, so an expert that two rows route to is streamed, decoded
+ * and multiplied twice: with uniform routing 6% / 17.5% / 27% of the 2 / 4 / 6-row gate_up's work. Here the rows'
+ * pairs are grouped by expert into passes of one or two rows, and a two-row pass's stages serve both rows with the same
+ * mma count: the consumers put a row's 4 activation digits in the B operand's columns 0-3 and leave 4-7 unused, so the
+ * second row's digits ride there (lanes t = 2, 3 then hold its hi / lo chains, t = 0, 1 the first row's). Each
+ * column's int32 sums are exact and each row's fp32 chain is the same sequence of operations as alone, so every row
+ * keeps its lone bits (kernel checks test_moe_rows, test_rows_routed). A two-row tile costs ~1.26 one-row ones (call
+ * 5), so at 4-6 rows with random routing the launch takes 11-15% less (call 6).
+ *
+ *  - Routing (ROUTED): CTA y < n finishes row y as ROUTE 4's CTAs do (the partial rows' sums in the finish's order, r,
+ *    the top-4), writes the row's ids, weights, table, logits and r, and raises flag y; every CTA waits for the n flags.
+ *    The grid is what the occupancy API says the GPU holds at once, so every finisher is resident and the wait cannot
+ *    block it. The last CTA past the wait puts the flags back to 0 for the next launch.
+ *  - The plan (mp_plan, warp 0 of every CTA): the passes from the n tables (ascending expert id, each expert's rows in
+ *    order, two a pass), grouped by their row(s) (one row's, or one pair of rows'); the groups share the grid's CTAs by
+ *    cost, and a group's CTAs stride over its tiles as the rows launch's CTAs over a row's.
+ *  - The split: a CTA splits its group's row(s) once. Two rows' digits take the space of one row's digits and their
+ *    negations, so a two-row pass keeps no negations: its two mma go into two accumulators, subtracted (the same int32
+ *    sums). Both layouts hold NC chunks an array, not NC rounded up to 8 warps x 4: the pad chunks read whatever
+ *    follows, finite integers times a zero chunk factor, which adds +-0 to a chain that is never -0 (it starts at +0,
+ *    and x + (-x) is +0 when rounding to nearest): the same bits.
+ *  - The epilogue: the producer warp adds a stage's 8 warps' sums in order and writes each row's activations
+ *    (mi_producer's arithmetic). */
+
+#define MP_MAXP (GPTOSS_GEMV1_ROWS_MAX * GPTOSS_TOPK) /* passes at most (every pair its own expert) */
+
+/* The split region's layout (byte offsets): one-row pass bp | bn | xs, two-row pass bpA | bpB | xsA | xsB (each bp or bn
+ * NC chunks of 16 uint2, each xs mi_chunks(NC) floats, the pads 0), then the stages' row sums (2 parities x 8 warps x 2
+ * rows x 16 floats), past every pad chunk's read (bn's or bpB's last pad ends at bn + mi_chunks(NC) chunks: for the
+ * 20b, NC = 90, exactly where xsB ends), so that no pad reads a sum while it is written. */
+struct mp_layout {
+    size_t bn, xs0, xs1, rsum, end;
+};
+static __host__ __device__ __forceinline__ mp_layout mp_layout_of(int NC) {
+    const size_t NCP = (size_t)mi_chunks(NC);
+    mp_layout l;
+    l.bn = (size_t)NC * 16 * 8;
+    l.xs0 = 2 * l.bn;
+    l.xs1 = l.xs0 + NCP * 4;
+    const size_t xe = l.xs1 + NCP * 4, pe = l.bn + NCP * 16 * 8;
+    l.rsum = ((xe > pe ? xe : pe) + 15) & ~(size_t)15;
+    l.end = l.rsum + 2 * MR_CONS * 2 * MR_ROWS * 4;
+    return l;
+}
+static __host__ __device__ __forceinline__ size_t mp_smem(int NC) {
+    const size_t red = 32 * 33 * 4, x = mp_layout_of(NC).end; /* the finish's sums alias the split region */
+    return 128 + MR_DEPTH * mr_stage_bytes(NC, true) + (x > red ? x : red);
+}
+
+/* A pass: expert e, row A and its slot (which of its 4 picks), row B + 1 (0: a one-row pass) and its slot. */
+static __device__ __forceinline__ int mp_pass(int e, int ya, int sa, int yb, int sb) {
+    return e | ya << 8 | sa << 12 | (yb + 1) << 16 | sb << 20;
+}
+static __device__ __forceinline__ int mp_e(int p) { return p & 0xFF; }
+static __device__ __forceinline__ int mp_ya(int p) { return (p >> 8) & 0xF; }
+static __device__ __forceinline__ int mp_sa(int p) { return (p >> 12) & 3; }
+static __device__ __forceinline__ int mp_yb(int p) { return ((p >> 16) & 0xF) - 1; } /* -1: one row */
+static __device__ __forceinline__ int mp_sb(int p) { return (p >> 20) & 3; }
+
+static __device__ __forceinline__ int mp_load_acquire(const int32_t *p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* By one whole warp (lane = expert, E <= 32): the passes of the n rows' picks (sel [n][4]: row y's pick k as expert | k
+ * << 8, shared memory), in ascending expert id, each expert's rows in order, two a pass (one with !pairs); returns
+ * their count (every lane). */
+static __device__ __forceinline__ int mp_build_passes(const int32_t *sel, int n, bool pairs, int lane, int32_t *pass) {
+    int m = 0;
+    for (int i = 0; i < n * GPTOSS_TOPK; i++) m += (sel[i] & 0xFF) == lane;
+    const int mine = pairs ? (m + 1) / 2 : m;
+    int off = mine; /* inclusive scan over the lanes, then exclusive */
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, off, o);
+        if (lane >= o) off += v;
+    }
+    const int total = __shfl_sync(0xffffffffu, off, 31);
+    off -= mine;
+    int pend = -1; /* a row waiting for a second: y | slot << 4 */
+    for (int i = 0; i < n * GPTOSS_TOPK; i++)
+        if ((sel[i] & 0xFF) == lane) {
+            const int y = i / GPTOSS_TOPK, slot = sel[i] >> 8;
+            if (!pairs) {
+                pass[off++] = mp_pass(lane, y, slot, -1, 0);
+            } else if (pend < 0) {
+                pend = y | slot << 4;
+            } else {
+                pass[off++] = mp_pass(lane, pend & 0xF, pend >> 4, y, slot);
+                pend = -1;
+            }
+        }
+    if (pend >= 0) pass[off] = mp_pass(lane, pend & 0xF, pend >> 4, -1, 0);
+    return total;
+}
+
+/* A pass's group: the passes of one row, or of one pair of rows (one split serves them all). */
+static __device__ __forceinline__ int mp_group(int p) { return mp_ya(p) * (GPTOSS_GEMV1_ROWS_MAX + 1) + mp_yb(p) + 1; }
+
+/* A CTA's share: its group's passes ord[p0 .. p0 + np), the group's CTAs G and this one's index b among them (it takes
+ * the group's tiles b, b + G, ..., TPG a pass, as the rows launch gives a row's CTAs their row's tiles). */
+struct mp_share {
+    int p0, np, G, b;
+};
+
+/* By warp 0 alone (lane i < 4n: pick i), the whole plan of a CTA: the n rows' picks from their one-token tables (groups1
+ * + y GI, by L2: another CTA or launch wrote them; one round trip), the passes (mp_build_passes, into pass), the same
+ * sorted by group into ord (stable: each group's in ascending expert id), and lane 0 then this CTA's share: the groups
+ * get the grid's CTAs in proportion to their cost (a one-row tile 8, a two-row one wpair), each one at least (the
+ * launcher's grid makes a group's share >= 6). Each CTA thus splits one row or one pair once, and its stages stride
+ * over its group's tiles as the rows launch's do over a row's (session 55 call 5: contiguous ranges of all the tiles,
+ * split again at each pass change, ran the same work 19-30% slower). */
+static __device__ __forceinline__ void mp_plan(const int32_t *groups1, int n, int wpair, int TPG, int lane, int32_t *sel,
+                                               int32_t *pass, int32_t *ord, mp_share *share) {
+    const int GI = gptoss_moe_groups_ints(1), GM = GPTOSS_TOPK;
+    if (lane < n * GM) {
+        const int32_t *tab = groups1 + (size_t)(lane / GM) * GI;
+        const int g = lane % GM;
+        sel[lane] = __ldcg(tab + 1 + g) | __ldcg(tab + 1 + 2 * GM + 4 * g) << 8;
+    }
+    __syncwarp();
+    const int np = mp_build_passes(sel, n, wpair != 0, lane, pass);
+    __syncwarp();
+    const int mine = lane < np ? pass[lane] : 0, key = lane < np ? mp_group(mine) : 1 << 30;
+    int rank = 0;
+    for (int j = 0; j < np; j++) {
+        const int kj = __shfl_sync(0xffffffffu, key, j);
+        rank += kj < key || (kj == key && j < lane);
+    }
+    if (lane < np) ord[rank] = mine;
+    __syncwarp();
+    if (lane == 0) {
+        const int G = gridDim.x, b = blockIdx.x;
+        int C = 0; /* at most 32 passes x TPG x 16 (G C below 2^31 for the launcher's shapes) */
+        for (int p = 0; p < np; p++) C += TPG * (mp_yb(ord[p]) >= 0 ? wpair : 8);
+        int S = 0, p0 = 0, g0 = 0;
+        for (int p = 0; p < np; p++) {
+            S += TPG * (mp_yb(ord[p]) >= 0 ? wpair : 8);
+            if (p + 1 < np && mp_group(ord[p + 1]) == mp_group(ord[p])) continue;
+            const int g1 = (int)((long long)G * S / C); /* this group (passes p0 .. p): CTAs g0 .. g1 - 1 */
+            if (b < g1) {
+                *share = {p0, p + 1 - p0, g1 - g0, b - g0};
+                return;
+            }
+            p0 = p + 1;
+            g0 = g1;
+        }
+        *share = {0, 0, 1, 0}; /* not reached: the last group ends at CTA G */
+    }
+}
+
+/* One chunk of a two-row stage for one warp: mi_chunk with b carrying row A's digits in columns 0-3 and row B's in 4-7
+ * and no negated digits: the positive magnitudes' products and the negative ones' in two accumulators, subtracted
+ * (the int32 sums mi_chunk's two mma leave in one). m0 / m1: this lane's row's chunk scales (rows g and g + 8). */
+static __device__ __forceinline__ void mi_chunk_pair(uint32_t w0, uint32_t w1, uint2 b, float m0, float m1, float &acc0,
+                                                     float &acc1) {
+    const uint32_t T0 = 0x03020100u, T1 = 0x0C080604u;
+    const uint32_t n0 = w0 ^ 0x88888888u, n1 = w1 ^ 0x88888888u;
+    int p[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
+    mi_mma(p, mxfp4_prmt(T0, T1, w0), mxfp4_prmt(T0, T1, w1), mxfp4_prmt(T0, T1, w0 >> 16), mxfp4_prmt(T0, T1, w1 >> 16), b);
+    mi_mma(q, mxfp4_prmt(T0, T1, n0), mxfp4_prmt(T0, T1, n1), mxfp4_prmt(T0, T1, n0 >> 16), mxfp4_prmt(T0, T1, n1 >> 16), b);
+    acc0 = fmaf((float)((p[0] - q[0]) * 128 + (p[1] - q[1])), m0, acc0);
+    acc1 = fmaf((float)((p[2] - q[2]) * 128 + (p[3] - q[3])), m1, acc1);
+}
+
+/* mi_stage_tiled for two rows: lanes 0..15 load row A's digits (bpA), 16..31 row B's (bpB), so lane (g, 0) returns row
+ * A's gate/up pair g and lane (g, 2) row B's. The chunk scales: lane (g, s) works out chunk c0 + s's weight scales as
+ * mi_stage_tiled does, then holds in g0 / u0 the scales (gate / up) of chunk c0 + (s >> 1) for row s & 1 (A, B), in
+ * g1 / u1 those of chunk c0 + 2 + (s >> 1), each the same product as mi_stage_tiled's (the weight scale times the
+ * chunk factor); chunk j's mma lanes take theirs from lane (g, 2 (j & 1) + (t >> 1)) by one shuffle a row. */
+static __device__ __forceinline__ float2 mi_stage_tiled_pair(const uint8_t *st, const uint8_t *ss, const uint2 *bpA,
+                                                             const uint2 *bpB, const float *xsA, const float *xsB, int cb,
+                                                             int ce, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    const int W = 144 * g + 4 * t, so = gptoss_mxfp4_tiled_slot(lane, 0);
+    const uint8_t *sb = st + (size_t)(cb / 4) * 1024, *sc = ss + (size_t)(cb / 4) * 64;
+    const uint2 *pb = (lane < 16 ? bpA : bpB) + (size_t)cb * 16 + (lane & 15);
+    const float *xc = (t & 1 ? xsB : xsA) + cb + (t >> 1);
+    const int src0 = (lane & ~3) | (t >> 1), row = t >> 1;
+    float acc0 = 0.0f, acc1 = 0.0f;
+    for (int c0 = cb; c0 < ce; c0 += 4, sb += 1024, sc += 64, pb += 64, xc += 4) {
+        const float wg = mq_wscale(sc[so]), wu = mq_wscale(sc[so ^ 1]); /* chunk c0 + t's */
+        const float g0 = __shfl_sync(0xffffffffu, wg, src0) * xc[0], g1 = __shfl_sync(0xffffffffu, wg, src0 + 2) * xc[2];
+        const float u0 = __shfl_sync(0xffffffffu, wu, src0) * xc[0], u1 = __shfl_sync(0xffffffffu, wu, src0 + 2) * xc[2];
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const int src = (lane & ~3) | (2 * (j & 1) + row);
+            const float m0 = __shfl_sync(0xffffffffu, j < 2 ? g0 : g1, src);
+            const float m1 = __shfl_sync(0xffffffffu, j < 2 ? u0 : u1, src);
+            mi_chunk_pair(*(const uint32_t *)(sb + (W ^ (32 * j))), *(const uint32_t *)(sb + (W ^ (32 * j + 16))), pb[16 * j],
+                          m0, m1, acc0, acc1);
+        }
+    }
+    return mi_rows_out(acc0, acc1);
+}
+
+/* The producer warp: lane 0 keeps the ring full with the CTA's nt tiles (its share's tiles t = b + k G: pass p0 + t /
+ * TPG's expert, its tile t % TPG); lanes 0..7 then add each stage's row sums over the 8 warps in order and write the
+ * activations of its row(s), as mi_producer does. */
+static __device__ __forceinline__ void mp_producer(uint64_t *full, uint64_t *empty, uint8_t *ring, size_t SB,
+                                                   const uint8_t *blocks, const uint8_t *scales, const uint16_t *bias,
+                                                   const int32_t *pass, mp_share sh, int nt, int TPG, int N, int H, int I,
+                                                   float alpha, float limit, const float *rsum, float *act_sw, int lane,
+                                                   int diag) {
+    /* lane j < 8, for the stages of parity 0 and 1 (kept in registers by name, as mi_producer's): pair j's biases and
+     * the indices of its activations in row A and row B (~0: a one-row pass) */
+    uint32_t bw0 = 0u, bw1 = 0u;
+    size_t aa0 = 0, aa1 = 0, ab0 = ~(size_t)0, ab1 = ~(size_t)0;
+    for (int k = 0; k < nt + 2; k++) {
+        const uint32_t bwj = (k & 1) ? bw1 : bw0; /* stage k - 2's, before stage k's take their place */
+        const size_t aaj = (k & 1) ? aa1 : aa0, abj = (k & 1) ? ab1 : ab0;
+        if (k < nt) {
+            const int t = sh.b + k * sh.G, p = pass[sh.p0 + t / TPG], ti = t % TPG, e = mp_e(p);
+            const int slot = k % MR_DEPTH, use = k / MR_DEPTH;
+            if (lane == 0 && !(diag == 2 && use > 0)) { /* diag 2: the first stages only, then compute alone */
+                if (use > 0) ring_wait(&empty[slot], (uint32_t)(use - 1) & 1u);
+                mr_fill_stage<true>(&full[slot], ring + slot * SB, blocks, scales, e, ti, N, H);
+            }
+            if (lane < MR_ROWS / 2) {
+                const int tk = ti * (MR_ROWS / 2) + lane, yb = mp_yb(p);
+                const size_t sw = (size_t)gptoss_swz(tk, I);
+                const uint32_t b = *(const uint32_t *)(bias + (size_t)e * N + (size_t)tk * 2);
+                const size_t a = ((size_t)mp_ya(p) * GPTOSS_TOPK + mp_sa(p)) * I + sw;
+                const size_t a2 = yb >= 0 ? ((size_t)yb * GPTOSS_TOPK + mp_sb(p)) * I + sw : ~(size_t)0;
+                if (k & 1) { bw1 = b; aa1 = a; ab1 = a2; }
+                else { bw0 = b; aa0 = a; ab0 = a2; }
+            }
+            __syncwarp();
+        }
+        const int j = k - 2; /* the stage whose sums are due */
+        if (j < 0) continue;
+        mi_bar_sync(MI_BAR_SUMS + (j & 1));
+        if (lane < MR_ROWS / 2) {
+            const float *rs = rsum + (j & 1) * MR_CONS * 2 * MR_ROWS;
+            const float bg = __uint_as_float(bwj << 16), bu = __uint_as_float(bwj & 0xffff0000u);
+            for (int r = 0; r < (abj != ~(size_t)0 ? 2 : 1); r++) {
+                float gs = 0.0f, us = 0.0f;
+#pragma unroll
+                for (int w = 0; w < MR_CONS; w++) {
+                    gs += rs[w * 2 * MR_ROWS + r * MR_ROWS + 2 * lane];
+                    us += rs[w * 2 * MR_ROWS + r * MR_ROWS + 2 * lane + 1];
+                }
+                act_sw[r ? abj : aaj] = gptoss_swiglu_value(gs + bg, us + bu, alpha, limit);
+            }
+        }
+        if (j + 2 < nt) mi_bar_arrive(MI_BAR_FREE + (j & 1));
+        __syncwarp();
+    }
+}
+
+/* ROUTED's start, by the whole CTA: CTA y < n finishes row y as ROUTE 4's CTAs do (moe_route.cuh: the same sums, the
+ * same picks; its partial sums in red, the split region), writes the row's ids, weights, table, logits and r and raises
+ * flag y; then every CTA waits for the n flags, and the last one past puts them and the count back to 0. Ends synced. */
+static __device__ __forceinline__ void mp_finish_rows(const mr_route &rt, int n, int H, float *rnorm, int32_t *sync,
+                                                      uint8_t *red_buf, int warp, int lane) {
+    __shared__ int32_t s_grp[gptoss_moe_groups_ints(1)], s_ids[GPTOSS_TOPK];
+    __shared__ float s_w[GPTOSS_TOPK];
+    const int GI = gptoss_moe_groups_ints(1);
+    if ((int)blockIdx.x < n) {
+        const int y = blockIdx.x;
+        float(*red)[33] = (float(*)[33])red_buf;
+        const float rb = warp == 0 ? gptoss_bf16_to_f32(rt.rb[lane]) : 0.0f;
+        if (warp < MR_CONS) router_partials_sum8(rt.rpart + (size_t)y * rt.nparts * 33, rt.nparts, warp, lane, red);
+        if (threadIdx.x < GI) s_grp[threadIdx.x] = 0; /* entries the top-4 leaves alone */
+        __syncthreads();
+        if (warp == 0) {
+            const float r = router_finish_warp(red, rb, H, rt.eps, lane, s_ids, s_w, s_grp, rt.rl + (size_t)y * 32);
+            if (lane == 0) rnorm[y] = r;
+        }
+        __syncthreads();
+        if (threadIdx.x < GI) {
+            rt.groups[(size_t)y * GI + threadIdx.x] = s_grp[threadIdx.x];
+            if (threadIdx.x < GPTOSS_TOPK) {
+                rt.ids[y * GPTOSS_TOPK + threadIdx.x] = s_ids[threadIdx.x];
+                rt.w[y * GPTOSS_TOPK + threadIdx.x] = s_w[threadIdx.x];
+            }
+        }
+        __threadfence(); /* every writer's stores before the flag (threadFenceReduction's pattern) */
+        __syncthreads();
+        if (threadIdx.x == 0) atomicExch(sync + y, 1);
+    }
+    if ((int)threadIdx.x < n)
+        while (!mp_load_acquire(sync + threadIdx.x)) {
+        }
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(sync + GPTOSS_GEMV1_ROWS_MAX, 1) == (int)gridDim.x - 1) { /* the last one past */
+        for (int y = 0; y < n; y++) sync[y] = 0;
+        sync[GPTOSS_GEMV1_ROWS_MAX] = 0;
+    }
+}
+
+/* A consumer warp's stages (TWO: the two-row form; bn in bpB's place otherwise): each as the rows launch's consumers
+ * do, the row sums to the producer by the named barriers (row A's in the first 16 floats of a warp's 32, row B's after). */
+template <bool TWO>
+static __device__ __forceinline__ void mp_consume(uint64_t *full, uint64_t *empty, const uint8_t *ring, size_t SB, int NSC,
+                                                  const uint2 *bpA, const uint2 *bpB, const float *xsA, const float *xsB,
+                                                  float *rsum, int nt, int cb, int ce, int warp, int lane, int diag) {
+    for (int k = 0; k < nt; k++) {
+        const int slot = k % MR_DEPTH;
+        if (diag != 2 || k < MR_DEPTH) ring_wait(&full[slot], (uint32_t)(k / MR_DEPTH) & 1u);
+        __syncwarp(); /* mma.sync is .aligned */
+        const uint8_t *st = ring + slot * SB;
+        float2 v;
+        if constexpr (TWO) v = mi_stage_tiled_pair(st, st + (size_t)NSC * 1024, bpA, bpB, xsA, xsB, cb, ce, lane);
+        else v = mi_stage_tiled(st, st + (size_t)NSC * 1024, bpA, bpB, xsA, cb, ce, lane);
+        __syncwarp();
+        if (lane == 0) ring_release(&empty[slot]);
+        float *rs = rsum + (k & 1) * MR_CONS * 2 * MR_ROWS;
+        if (k >= 2) mi_bar_sync(MI_BAR_FREE + (k & 1));
+        if ((lane & 3) == 0 || (TWO && (lane & 3) == 2)) { /* row A's gate/up pair g (lane (g, 0)), row B's (lane (g, 2)) */
+            const int o = warp * 2 * MR_ROWS + ((lane & 2) ? MR_ROWS : 0) + 2 * (lane >> 2);
+            rs[o] = v.x;
+            rs[o + 1] = v.y;
+        }
+        mi_bar_arrive(MI_BAR_SUMS + (k & 1));
+    }
+}
+
+/* Row y's split (ROUTED: from the residual x, normed as the router finish does; else from the router's swizzled h_sw) */
+template <bool ROUTED, bool NEG>
+static __device__ __forceinline__ void mp_split(const float *h_sw, const mr_route &rt, const float *rn, int y, int H,
+                                                uint2 *bp, uint2 *bn, float *xs) {
+    if constexpr (ROUTED)
+        mi_split_x<true, false, NEG>(rt.x + (size_t)y * H, H / 32, bp, bn, xs, threadIdx.x, MR_CONS * 32, rt.norm_w, rn[y]);
+    else
+        mi_split_x<false, false, NEG>(h_sw + (size_t)y * H, H / 32, bp, bn, xs, threadIdx.x, MR_CONS * 32);
+}
+
+/* The kernel (see the top of this section): the experts' tiled copy, the tensor-core consumers. ROUTED: x the n rows'
+ * residuals (plain layout), rt ROUTE 4's inputs and outputs (mr_route_finish), rnorm [n] each row's r (written by its
+ * finisher), sync [GPTOSS_GEMV1_ROWS_MAX + 1] the flags and the count of CTAs past them (0 before and after). Else
+ * ROUTE 0's: h_sw (row y at h_sw + y H) and the one-token tables groups1 as the router launch left them. */
+template <bool ROUTED>
+__global__ void __launch_bounds__((MR_CONS + 1) * 32, MR_CTAS) moe_gate_up_pairs_kernel(const float *h_sw,
+                                                                                  const int32_t *groups1,
+                                                                                  const uint8_t *blocks,
+                                                                                  const uint8_t *scales,
+                                                                                  const uint16_t *bias, int H, int I,
+                                                                                  float alpha, float limit, float *act_sw,
+                                                                                  int n, int wpair, float *rnorm,
+                                                                                  int32_t *sync, int diag, mr_route rt) {
+    extern __shared__ __align__(128) uint8_t mr_smem_buf[];
+    __shared__ int32_t s_pass[MP_MAXP], s_sel[MP_MAXP], s_ord[MP_MAXP];
+    __shared__ float s_rn[GPTOSS_GEMV1_ROWS_MAX];
+    __shared__ mp_share s_sh;
+    uint64_t *full = (uint64_t *)mr_smem_buf, *empty = full + MR_DEPTH;
+    const int NC = H / 32, NSC = (H + 127) / 128, N = 2 * I, TPG = N / MR_ROWS;
+    const size_t SB = mr_stage_bytes(NC, true);
+    uint8_t *ring = mr_smem_buf + 128, *S = ring + MR_DEPTH * SB;
+    const mp_layout L = mp_layout_of(NC);
+    uint2 *bpA = (uint2 *)S, *bpB = (uint2 *)(S + L.bn);
+    float *xsA = (float *)(S + L.xs0), *xsB = (float *)(S + L.xs1), *rsum = (float *)(S + L.rsum);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) ring_init(full, empty, MR_DEPTH, MR_CONS);
+    if constexpr (ROUTED) {
+        mp_finish_rows(rt, n, H, rnorm, sync, (uint8_t *)S, warp, lane);
+        groups1 = rt.groups;
+        if ((int)threadIdx.x < n) s_rn[threadIdx.x] = __ldcg(rnorm + threadIdx.x);
+    }
+    if (warp == 0) mp_plan(groups1, n, wpair, TPG, lane, s_sel, s_pass, s_ord, &s_sh);
+    __syncthreads(); /* the plan, and the ring's barriers initialised */
+    const mp_share sh = s_sh;
+    const int nt = sh.b < sh.np * TPG ? (sh.np * TPG - sh.b + sh.G - 1) / sh.G : 0;
+    if (warp == MR_CONS) {
+        mp_producer(full, empty, ring, SB, blocks, scales, bias, s_ord, sh, nt, TPG, N, H, I, alpha, limit, rsum, act_sw,
+                    lane, diag);
+        return;
+    }
+    /* the group's row(s) split once (diag 3, a timing diagnostic: not split) */
+    const int p = s_ord[sh.p0], ya = mp_ya(p), yb = mp_yb(p);
+    const bool two = sh.np > 0 && yb >= 0;
+    if (diag == 3 || nt == 0) {
+    } else if (two) {
+        mp_split<ROUTED, false>(h_sw, rt, s_rn, ya, H, bpA, nullptr, xsA);
+        mp_split<ROUTED, false>(h_sw, rt, s_rn, yb, H, bpB, nullptr, xsB);
+    } else {
+        mp_split<ROUTED, true>(h_sw, rt, s_rn, ya, H, bpA, bpB, xsA); /* bpB's space holds bn */
+    }
+    asm volatile("bar.sync 1, %0;" ::"n"(MR_CONS * 32) : "memory");
+    const int cpw = mi_chunks(NC) / MR_CONS, cb = warp * cpw, ce = diag == 1 ? cb : cb + cpw; /* diag 1: copies alone */
+    if (two) mp_consume<true>(full, empty, ring, SB, NSC, bpA, bpB, xsA, xsB, rsum, nt, cb, ce, warp, lane, diag);
+    else mp_consume<false>(full, empty, ring, SB, NSC, bpA, bpB, xsA, xsB, rsum, nt, cb, ce, warp, lane, diag);
+}
+
 static int g_dp4a = 0, g_ring_diag = 0; /* g_dp4a: 0 off, 1 the dp4a consumers, 2 the tensor-core ones */
 
 void gptoss_moe_ring_diag(int d) { g_ring_diag = d >= 1 && d <= 3 ? d : 0; }
@@ -789,6 +1179,13 @@ int gptoss_moe_decode_dp4a(int on) {
             (void)cudaGetLastError();
             return 0;
         }
+    if (cudaFuncSetAttribute(moe_gate_up_pairs_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) !=
+            cudaSuccess ||
+        cudaFuncSetAttribute(moe_gate_up_pairs_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, MR_SMEM_MAX) !=
+            cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
     g_dp4a = on;
     return on;
 }
@@ -890,4 +1287,54 @@ cudaError_t gptoss_moe_routed_gate_up_dp4a(const float *x, const uint16_t *norm_
     if (!gptoss_moe_route_gate_up_dp4a_ok(H, I, 32, blocks, scales) || ((uintptr_t)x & 15)) return cudaErrorNotSupported;
     const mr_route rt = mr_route_routed(x, norm_w, r, groups);
     return mr_launch<2>(nullptr, nullptr, blocks, scales, bias, H, I, alpha, limit, act_sw, rt, s, tiled);
+}
+
+/* The pairs launch's grid: what the occupancy API says the GPU holds at once (all of it resident: its CTAs wait for the
+ * finishers' flags), asked once for each hidden size; 0 where it cannot say. */
+static int mp_grid(int H) {
+    static int h_seen = 0, grid = 0;
+    if (H != h_seen) {
+        int per_sm = 0;
+        grid = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, moe_gate_up_pairs_kernel<true>, (MR_CONS + 1) * 32,
+                                                              mp_smem(H / 32)) == cudaSuccess
+                   ? per_sm * gptoss_sm_count()
+                   : 0;
+        (void)cudaGetLastError();
+        h_seen = H;
+    }
+    return grid;
+}
+
+int gptoss_moe_gate_up_pairs_grid(int H) { return mp_grid(H); }
+
+int gptoss_moe_gate_up_pairs_ok(int H, int I) {
+    /* a grid of 64 gives every group of passes a CTA at least (its cost >= 8 TPG of at most 32 x 16 TPG) */
+    return g_dp4a == 2 && mr_shape_ok(H, I, true) && mp_smem(H / 32) <= MR_SMEM_MAX && mp_grid(H) >= 64;
+}
+
+cudaError_t gptoss_moe_route_gate_up_pairs(const float *x, const uint16_t *norm_w, float eps, const float *rpart,
+                                           int nparts, const uint16_t *router_b, int n, const uint16_t *bias, int H, int I,
+                                           float alpha, float limit, int wpair, int32_t *ids, float *w, int32_t *groups1,
+                                           float *router_logits, float *rnorm, int32_t *sync, float *act_sw,
+                                           cudaStream_t s, const gptoss_mxfp4_tiled *tiled) {
+    if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX || !tiled || !mr_tiled_ok(H, tiled) || !gptoss_moe_gate_up_pairs_ok(H, I) ||
+        nparts < 1 || ((uintptr_t)x & 15) || (H % 4) || !router_logits || !rnorm || !sync || wpair < 8 || wpair > 16)
+        return cudaErrorNotSupported;
+    const mr_route rt = mr_route_finish(x, norm_w, eps, rpart, nparts, router_b, ids, w, groups1, router_logits);
+    moe_gate_up_pairs_kernel<true><<<mp_grid(H), (MR_CONS + 1) * 32, mp_smem(H / 32), s>>>(
+        nullptr, nullptr, tiled->blocks, tiled->scales, bias, H, I, alpha, limit, act_sw, n, wpair, rnorm, sync, 0, rt);
+    return cudaGetLastError();
+}
+
+cudaError_t gptoss_moe_gate_up_pairs_rows1(const float *h_sw, const int32_t *groups1, int n, int E, const uint16_t *bias,
+                                           int H, int I, float alpha, float limit, int wpair, float *act_sw, cudaStream_t s,
+                                           const gptoss_mxfp4_tiled *tiled) {
+    if (n < 1 || n > GPTOSS_GEMV1_ROWS_MAX || E < GPTOSS_TOPK || E > 32 || !tiled || !mr_tiled_ok(H, tiled) ||
+        !gptoss_moe_gate_up_pairs_ok(H, I) || ((uintptr_t)h_sw & 15) || (wpair && wpair < 8) || wpair > 16)
+        return cudaErrorNotSupported;
+    const mr_route none = {};
+    moe_gate_up_pairs_kernel<false><<<mp_grid(H), (MR_CONS + 1) * 32, mp_smem(H / 32), s>>>(
+        h_sw, groups1, tiled->blocks, tiled->scales, bias, H, I, alpha, limit, act_sw, n, wpair, nullptr, nullptr,
+        g_ring_diag, none);
+    return cudaGetLastError();
 }

@@ -582,17 +582,31 @@ static cudaError_t batched_rows(gptoss_model *m, const int32_t *d_tok, const int
                 K_(gptoss_moe_routed_gate_up_dp4a_rows1(m->x, w->mlp_norm, m->rnorm, m->grp, n, w->gu_blocks, w->gu_scales,
                                                         w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit, m->act, st,
                                                         gptoss_gu_tiled(m, w)));
-            else if (routed == 1)
-                K_(gptoss_moe_route_gate_up_dp4a_rows1(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, n,
-                                                       w->gu_blocks, w->gu_scales, w->gu_bias, H, I, c->swiglu_alpha,
-                                                       c->swiglu_limit, m->ids, m->rw, m->grp, m->rl, m->act, st,
-                                                       gptoss_gu_tiled(m, w)));
+            else if (routed == 1) { /* from m->moe_pairs rows each expert two rows share once (the same bits) */
+                e = m->moe_pairs && n >= m->moe_pairs
+                        ? gptoss_moe_route_gate_up_pairs(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b, n,
+                                                         w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit,
+                                                         m->moe_pair_cost, m->ids, m->rw, m->grp, m->rl, m->pair_rn,
+                                                         m->pair_sync, m->act, st, gptoss_gu_tiled(m, w))
+                        : cudaErrorNotSupported;
+                if (e == cudaErrorNotSupported)
+                    e = gptoss_moe_route_gate_up_dp4a_rows1(m->x, w->mlp_norm, eps, m->rpart, m->router_parts, w->router_b,
+                                                            n, w->gu_blocks, w->gu_scales, w->gu_bias, H, I,
+                                                            c->swiglu_alpha, c->swiglu_limit, m->ids, m->rw, m->grp, m->rl,
+                                                            m->act, st, gptoss_gu_tiled(m, w));
+                K_(e);
+            }
             K_(dbg_router(m, l, n)); /* after the routed gate_up: with routed 1 it writes the logits */
-            e = routed       ? cudaSuccess
-                : m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales,
-                                                                     w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit,
-                                                                     m->act, st, gptoss_gu_tiled(m, w))
-                               : cudaErrorNotSupported;
+            e = !routed && m->moe_rows1 && m->moe_pairs && n >= m->moe_pairs
+                    ? gptoss_moe_gate_up_pairs_rows1(m->hsw, m->grp, n, E, w->gu_bias, H, I, c->swiglu_alpha, c->swiglu_limit,
+                                                     m->moe_pair_cost, m->act, st, gptoss_gu_tiled(m, w))
+                    : cudaErrorNotSupported;
+            if (e == cudaErrorNotSupported)
+                e = routed       ? cudaSuccess
+                    : m->moe_rows1 ? gptoss_moe_gate_up_decode_dp4a_rows1(m->hsw, m->grp, n, w->gu_blocks, w->gu_scales,
+                                                                         w->gu_bias, H, I, c->swiglu_alpha,
+                                                                         c->swiglu_limit, m->act, st, gptoss_gu_tiled(m, w))
+                                   : cudaErrorNotSupported;
             const int gu_rows = e != cudaErrorNotSupported;
             if (gu_rows) {
                 K_(e);
