@@ -802,10 +802,15 @@ static void dev_experts_free(dev_experts *x) {
     cudaFree(x->gub); cudaFree(x->gus); cudaFree(x->dnb); cudaFree(x->dns); cudaFree(x->tbuf);
 }
 
-static void test_moe_rows(int T, int H, int I, int E) {
+/* The rows launches of the per-row experts (one router launch, then gptoss_moe_gate_up_decode_dp4a_rows1 and
+ * gptoss_moe_down_decode_rows1) against a launch a row and against the one-token block on each row alone, bit for bit;
+ * on the tiled copy also the gate_up that takes each shared expert once for two rows (gptoss_moe_gate_up_pairs_rows1).
+ * dup: the odd rows are row 0, so that rows share all four experts. */
+static void test_moe_rows(int T, int H, int I, int E, int dup = 0) {
     const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
     const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
     auto x = randv((size_t)T * H, 1.0f);
+    for (int r = 1; dup && r < T; r += 2) std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
     auto nw = randbf(H, 1.0f);
     auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
     dev_experts ex = dev_experts_make(E, H, I);
@@ -817,7 +822,8 @@ static void test_moe_rows(int T, int H, int I, int E) {
     uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
     md_work wk = md_work_make(T + 1), w1 = md_work_make(1); /* T one-token tables: 25 T ints, more than a T-token table */
     /* the batched form from x: one router launch, then each row's gate_up and down (a launch each, rows = 0) or all rows'
-     * in one launch each (rows = 1); the residual, ids and weights come back */
+     * in one launch each (rows = 1; 2: the gate_up that takes each shared expert once, tiled only); the residual, ids
+     * and weights come back */
     auto batched = [&](int rows, bool tiled, std::vector<float> &xo, std::vector<int32_t> &io, std::vector<float> &wo) {
         CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
         const gptoss_mxfp4_tiled *tg = tiled ? &gt : nullptr, *td = tiled ? &dt : nullptr;
@@ -825,7 +831,9 @@ static void test_moe_rows(int T, int H, int I, int E) {
                       *ds = tiled ? nullptr : ddns;
         cudaError_t e = gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, T, H, E, dhs, wk.ids, dw, wk.grp, drl, wk.ctr, 0);
         if (rows) {
-            if (e == cudaSuccess)
+            if (e == cudaSuccess && rows == 2)
+                e = gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, T, E, dgb, H, I, alpha, limit, 10, dact, 0, tg);
+            else if (e == cudaSuccess)
                 e = gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, T, gb, gs, dgb, H, I, alpha, limit, dact, 0, tg);
             if (e == cudaSuccess) e = gptoss_moe_down_decode_rows1(dact, wk.grp, T, dw, db, ds, ddb, E, I, H, dx, 0, td);
         }
@@ -871,13 +879,17 @@ static void test_moe_rows(int T, int H, int I, int E) {
         check_true(what, same);
         for (int tiled = 0; tiled <= (mode == 2); tiled++) {
             if (tiled) e = batched(0, true, xb, ib, wb);
-            const cudaError_t e2 = batched(1, tiled, x2, i2, w2);
-            snprintf(what, sizeof what, "moe rows T=%d H=%d I=%d E=%d, ring mode %d%s: the rows' gate_up and down in one "
-                     "launch each (%s) = a launch a row (%s), bit for bit", T, H, I, E, mode, tiled ? ", tiled copy" : "",
-                     cudaGetErrorString(e2), cudaGetErrorString(e));
-            check_true(what, ring == mode && e == cudaSuccess && e2 == cudaSuccess &&
-                                 !memcmp(x2.data(), xb.data(), xb.size() * 4) && memcmp(x2.data(), x.data(), x.size() * 4) &&
-                                 i2 == ib && !memcmp(w2.data(), wb.data(), wb.size() * 4));
+            for (int rows = 1; rows <= 1 + tiled; rows++) {
+                const cudaError_t e2 = batched(rows, tiled, x2, i2, w2);
+                snprintf(what, sizeof what, "moe rows T=%d%s H=%d I=%d E=%d, ring mode %d%s: the rows' gate_up%s and down in "
+                         "one launch each (%s) = a launch a row (%s), bit for bit", T, dup ? " (odd rows = row 0)" : "", H,
+                         I, E, mode, tiled ? ", tiled copy" : "", rows == 2 ? " (each shared expert once)" : "",
+                         cudaGetErrorString(e2), cudaGetErrorString(e));
+                check_true(what, ring == mode && e == cudaSuccess && e2 == cudaSuccess &&
+                                     !memcmp(x2.data(), xb.data(), xb.size() * 4) &&
+                                     memcmp(x2.data(), x.data(), x.size() * 4) && i2 == ib &&
+                                     !memcmp(w2.data(), wb.data(), wb.size() * 4));
+            }
         }
         cudaFree(dx1); cudaFree(hs1); cudaFree(ww1); cudaFree(rl1); cudaFree(act1);
     }
@@ -1473,7 +1485,13 @@ static void test_router_split(void) {
     /* h_sw = (x r) nw with r from the sum of squares in another order: equal to fp32 rounding */
     check_rel("router split: h_sw = the router kernel's", b.hs, std::vector<double>(a.hs.begin(), a.hs.end()), 1e-6);
     check_rel("router split: logits = the router kernel's", b.rl, std::vector<double>(a.rl.begin(), a.rl.end()), 1e-6);
-    check_rel("router split: weights = the router kernel's", b.w, std::vector<double>(a.w.begin(), a.w.end()), 1e-6);
+    /* the softmax over the 4 picks moves each weight by at most w (2 max |dl|) for logit errors dl (its fp32 rounding
+     * ~1e-7 on top): the bound follows the logits' measured difference, which the check above holds to 1e-6 of their
+     * size (a fixed 1e-6 here failed on a draw with logits of size ~5, session 55: 1.35e-6) */
+    double dl = 0.0;
+    for (int e = 0; e < E; e++) dl = std::max(dl, (double)fabsf(a.rl[e] - b.rl[e]));
+    check_rel("router split: weights = the router kernel's (bound 2 max |logit difference| + 1e-6)", b.w,
+              std::vector<double>(a.w.begin(), a.w.end()), 2.0 * dl + 1e-6);
     /* the finish by o_proj's last block (LLMR_GPTOSS_ROUTE_RING=2): the same residual, ids, weights, groups and logits
      * bit for bit, and r such that (x r) nw is the finish kernel's h_sw bit for bit; twice (its counter back at 0) */
     float *d_r = dev_poison(1);
@@ -1885,11 +1903,18 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
  * row's finish in its last block; gptoss_moe_routed_gate_up_dp4a_rows1; gptoss_moe_down_decode_rows1) against each row
  * alone through the batch-1 graph's launches (gptoss_gemv1_router_finish, gptoss_moe_routed_gate_up_dp4a,
  * gptoss_moe_down_decode): the residual, ids, weights, router logits, r and activations of every row bit for bit, with
- * the ring's dp4a and tensor-core consumers and on the experts' tiled copy; the counter left at 0. */
-static void test_rows_routed(int T, int QD, int H, int I) {
+ * the ring's dp4a and tensor-core consumers and on the experts' tiled copy; the counter left at 0. On the tiled copy
+ * also the gate_up that takes each shared expert once for two rows (gptoss_moe_route_gate_up_pairs), its flags left at
+ * 0. dup: the odd rows are row 0 (its o and x), so that rows share all four experts (three rows from 5: a two-row pass
+ * and a one-row one an expert). */
+static void test_rows_routed(int T, int QD, int H, int I, int dup = 0) {
     const int E = 32, P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1), nb = gptoss_gemv1_blocks(QD, H);
     const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
     auto o = randv((size_t)T * QD, 1.0f), x = randv((size_t)T * H, 1.0f);
+    for (int r = 1; dup && r < T; r += 2) {
+        std::copy(o.begin(), o.begin() + QD, o.begin() + (size_t)r * QD);
+        std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
+    }
     auto ow = randbf((size_t)H * QD, 0.02f), ob = randbf(H, 0.5f), nw = randbf(H, 1.0f);
     auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
     dev_experts ex = dev_experts_make(E, H, I);
@@ -1903,7 +1928,9 @@ static void test_rows_routed(int T, int QD, int H, int I) {
     uint16_t *dow = dev_upload(ow), *dob = dev_upload(ob), *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb),
              *dgb = dev_upload(gbias), *ddb = dev_upload(dbias);
     CK(gptoss_router_rwt(drw, dnw, H, E, drwt, 0));
-    int32_t *dids, *dids1, *dgrp, *dgrp1, *dctr;
+    int32_t *dids, *dids1, *dgrp, *dgrp1, *dctr, *dsync;
+    CK(cudaMalloc((void **)&dsync, (GPTOSS_GEMV1_ROWS_MAX + 1) * 4));
+    CK(cudaMemset(dsync, 0, (GPTOSS_GEMV1_ROWS_MAX + 1) * 4));
     CK(cudaMalloc((void **)&dids, (size_t)P * 4));
     CK(cudaMalloc((void **)&dids1, (size_t)P * 4));
     CK(cudaMalloc((void **)&dgrp, (size_t)T * GI * 4));
@@ -1919,7 +1946,9 @@ static void test_rows_routed(int T, int QD, int H, int I) {
         const gptoss_mxfp4_tiled *tg = tiled ? &gt : nullptr, *td = tiled ? &dt : nullptr;
         const uint8_t *gb = tiled ? nullptr : dgub, *gs = tiled ? nullptr : dgus, *db = tiled ? nullptr : ddnb,
                       *ds = tiled ? nullptr : ddns;
-      for (int how = 2; how >= 1; how--) { /* 2: o_proj's last block finishes every row; 1: each gate_up CTA its row */
+      /* 2: o_proj's last block finishes every row; 1: each gate_up CTA its row; 0: 1 with each shared expert once (the
+       * tiled copy only) */
+      for (int how = 2; how >= (tiled ? 0 : 1); how--) {
         CK(cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(dx1, x.data(), x.size() * 4, cudaMemcpyHostToDevice));
         cudaError_t e;
@@ -1930,7 +1959,10 @@ static void test_rows_routed(int T, int QD, int H, int I) {
                 e = gptoss_moe_routed_gate_up_dp4a_rows1(dx, dnw, drn, dgrp, T, gb, gs, dgb, H, I, alpha, limit, dact, 0, tg);
         } else {
             e = gptoss_gemv1_rows_router(d_o, QD, dow, dob, T, QD, H, dx, H, drwt, dpart, 0);
-            if (e == cudaSuccess)
+            if (e == cudaSuccess && how == 0) /* r to drn: an output of this form */
+                e = gptoss_moe_route_gate_up_pairs(dx, dnw, eps, dpart, nb, drb, T, dgb, H, I, alpha, limit, 10, dids, dw,
+                                                   dgrp, drl, drn, dsync, dact, 0, tg);
+            else if (e == cudaSuccess)
                 e = gptoss_moe_route_gate_up_dp4a_rows1(dx, dnw, eps, dpart, nb, drb, T, gb, gs, dgb, H, I, alpha, limit, dids,
                                                         dw, dgrp, drl, dact, 0, tg);
         }
@@ -1955,9 +1987,14 @@ static void test_rows_routed(int T, int QD, int H, int I) {
         same &= eqf(dx, dx1, (size_t)T * H) && eqf(dw, dw1, P) && eqf(drl, drl1, (size_t)T * E) && eqf(drn, drn1, T) &&
                 eqf(dact, dact1, (size_t)P * I) && dev_download(dids, P) == dev_download(dids1, P) &&
                 dev_download(dctr, 1)[0] == 0 && memcmp(dev_download(dx, (size_t)T * H).data(), x.data(), x.size() * 4);
-        snprintf(what, sizeof what, "rows routed (finish %s) T=%d QD=%d H=%d I=%d (%s / %s, %s%s): every row's residual, ids, "
-                 "weights, logits, r and activations bit for bit the batch-1 graph's launches on it alone",
-                 how == 2 ? "in o_proj" : "in the gate_up", T, QD, H, I, cudaGetErrorString(e), cudaGetErrorString(e1),
+        if (how == 0) {
+            const auto sy = dev_download(dsync, GPTOSS_GEMV1_ROWS_MAX + 1);
+            same &= std::all_of(sy.begin(), sy.end(), [](int32_t v) { return v == 0; });
+        }
+        snprintf(what, sizeof what, "rows routed (finish %s) T=%d%s QD=%d H=%d I=%d (%s / %s, %s%s): every row's residual, "
+                 "ids, weights, logits, r and activations bit for bit the batch-1 graph's launches on it alone",
+                 how == 2 ? "in o_proj" : how == 1 ? "in the gate_up" : "in the gate_up, each shared expert once", T,
+                 dup ? " (odd rows = row 0)" : "", QD, H, I, cudaGetErrorString(e), cudaGetErrorString(e1),
                  form == 0 ? "dp4a ring" : "tensor-core ring", tiled ? ", tiled copy" : "");
         check_true(what, same);
       }
@@ -1967,7 +2004,7 @@ static void test_rows_routed(int T, int QD, int H, int I) {
     cudaFree(drl1); cudaFree(drn); cudaFree(drn1); cudaFree(dact); cudaFree(dact1); cudaFree(dow); cudaFree(dob);
     cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb); cudaFree(ddb);
     dev_experts_free(&ex); cudaFree(dids); cudaFree(dids1); cudaFree(dgrp); cudaFree(dgrp1);
-    cudaFree(dctr);
+    cudaFree(dctr); cudaFree(dsync);
 }
 
 /* gptoss_qkv_rows for n rows, each at its own position through its own block-table row: every row's q and new K/V
@@ -2120,6 +2157,96 @@ static void test_qkv_rows_all(void) {
     for (int n = 1; n <= 8; n++) test_qkv_rows(2880, 64, 8, n, n == 2 || n == 4 || n == 8); /* gpt-oss-20b's shape */
     test_qkv_rows(64, 2, 1, 3, 0);
 }
+/* Times the per-row experts' gate_up for n rows at the 20b's shapes on the tiled copy: the rows launch (a row on the
+ * grid's y) against the one that takes each expert two rows share once, with random rows (~0.5 / 1.3 / 2.5 / 3.8 / 5.4
+ * shared pairs of experts at 2 / 3 / 4 / 5 / 6 rows) and with the odd rows row 0's (all four of its experts shared). */
+static void test_moe_pairs_timing(void) {
+    const int H = 2880, I = 2880, E = 32, GI = gptoss_moe_groups_ints(1), NMAX = 6;
+    const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
+    dev_experts ex = dev_experts_make(E, H, I);
+    auto nw = randbf(H, 1.0f), rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f), gbias = randbf((size_t)E * 2 * I, 0.5f);
+    uint16_t *dnw = dev_upload(nw), *drw = dev_upload(rw), *drb = dev_upload(rb), *dgb = dev_upload(gbias);
+    float *dhs = dev_poison((size_t)NMAX * H), *dw = dev_poison(NMAX * 4), *drl = dev_poison((size_t)NMAX * E),
+          *dact = dev_poison((size_t)NMAX * 4 * I);
+    md_work wk = md_work_make(NMAX + 1);
+    const int ring = gptoss_moe_decode_dp4a(2);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    int resident = 0;
+    const int per = gptoss_moe_ring_rows_grid(H, 1, 1, &resident);
+    printf("     timing gate_up: the rows launch's CTAs %d (one row), the pairs kernel's %d\n", per,
+           gptoss_moe_gate_up_pairs_grid(H));
+    for (int dup = 0; dup <= 1 && ring == 2; dup++)
+        for (int n = 2; n <= NMAX; n++) {
+            auto x = randv((size_t)n * H, 1.0f);
+            for (int r = 1; dup && r < n; r += 2) std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
+            float *dx = dev_upload(x);
+            CK(gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, n, H, E, dhs, wk.ids, dw, wk.grp, drl, wk.ctr, 0));
+            auto grp = dev_download(wk.grp, (size_t)n * GI);
+            int shared = 0; /* pairs of rows an expert: sum over experts of floor(rows / 2) */
+            for (int e = 0; e < E; e++) {
+                int m = 0;
+                for (int r = 0; r < n; r++)
+                    for (int g = 0; g < 4; g++) m += grp[(size_t)r * GI + 1 + g] == e;
+                shared += m / 2;
+            }
+            float us[3] = {0, 0, 0};
+            for (int form = 0; form < 3; form++) { /* the rows launch; the pairs kernel without pairs; with */
+                auto launch = [&]() {
+                    return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit, form == 2 ? 10 : 0,
+                                                                 dact, 0, &ex.gt)
+                                : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I, alpha,
+                                                                       limit, dact, 0, &ex.gt);
+                };
+                for (int r = 0; r < 3; r++) CK(launch());
+                const int reps = 30;
+                CK(cudaEventRecord(e0, 0));
+                for (int r = 0; r < reps; r++) CK(launch());
+                CK(cudaEventRecord(e1, 0));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                us[form] = ms * 1000.0f / reps;
+            }
+            printf("     timing gate_up %d rows%s (%d of %d pairs on a shared expert's two-row passes): rows launch %.1f us, "
+                   "the pairs kernel without pairs %.1f us, each shared expert once %.1f us (%+.1f%%)\n", n,
+                   dup ? " (odd rows = row 0)" : "", 2 * shared, 4 * n, us[0], us[1], us[2],
+                   100.0 * (us[2] - us[0]) / us[0]);
+            for (int diag = 1; diag <= 3 && !dup && (n == 2 || n == 6); diag++) { /* where the time goes, diagnostics */
+                float ud[2] = {0, 0};
+                gptoss_moe_ring_diag(diag);
+                for (int form = 0; form < 2; form++) {
+                    auto launch = [&]() {
+                        return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit, 0, dact, 0,
+                                                                     &ex.gt)
+                                    : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I,
+                                                                           alpha, limit, dact, 0, &ex.gt);
+                    };
+                    for (int r = 0; r < 3; r++) CK(launch());
+                    CK(cudaEventRecord(e0, 0));
+                    for (int r = 0; r < 30; r++) CK(launch());
+                    CK(cudaEventRecord(e1, 0));
+                    CK(cudaEventSynchronize(e1));
+                    float ms = 0;
+                    CK(cudaEventElapsedTime(&ms, e0, e1));
+                    ud[form] = ms * 1000.0f / 30;
+                }
+                gptoss_moe_ring_diag(0);
+                printf("     timing gate_up %d rows, %s: rows launch %.1f us, the pairs kernel without pairs %.1f us\n", n,
+                       diag == 1 ? "the copies alone" : diag == 2 ? "the arithmetic alone" : "without the split", ud[0],
+                       ud[1]);
+            }
+            cudaFree(dx);
+        }
+    gptoss_moe_decode_dp4a(0);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb);
+    md_work_free(&wk);
+    dev_experts_free(&ex);
+}
+
 /* The rows launches of the gate_up ring are one wave: for every row count the CTAs per row times the rows fit in what the
  * GPU holds at once (by the occupancy API), and one row takes all of it (session 54: 5 rows asked for 400 CTAs where
  * 396 fit, and the 4 left over ran their share alone after the rest, a 5-row step +8%). */
@@ -2147,7 +2274,9 @@ static void test_moe_rows_all(void) {
     test_moe_rows(5, 2880, 2880, 32); /* rows that do not divide the resident CTAs (3 x 132 / 5) */
     test_moe_rows(6, 2880, 2880, 32); /* the per-row path's most rows by default */
     test_moe_rows(2, 64, 64, 8);
+    test_moe_rows(8, 2880, 2880, 32, 1); /* the most rows, 5 sharing: two two-row passes and a one-row one an expert */
     test_rows_routed(3, 4096, 2880, 2880);
+    test_rows_routed(4, 4096, 2880, 2880, 1); /* the routed form's most rows, 3 sharing: a two-row and a one-row pass */
 }
 
 void gptoss_test_batch_kernels(int *checks, int *failed);
@@ -2226,7 +2355,8 @@ int main(int argc, char **argv) {
         test_gemv1_rows_all();
         test_qkv_rows_all();
         test_moe_rows_all();
-        test_rows_routed(2, 4096, 2880, 2880);
+        test_rows_routed(2, 4096, 2880, 2880, 1);
+        test_moe_pairs_timing();
         printf("%d checks, %d failed\n", tu_checks, tu_failed);
         return tu_failed != 0;
     }
