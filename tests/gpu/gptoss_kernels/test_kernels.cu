@@ -2191,11 +2191,11 @@ static void test_moe_pairs_timing(void) {
                     for (int g = 0; g < 4; g++) m += grp[(size_t)r * GI + 1 + g] == e;
                 shared += m / 2;
             }
-            float us[3] = {0, 0, 0};
-            for (int form = 0; form < 3; form++) { /* the rows launch; the pairs kernel without pairs; with */
+            /* form 0 the rows launch; 1 the pairs kernel without two-row passes (wpair 0); 2 with them: µs a launch */
+            auto launch_us = [&](int form) {
                 auto launch = [&]() {
-                    return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit, form == 2 ? 10 : 0,
-                                                                 dact, 0, &ex.gt)
+                    return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit,
+                                                                 form == 2 ? 10 : 0, dact, 0, &ex.gt)
                                 : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I, alpha,
                                                                        limit, dact, 0, &ex.gt);
                 };
@@ -2207,31 +2207,16 @@ static void test_moe_pairs_timing(void) {
                 CK(cudaEventSynchronize(e1));
                 float ms = 0;
                 CK(cudaEventElapsedTime(&ms, e0, e1));
-                us[form] = ms * 1000.0f / reps;
-            }
+                return ms * 1000.0f / reps;
+            };
+            const float us[3] = {launch_us(0), launch_us(1), launch_us(2)};
             printf("     timing gate_up %d rows%s (%d of %d pairs on a shared expert's two-row passes): rows launch %.1f us, "
                    "the pairs kernel without pairs %.1f us, each shared expert once %.1f us (%+.1f%%)\n", n,
                    dup ? " (odd rows = row 0)" : "", 2 * shared, 4 * n, us[0], us[1], us[2],
                    100.0 * (us[2] - us[0]) / us[0]);
             for (int diag = 1; diag <= 3 && !dup && (n == 2 || n == 6); diag++) { /* where the time goes, diagnostics */
-                float ud[2] = {0, 0};
                 gptoss_moe_ring_diag(diag);
-                for (int form = 0; form < 2; form++) {
-                    auto launch = [&]() {
-                        return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit, 0, dact, 0,
-                                                                     &ex.gt)
-                                    : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I,
-                                                                           alpha, limit, dact, 0, &ex.gt);
-                    };
-                    for (int r = 0; r < 3; r++) CK(launch());
-                    CK(cudaEventRecord(e0, 0));
-                    for (int r = 0; r < 30; r++) CK(launch());
-                    CK(cudaEventRecord(e1, 0));
-                    CK(cudaEventSynchronize(e1));
-                    float ms = 0;
-                    CK(cudaEventElapsedTime(&ms, e0, e1));
-                    ud[form] = ms * 1000.0f / 30;
-                }
+                const float ud[2] = {launch_us(0), launch_us(1)};
                 gptoss_moe_ring_diag(0);
                 printf("     timing gate_up %d rows, %s: rows launch %.1f us, the pairs kernel without pairs %.1f us\n", n,
                        diag == 1 ? "the copies alone" : diag == 2 ? "the arithmetic alone" : "without the split", ud[0],
