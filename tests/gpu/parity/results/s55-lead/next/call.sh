@@ -5,7 +5,7 @@
 #   && rm -rf build/tests build/bench build/bin)   # the alt engine: main without the diff
 #   rm -rf .gpu-lead/pkg && tests/gpu/pack.sh --build build --out .gpu-lead/pkg --alt main:/tmp/alt
 # and run with carry [".gpu-lead/pkg"].
-# 1. pairs-ticket.diff: the routed pairs gate_up's finishers become the first n CTAs to start (an atomic ticket)
+# 1. pairs-ticket.diff (also: its grid cached per device, as gptoss_sm_count): the routed pairs gate_up's finishers become the first n CTAs to start (an atomic ticket)
 #    instead of CTAs 0..n-1, so its wait cannot block a finisher whatever order the GPU starts CTAs in (session 55
 #    relied on the in-order dispatch of a grid beside other kernels). Its PTX spills 20 B in the prologue where main's
 #    spills none: the checks (bit for bit, as before), then 2 / 4 / 6 streams against main (A B B A). Predicted level
