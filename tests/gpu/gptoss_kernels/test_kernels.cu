@@ -1905,7 +1905,7 @@ static void test_qkv_decode(int H, int nh, int nkv, int pos, int timing) {
  * gptoss_moe_down_decode): the residual, ids, weights, router logits, r and activations of every row bit for bit, with
  * the ring's dp4a and tensor-core consumers and on the experts' tiled copy; the counter left at 0. On the tiled copy
  * also the gate_up that takes each shared expert once for two rows (gptoss_moe_route_gate_up_pairs), its flags left at
- * 0. dup: the odd rows are row 0 (its o and x), so that rows share all four experts (three rows from 5: a two-row pass
+ * 0. dup: the odd rows are row 0 (its o and x), so that rows share all four experts (three rows from 4: a two-row pass
  * and a one-row one an expert). */
 static void test_rows_routed(int T, int QD, int H, int I, int dup = 0) {
     const int E = 32, P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1), nb = gptoss_gemv1_blocks(QD, H);
