@@ -806,6 +806,9 @@ static __device__ __forceinline__ int mp_build_passes(const int32_t *sel, int n,
     return total;
 }
 
+/* A pass's tiles' cost: TPG tiles at 8 a one-row tile, wpair a two-row one. */
+static __device__ __forceinline__ int mp_cost(int p, int TPG, int wpair) { return TPG * (mp_yb(p) >= 0 ? wpair : 8); }
+
 /* A pass's group: the passes of one row, or of one pair of rows (one split serves them all). */
 static __device__ __forceinline__ int mp_group(int p) { return mp_ya(p) * (GPTOSS_GEMV1_ROWS_MAX + 1) + mp_yb(p) + 1; }
 
@@ -844,10 +847,10 @@ static __device__ __forceinline__ void mp_plan(const int32_t *groups1, int n, in
     if (lane == 0) {
         const int G = gridDim.x, b = blockIdx.x;
         int C = 0; /* at most 32 passes x TPG x 16 (G C below 2^31 for the launcher's shapes) */
-        for (int p = 0; p < np; p++) C += TPG * (mp_yb(ord[p]) >= 0 ? wpair : 8);
+        for (int p = 0; p < np; p++) C += mp_cost(ord[p], TPG, wpair);
         int S = 0, p0 = 0, g0 = 0;
         for (int p = 0; p < np; p++) {
-            S += TPG * (mp_yb(ord[p]) >= 0 ? wpair : 8);
+            S += mp_cost(ord[p], TPG, wpair);
             if (p + 1 < np && mp_group(ord[p + 1]) == mp_group(ord[p])) continue;
             const int g1 = (int)((long long)G * S / C); /* this group (passes p0 .. p): CTAs g0 .. g1 - 1 */
             if (b < g1) {
