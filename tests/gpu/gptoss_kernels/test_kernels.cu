@@ -802,6 +802,11 @@ static void dev_experts_free(dev_experts *x) {
     cudaFree(x->gub); cudaFree(x->gus); cudaFree(x->dnb); cudaFree(x->dns); cudaFree(x->tbuf);
 }
 
+/* Rows that share every expert: each odd row of v (rows of `width` values) becomes a copy of row 0. */
+static void dup_odd_rows(std::vector<float> &v, int rows, size_t width) {
+    for (int r = 1; r < rows; r += 2) std::copy(v.begin(), v.begin() + width, v.begin() + (size_t)r * width);
+}
+
 /* The rows launches of the per-row experts (one router launch, then gptoss_moe_gate_up_decode_dp4a_rows1 and
  * gptoss_moe_down_decode_rows1) against a launch a row and against the one-token block on each row alone, bit for bit;
  * on the tiled copy also the gate_up that takes each shared expert once for two rows (gptoss_moe_gate_up_pairs_rows1).
@@ -810,7 +815,7 @@ static void test_moe_rows(int T, int H, int I, int E, int dup = 0) {
     const int P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1);
     const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
     auto x = randv((size_t)T * H, 1.0f);
-    for (int r = 1; dup && r < T; r += 2) std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
+    if (dup) dup_odd_rows(x, T, H);
     auto nw = randbf(H, 1.0f);
     auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
     dev_experts ex = dev_experts_make(E, H, I);
@@ -1911,9 +1916,9 @@ static void test_rows_routed(int T, int QD, int H, int I, int dup = 0) {
     const int E = 32, P = T * GPTOSS_TOPK, GI = gptoss_moe_groups_ints(1), nb = gptoss_gemv1_blocks(QD, H);
     const float eps = 1e-5f, alpha = 1.702f, limit = 7.0f;
     auto o = randv((size_t)T * QD, 1.0f), x = randv((size_t)T * H, 1.0f);
-    for (int r = 1; dup && r < T; r += 2) {
-        std::copy(o.begin(), o.begin() + QD, o.begin() + (size_t)r * QD);
-        std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
+    if (dup) {
+        dup_odd_rows(o, T, QD);
+        dup_odd_rows(x, T, H);
     }
     auto ow = randbf((size_t)H * QD, 0.02f), ob = randbf(H, 0.5f), nw = randbf(H, 1.0f);
     auto rw = randbf((size_t)E * H, 0.05f), rb = randbf(E, 0.5f);
@@ -2170,9 +2175,6 @@ static void test_moe_pairs_timing(void) {
           *dact = dev_poison((size_t)NMAX * 4 * I);
     md_work wk = md_work_make(NMAX + 1);
     const int ring = gptoss_moe_decode_dp4a(2);
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     int resident = 0;
     const int per = gptoss_moe_ring_rows_grid(H, 1, 1, &resident);
     printf("     timing gate_up: the rows launch's CTAs %d (one row), the pairs kernel's %d\n", per,
@@ -2180,7 +2182,7 @@ static void test_moe_pairs_timing(void) {
     for (int dup = 0; dup <= 1 && ring == 2; dup++)
         for (int n = 2; n <= NMAX; n++) {
             auto x = randv((size_t)n * H, 1.0f);
-            for (int r = 1; dup && r < n; r += 2) std::copy(x.begin(), x.begin() + H, x.begin() + (size_t)r * H);
+            if (dup) dup_odd_rows(x, n, H);
             float *dx = dev_upload(x);
             CK(gptoss_moe_router_decode_rows(dx, dnw, eps, drw, drb, n, H, E, dhs, wk.ids, dw, wk.grp, drl, wk.ctr, 0));
             auto grp = dev_download(wk.grp, (size_t)n * GI);
@@ -2193,30 +2195,21 @@ static void test_moe_pairs_timing(void) {
             }
             /* form 0 the rows launch; 1 the pairs kernel without two-row passes (wpair 0); 2 with them: µs a launch */
             auto launch_us = [&](int form) {
-                auto launch = [&]() {
-                    return form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit,
-                                                                 form == 2 ? 10 : 0, dact, 0, &ex.gt)
-                                : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I, alpha,
-                                                                       limit, dact, 0, &ex.gt);
-                };
-                for (int r = 0; r < 3; r++) CK(launch());
-                const int reps = 30;
-                CK(cudaEventRecord(e0, 0));
-                for (int r = 0; r < reps; r++) CK(launch());
-                CK(cudaEventRecord(e1, 0));
-                CK(cudaEventSynchronize(e1));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                return ms * 1000.0f / reps;
+                return 1000.0 * tu_time_ms([&]() {
+                    CK(form ? gptoss_moe_gate_up_pairs_rows1(dhs, wk.grp, n, E, dgb, H, I, alpha, limit, form == 2 ? 10 : 0,
+                                                             dact, 0, &ex.gt)
+                            : gptoss_moe_gate_up_decode_dp4a_rows1(dhs, wk.grp, n, nullptr, nullptr, dgb, H, I, alpha,
+                                                                   limit, dact, 0, &ex.gt));
+                }, 30);
             };
-            const float us[3] = {launch_us(0), launch_us(1), launch_us(2)};
+            const double us[3] = {launch_us(0), launch_us(1), launch_us(2)};
             printf("     timing gate_up %d rows%s (%d of %d pairs on a shared expert's two-row passes): rows launch %.1f us, "
                    "the pairs kernel without pairs %.1f us, each shared expert once %.1f us (%+.1f%%)\n", n,
                    dup ? " (odd rows = row 0)" : "", 2 * shared, 4 * n, us[0], us[1], us[2],
                    100.0 * (us[2] - us[0]) / us[0]);
             for (int diag = 1; diag <= 3 && !dup && (n == 2 || n == 6); diag++) { /* where the time goes, diagnostics */
                 gptoss_moe_ring_diag(diag);
-                const float ud[2] = {launch_us(0), launch_us(1)};
+                const double ud[2] = {launch_us(0), launch_us(1)};
                 gptoss_moe_ring_diag(0);
                 printf("     timing gate_up %d rows, %s: rows launch %.1f us, the pairs kernel without pairs %.1f us\n", n,
                        diag == 1 ? "the copies alone" : diag == 2 ? "the arithmetic alone" : "without the split", ud[0],
@@ -2225,8 +2218,6 @@ static void test_moe_pairs_timing(void) {
             cudaFree(dx);
         }
     gptoss_moe_decode_dp4a(0);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     cudaFree(dhs); cudaFree(dw); cudaFree(drl); cudaFree(dact); cudaFree(dnw); cudaFree(drw); cudaFree(drb); cudaFree(dgb);
     md_work_free(&wk);
     dev_experts_free(&ex);
