@@ -5,7 +5,10 @@
 #   && rm -rf build/tests build/bench build/bin)   # the alt engine: main without the diff
 #   rm -rf .gpu-lead/pkg && tests/gpu/pack.sh --build build --out .gpu-lead/pkg --alt main:/tmp/alt
 # and run with carry [".gpu-lead/pkg"].
-# 1. pairs-ticket.diff (also: its grid cached per device, as gptoss_sm_count): the routed pairs gate_up's finishers become the first n CTAs to start (an atomic ticket)
+# 1. pairs-ticket.diff (also: its grid cached per device, as gptoss_sm_count; and two twins from session 55's review
+#    made one piece each: mr_finish_row, the router finish of the ring's ROUTE 1 / 4 and of the pairs finishers, and
+#    mi_mma_mags, mi_chunk's and mi_chunk_pair's magnitude mma; the same arithmetic, but the ring kernels' PTX changes
+#    (register numbers, instruction order), so they wait for this gate): the routed pairs gate_up's finishers become the first n CTAs to start (an atomic ticket)
 #    instead of CTAs 0..n-1, so its wait cannot block a finisher whatever order the GPU starts CTAs in (session 55
 #    relied on the in-order dispatch of a grid beside other kernels). Its PTX spills 20 B in the prologue where main's
 #    spills none: the checks (bit for bit, as before), then 2 / 4 / 6 streams against main (A B B A). Predicted level
